@@ -1,0 +1,59 @@
+"""nuvec: lazy arrays, composable transforms and fused model operations, with MLX's API.
+
+Use it as MLX: `import nuvec as mx`.
+"""
+
+from nuvec.graph.array import Array
+from nuvec.graph.device import (
+    Device,
+    DeviceType,
+    Stream,
+    cpu,
+    default_device,
+    default_stream,
+    gpu,
+    is_available,
+    new_stream,
+    set_default_device,
+    stream,
+)
+from nuvec.graph.dtypes import (
+    Dtype,
+    DtypeCategory,
+    bfloat16,
+    bool_,
+    can_cast,
+    complex64,
+    complexfloating,
+    finfo,
+    float16,
+    float32,
+    float64,
+    floating,
+    generic,
+    iinfo,
+    inexact,
+    int8,
+    int16,
+    int32,
+    int64,
+    integer,
+    issubdtype,
+    number,
+    promote_types,
+    result_type,
+    signedinteger,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    unsignedinteger,
+)
+from nuvec.graph.evaluator import EvaluationError, async_eval, eval, synchronize
+from nuvec.graph.printing import printoptions, set_printoptions
+from nuvec.graph.primitive import TransformError
+from nuvec.graph.transforms import grad, jvp, value_and_grad, vjp, vmap
+from nuvec.ops import *  # noqa: F401,F403
+from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
+
+__version__ = "0.1.0"

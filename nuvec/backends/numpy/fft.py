@@ -1,0 +1,3 @@
+"""CPU kernels of `nuvec.ops.fft`."""
+
+from __future__ import annotations

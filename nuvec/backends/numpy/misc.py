@@ -1,0 +1,3 @@
+"""CPU kernels of `nuvec.ops.misc`."""
+
+from __future__ import annotations

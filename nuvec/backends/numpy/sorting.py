@@ -1,0 +1,3 @@
+"""CPU kernels of `nuvec.ops.sorting`."""
+
+from __future__ import annotations

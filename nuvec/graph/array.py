@@ -1,0 +1,269 @@
+"""The lazy graph: `Node` (one operation and its outputs) and `Array` (a handle on one output).
+
+Arrays know their shape, dtype and stream without being evaluated. Operators and methods are
+installed on `Array` by `nuvec.ops.methods`, so this module imports no operation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.device import DeviceType, Stream, default_stream, to_stream
+
+if TYPE_CHECKING:
+    from nuvec.graph.primitive import Primitive
+
+Shape = tuple[int, ...]
+
+
+class _Tracing:
+    """How many transforms are tracing now; nodes made meanwhile keep their graph after eval."""
+
+    depth = 0
+
+
+tracing = _Tracing()
+
+
+class Node:
+    """One recorded operation: primitive, inputs (ordered, duplicates kept), stream, outputs.
+
+    After evaluation `data` holds one backend array per output; the node then drops its
+    primitive and inputs (detaches) unless it was made while a transform was tracing.
+    """
+
+    __slots__ = ("primitive", "inputs", "stream", "shapes", "dtypes", "data", "pending", "keep")
+
+    def __init__(
+        self,
+        primitive: Primitive | None,
+        inputs: tuple[Array, ...],
+        stream: Stream,
+        shapes: tuple[Shape, ...],
+        dtypes: tuple[dt.Dtype, ...],
+        data: list[Any] | None = None,
+    ):
+        self.primitive = primitive
+        self.inputs = inputs
+        self.stream = stream
+        self.shapes = shapes
+        self.dtypes = dtypes
+        self.data = data
+        self.pending: Any = None
+        self.keep = tracing.depth > 0
+
+    def detach(self) -> None:
+        if not self.keep:
+            self.primitive = None
+            self.inputs = ()
+
+    def outputs(self) -> list[Array]:
+        """One handle per output (siblings included)."""
+        return [Array._from_node(self, i) for i in range(len(self.shapes))]
+
+
+class Array:
+    """A lazy n-dimensional array, the result of recorded operations.
+
+    Create with `nuvec.array(data, dtype=None)`. Evaluation happens on `nuvec.eval`, `item()`,
+    `tolist()` or `numpy.asarray(a)`.
+    """
+
+    __slots__ = ("_node", "_index", "shape", "dtype", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, data: Any, dtype: Any = None):
+        from nuvec.ops.creation import array as make_array
+
+        made = make_array(data, dtype)
+        self._rebind(made)
+
+    @classmethod
+    def _from_node(cls, node: Node, index: int) -> Array:
+        out = object.__new__(cls)
+        out._node = node
+        out._index = index
+        out.shape = node.shapes[index]
+        out.dtype = node.dtypes[index]
+        return out
+
+    def _rebind(self, other: Array) -> None:
+        """Makes this handle refer to `other`'s value (MLX's in-place updates)."""
+        self._node = other._node
+        self._index = other._index
+        self.shape = other.shape
+        self.dtype = other.dtype
+
+    # -- structure -------------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.size
+
+    @property
+    def stream(self) -> Stream:
+        return self._node.stream
+
+    @property
+    def primitive(self) -> Primitive | None:
+        return self._node.primitive
+
+    @property
+    def inputs(self) -> tuple[Array, ...]:
+        return self._node.inputs
+
+    @property
+    def is_evaluated(self) -> bool:
+        return self._node.data is not None
+
+    def siblings(self) -> list[Array]:
+        """The other outputs of the operation that made this array."""
+        return [a for i, a in enumerate(self._node.outputs()) if i != self._index]
+
+    # -- evaluation ------------------------------------------------------------------------
+    def _host(self) -> np.ndarray:
+        """Evaluates and returns this array's data as a NumPy array (shared, do not mutate)."""
+        node = self._node
+        if node.data is None:
+            from nuvec.graph.evaluator import eval as evaluate
+
+            evaluate(self)
+            node = self._node
+        data = node.data[self._index]
+        if type(data) is not np.ndarray:
+            from nuvec.graph.device import backend_for
+
+            data = backend_for(node.stream.device).to_host(data)
+        return data
+
+    def item(self) -> Any:
+        """The value of a size-1 array as a Python scalar.
+
+        Raises:
+            ValueError: if the array has more than one element.
+        """
+        if self.size != 1:
+            raise ValueError(f"item: only size-1 arrays can be converted, got shape {self.shape}")
+        value = self._host().reshape(()).item()
+        if self.dtype is dt.bfloat16:
+            return float(value)
+        return value
+
+    def tolist(self) -> Any:
+        """The array as nested Python lists (a scalar for 0-d arrays)."""
+        data = self._host()
+        if self.dtype is dt.bfloat16:
+            data = data.astype(np.float32)
+        return data.tolist()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        data = self._host()
+        if dtype is not None:
+            return data.astype(dtype)
+        if copy:
+            return data.copy()
+        view = data.view()
+        view.flags.writeable = False
+        return view
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Array]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"The truth value of an array with shape {self.shape} is ambiguous; "
+                "use any() or all()"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __index__(self) -> int:
+        if not self.dtype.is_integer:
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype.name}")
+        return int(self._scalar("index"))
+
+    def _scalar(self, what: str) -> Any:
+        if self.size != 1:
+            raise TypeError(f"{what}(): only size-1 arrays can be converted, got shape {self.shape}")
+        return self.item()
+
+    def __repr__(self) -> str:
+        from nuvec.graph.printing import format_array
+
+        return format_array(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce__(self):
+        return (_rebuild, (np.array(self), self.dtype.name))
+
+
+def _rebuild(data: np.ndarray, dtype_name: str) -> Array:
+    return leaf(data.astype(dt.to_dtype(dtype_name).np, copy=False), dt.to_dtype(dtype_name))
+
+
+def leaf(data: np.ndarray, dtype: dt.Dtype) -> Array:
+    """An evaluated array over host `data` of `dtype` (the caller keeps no reference to it)."""
+    node = Node(None, (), _host_stream(), (tuple(data.shape),), (dtype,), [data])
+    return Array._from_node(node, 0)
+
+
+def _host_stream() -> Stream:
+    return default_stream(DeviceType.cpu)
+
+
+def placeholder(shape: Shape, dtype: dt.Dtype, stream: Stream | None = None) -> Array:
+    """An array with a shape and dtype but no value (transforms trace functions with these)."""
+    node = Node(None, (), stream or to_stream(None), (tuple(shape),), (dtype,), None)
+    return Array._from_node(node, 0)
+
+
+def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> list[Array]:
+    """Records `primitive` applied to `inputs` on `stream`; returns one array per output."""
+    specs = primitive.output_specs(inputs)
+    node = Node(
+        primitive,
+        tuple(inputs),
+        stream,
+        tuple(s for s, _ in specs),
+        tuple(d for _, d in specs),
+    )
+    return [Array._from_node(node, i) for i in range(len(specs))]
+
+
+def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Array:
+    """Records a single-output `primitive`; returns its output."""
+    ((shape, dtype),) = primitive.output_specs(inputs)
+    return Array._from_node(Node(primitive, tuple(inputs), stream, (shape,), (dtype,)), 0)

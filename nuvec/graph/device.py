@@ -1,0 +1,232 @@
+"""Devices, streams and the backend registry.
+
+A `Stream` is an ordered queue of work on one `Device`. The default device and the stream set
+by `stream(...)` are per thread. Backends are imported lazily on first use of their device, so
+`import nuvec` needs no CuPy; nothing here imports a backend at import time.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, Protocol
+
+
+class DeviceType(enum.Enum):
+    """The kind of a device: `cpu` or `gpu`."""
+
+    cpu = 0
+    gpu = 1
+
+    def __repr__(self) -> str:
+        return f"DeviceType.{self.name}"
+
+
+cpu = DeviceType.cpu
+gpu = DeviceType.gpu
+
+
+class Device:
+    """A device: its `type` (`DeviceType`) and `index`."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: DeviceType, index: int = 0):
+        if not isinstance(type, DeviceType):
+            raise TypeError(f"Device: type must be a DeviceType, got {type!r}")
+        self.type = type
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DeviceType):
+            return self.type is other
+        return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __repr__(self) -> str:
+        return f"Device({self.type.name}, {self.index})"
+
+
+class Stream:
+    """An ordered queue of work on a device; `index` is unique among all streams."""
+
+    __slots__ = ("device", "index", "executor")
+
+    def __init__(self, device: Device, index: int):
+        self.device = device
+        self.index = index
+        self.executor: Any = None  # a one-worker executor, made when two streams run at once
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and self.index == other.index
+
+    def __hash__(self) -> int:
+        return self.index
+
+    def __repr__(self) -> str:
+        return f"Stream({self.device}, {self.index})"
+
+
+class Backend(Protocol):
+    """What a backend module provides to the evaluator."""
+
+    kernels: dict[type, Any]  # primitive class -> kernel(primitive, *inputs)
+
+    def to_host(self, data: Any) -> Any: ...
+
+    def from_host(self, data: Any) -> Any: ...
+
+    def synchronize(self) -> None: ...
+
+
+_BACKEND_MODULES = {DeviceType.cpu: "nuvec.backends.numpy", DeviceType.gpu: "nuvec.backends.cupy"}
+_backends: dict[DeviceType, Any] = {}
+_lock = threading.Lock()
+_streams: list[Stream] = []
+_default_streams: dict[Device, Stream] = {}
+
+
+def register_backend(device_type: DeviceType, backend: Any | None) -> None:
+    """Installs (or with `None` removes) the backend used for `device_type` (tests use this)."""
+    if backend is None:
+        _backends.pop(device_type, None)
+    else:
+        _backends[device_type] = backend
+
+
+def backend_for(device: Device | DeviceType) -> Any:
+    """The backend module of a device, imported on first use.
+
+    Raises:
+        RuntimeError: if the device has no available backend (no GPU here).
+    """
+    kind = device if isinstance(device, DeviceType) else device.type
+    found = _backends.get(kind)
+    if found is not None:
+        return found
+    try:
+        module = importlib.import_module(_BACKEND_MODULES[kind])
+    except ImportError as exc:
+        raise RuntimeError(
+            f"the {kind.name} device is not available: {exc}. "
+            "Use the CPU (nuvec.set_default_device(nuvec.cpu))."
+        ) from None
+    if not module.available():
+        raise RuntimeError(f"the {kind.name} device is not available: {module.unavailable_reason()}")
+    _backends[kind] = module
+    return module
+
+
+def is_available(device: Device | DeviceType) -> bool:
+    """Whether nuvec can compute on `device` here."""
+    try:
+        backend_for(device)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _as_device(device: Device | DeviceType) -> Device:
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, DeviceType):
+        return Device(device, 0)
+    raise TypeError(f"expected a Device or DeviceType, got {type(device).__name__}")
+
+
+def _make_stream(device: Device) -> Stream:
+    with _lock:
+        s = Stream(device, len(_streams))
+        _streams.append(s)
+    return s
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.device: Device | None = None
+        self.stream: Stream | None = None
+
+
+_state = _ThreadState()
+_global_device = Device(DeviceType.cpu, 0)
+
+
+def default_device() -> Device:
+    """The device operations run on when no `stream=` is given."""
+    return _state.device or _global_device
+
+
+def set_default_device(device: Device | DeviceType) -> None:
+    """Sets the default device for this and new threads.
+
+    Raises:
+        RuntimeError: if the device is not available here.
+    """
+    global _global_device
+    dev = _as_device(device)
+    backend_for(dev)
+    _global_device = dev
+    _state.device = None
+    _state.stream = None
+
+
+def default_stream(device: Device | DeviceType) -> Stream:
+    """The default stream of `device`."""
+    dev = _as_device(device)
+    s = _default_streams.get(dev)
+    if s is None:
+        with _lock:
+            s = _default_streams.get(dev)
+        if s is None:
+            s = _make_stream(dev)
+            _default_streams[dev] = s
+    return s
+
+
+def new_stream(device: Device | DeviceType) -> Stream:
+    """A new stream on `device`; work on different streams may run concurrently."""
+    return _make_stream(_as_device(device))
+
+
+def current_stream() -> Stream:
+    """The stream operations use when given no `stream=`."""
+    s = _state.stream
+    if s is not None:
+        return s
+    return default_stream(default_device())
+
+
+def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
+    """Resolves an op's `stream=` argument to a `Stream` whose device is available.
+
+    Raises:
+        RuntimeError: if the stream's device has no backend here.
+        TypeError: if `s` is not a stream or device.
+    """
+    if s is None:
+        s = _state.stream
+        if s is None:
+            s = default_stream(default_device())
+    elif isinstance(s, (Device, DeviceType)):
+        s = default_stream(s)
+    elif not isinstance(s, Stream):
+        raise TypeError(f"stream must be a Stream, Device or None, got {type(s).__name__}")
+    if s.device.type is not DeviceType.cpu:
+        backend_for(s.device)
+    return s
+
+
+@contextmanager
+def stream(s: Stream | Device | DeviceType) -> Iterator[Stream]:
+    """Makes `s` (or the default stream of a device) the default within the block, per thread."""
+    resolved = to_stream(s)
+    saved_stream, saved_device = _state.stream, _state.device
+    _state.stream, _state.device = resolved, resolved.device
+    try:
+        yield resolved
+    finally:
+        _state.stream, _state.device = saved_stream, saved_device

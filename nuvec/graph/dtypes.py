@@ -1,0 +1,268 @@
+"""Dtypes, dtype categories and MLX's promotion rules.
+
+Owns `Dtype` objects (with their NumPy storage type), the category lattice used by
+`issubdtype`, `promote_types`/`result_type` (MLX's table, Python scalars weak), `finfo`, `iinfo`
+and `can_cast`. Imports nothing from the rest of nuvec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+
+class DtypeCategory:
+    """An abstract dtype category (`floating`, `integer`, ...) as in MLX."""
+
+    __slots__ = ("name", "parent")
+
+    def __init__(self, name: str, parent: DtypeCategory | None):
+        self.name = name
+        self.parent = parent
+
+    def __repr__(self) -> str:
+        return f"DtypeCategory.{self.name}"
+
+    def ancestors(self) -> list[DtypeCategory]:
+        out, node = [], self
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out
+
+
+generic = DtypeCategory("generic", None)
+number = DtypeCategory("number", generic)
+integer = DtypeCategory("integer", number)
+signedinteger = DtypeCategory("signedinteger", integer)
+unsignedinteger = DtypeCategory("unsignedinteger", integer)
+inexact = DtypeCategory("inexact", number)
+floating = DtypeCategory("floating", inexact)
+complexfloating = DtypeCategory("complexfloating", inexact)
+
+
+class Dtype:
+    """An element type: `name`, `size` in bytes, its category and NumPy storage type."""
+
+    __slots__ = ("name", "size", "category", "np", "kind", "rank", "__weakref__")
+
+    def __init__(self, name: str, np_dtype: Any, category: DtypeCategory, kind: str, rank: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.size = self.np.itemsize
+        self.category = category
+        self.kind = kind  # "b", "u", "i", "f", "c"
+        self.rank = rank  # index into the promotion table
+
+    def __repr__(self) -> str:
+        return f"nuvec.{self.name}"
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_inexact(self) -> bool:
+        return self.kind in "fc"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in "ui"
+
+
+bool_ = Dtype("bool", np.bool_, generic, "b", 0)
+uint8 = Dtype("uint8", np.uint8, unsignedinteger, "u", 1)
+uint16 = Dtype("uint16", np.uint16, unsignedinteger, "u", 2)
+uint32 = Dtype("uint32", np.uint32, unsignedinteger, "u", 3)
+uint64 = Dtype("uint64", np.uint64, unsignedinteger, "u", 4)
+int8 = Dtype("int8", np.int8, signedinteger, "i", 5)
+int16 = Dtype("int16", np.int16, signedinteger, "i", 6)
+int32 = Dtype("int32", np.int32, signedinteger, "i", 7)
+int64 = Dtype("int64", np.int64, signedinteger, "i", 8)
+float16 = Dtype("float16", np.float16, floating, "f", 9)
+float32 = Dtype("float32", np.float32, floating, "f", 10)
+float64 = Dtype("float64", np.float64, floating, "f", 11)
+bfloat16 = Dtype("bfloat16", ml_dtypes.bfloat16, floating, "f", 12)
+complex64 = Dtype("complex64", np.complex64, complexfloating, "c", 13)
+
+ALL_DTYPES: tuple[Dtype, ...] = (
+    bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
+    float16, float32, float64, bfloat16, complex64,
+)  # fmt: skip
+FLOAT_DTYPES = (float16, float32, float64, bfloat16)
+INTEGER_DTYPES = (uint8, uint16, uint32, uint64, int8, int16, int32, int64)
+
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NUMPY = {d.np: d for d in ALL_DTYPES}
+
+
+def _dtype_by_name(name: str) -> Dtype:
+    return _BY_NAME[name]
+
+
+# MLX's promotion table (JAX's lattice without weak types; no float64 on int paths, no complex128).
+_b, _u1, _u2, _u4, _u8 = bool_, uint8, uint16, uint32, uint64
+_i1, _i2, _i4, _i8 = int8, int16, int32, int64
+_f2, _f4, _f8, _bf, _c8 = float16, float32, float64, bfloat16, complex64
+_PROMOTION = (
+    # bool  u8    u16   u32   u64   i8    i16   i32   i64   f16   f32   f64   bf16  c64
+    (_b,   _u1,  _u2,  _u4,  _u8,  _i1,  _i2,  _i4,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # bool
+    (_u1,  _u1,  _u2,  _u4,  _u8,  _i2,  _i2,  _i4,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # u8
+    (_u2,  _u2,  _u2,  _u4,  _u8,  _i4,  _i4,  _i4,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # u16
+    (_u4,  _u4,  _u4,  _u4,  _u8,  _i8,  _i8,  _i8,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # u32
+    (_u8,  _u8,  _u8,  _u8,  _u8,  _f4,  _f4,  _f4,  _f4,  _f2,  _f4,  _f8,  _bf,  _c8),  # u64
+    (_i1,  _i2,  _i4,  _i8,  _f4,  _i1,  _i2,  _i4,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # i8
+    (_i2,  _i2,  _i4,  _i8,  _f4,  _i2,  _i2,  _i4,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # i16
+    (_i4,  _i4,  _i4,  _i8,  _f4,  _i4,  _i4,  _i4,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # i32
+    (_i8,  _i8,  _i8,  _i8,  _f4,  _i8,  _i8,  _i8,  _i8,  _f2,  _f4,  _f8,  _bf,  _c8),  # i64
+    (_f2,  _f2,  _f2,  _f2,  _f2,  _f2,  _f2,  _f2,  _f2,  _f2,  _f4,  _f8,  _f4,  _c8),  # f16
+    (_f4,  _f4,  _f4,  _f4,  _f4,  _f4,  _f4,  _f4,  _f4,  _f4,  _f4,  _f8,  _f4,  _c8),  # f32
+    (_f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _f8,  _c8),  # f64
+    (_bf,  _bf,  _bf,  _bf,  _bf,  _bf,  _bf,  _bf,  _bf,  _f4,  _f4,  _f8,  _bf,  _c8),  # bf16
+    (_c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8,  _c8),  # c64
+)  # fmt: skip
+
+
+def promote_types(a: Dtype, b: Dtype) -> Dtype:
+    """The dtype two arrays of dtypes `a` and `b` promote to (MLX's table)."""
+    return _PROMOTION[a.rank][b.rank]
+
+
+def to_dtype(value: Any, op: str = "dtype") -> Dtype:
+    """Converts a nuvec `Dtype`, a NumPy dtype/type or a dtype name to a `Dtype`.
+
+    Raises:
+        TypeError: if `value` names no supported dtype.
+    """
+    if isinstance(value, Dtype):
+        return value
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    if value is bool:
+        return bool_
+    if value is int:
+        return int32
+    if value is float:
+        return float32
+    if value is complex:
+        return complex64
+    try:
+        found = _BY_NUMPY.get(np.dtype(value))
+    except TypeError:
+        found = None
+    if found is None:
+        raise TypeError(f"{op}: unsupported dtype {value!r}")
+    return found
+
+
+def from_numpy_dtype(np_dtype: np.dtype) -> Dtype:
+    """The nuvec dtype of NumPy data; float64 stays float64, complex128 becomes complex64."""
+    found = _BY_NUMPY.get(np_dtype)
+    if found is not None:
+        return found
+    if np_dtype.kind == "c":
+        return complex64
+    raise TypeError(f"array: unsupported NumPy dtype {np_dtype}")
+
+
+def issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory) -> bool:
+    """Whether `a` is `b` or lies under category `b` (MLX's `issubdtype`)."""
+    if isinstance(b, Dtype):
+        return a is b
+    if isinstance(a, Dtype):
+        a = a.category
+        if a is generic and b is generic:
+            return True
+    return b in a.ancestors()
+
+
+def scalar_dtype(value: Any) -> Dtype:
+    """The dtype MLX gives an array made from a Python scalar."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int32 if -(2**31) <= value < 2**31 else int64
+    if isinstance(value, float):
+        return float32
+    if isinstance(value, complex):
+        return complex64
+    raise TypeError(f"array: unsupported scalar type {type(value).__name__}")
+
+
+def weak_scalar_result(dtype: Dtype, value: Any) -> Dtype:
+    """Promotes an array dtype with a weak Python scalar: the array's dtype wins within its kind."""
+    if isinstance(value, bool):
+        return dtype
+    if isinstance(value, int):
+        return int32 if dtype is bool_ else dtype
+    if isinstance(value, float):
+        return dtype if dtype.kind in "fc" else float32
+    if isinstance(value, complex):
+        return complex64
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+def result_type(*arrays_and_dtypes: Any) -> Dtype:
+    """The dtype of combining arrays, dtypes and Python scalars (scalars are weak)."""
+    strong = [x.dtype if hasattr(x, "dtype") and not isinstance(x, Dtype) else x
+              for x in arrays_and_dtypes if not isinstance(x, (bool, int, float, complex))]
+    scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float, complex))]
+    if not strong:
+        out = scalar_dtype(scalars[0])
+        for s in scalars[1:]:
+            out = promote_types(out, scalar_dtype(s))
+        return out
+    out = to_dtype(strong[0], "result_type")
+    for d in strong[1:]:
+        out = promote_types(out, to_dtype(d, "result_type"))
+    for s in scalars:
+        out = weak_scalar_result(out, s)
+    return out
+
+
+def can_cast(from_: Dtype, to: Dtype) -> bool:
+    """Whether `from_` promotes to `to` without changing kind order (safe casting)."""
+    return promote_types(to_dtype(from_), to_dtype(to)) is to_dtype(to)
+
+
+class finfo:
+    """Machine limits of a floating dtype: `min`, `max`, `eps`, `tiny`, `bits`, `dtype`."""
+
+    def __init__(self, dtype: Any):
+        dt = to_dtype(dtype, "finfo")
+        if not dt.is_inexact:
+            raise ValueError(f"finfo: {dt.name} is not inexact")
+        info = ml_dtypes.finfo(dt.np) if dt is bfloat16 else np.finfo(dt.np)
+        self.dtype = dt
+        self.bits = int(info.bits)
+        self.min = float(info.min)
+        self.max = float(info.max)
+        self.eps = float(info.eps)
+        self.tiny = float(info.tiny)
+        self.smallest_normal = self.tiny
+        self.resolution = float(info.resolution)
+
+    def __repr__(self) -> str:
+        return f"finfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+
+class iinfo:
+    """Limits of an integer dtype: `min`, `max`, `bits`, `dtype`."""
+
+    def __init__(self, dtype: Any):
+        dt = to_dtype(dtype, "iinfo")
+        if not dt.is_integer:
+            raise ValueError(f"iinfo: {dt.name} is not an integer dtype")
+        info = np.iinfo(dt.np)
+        self.dtype = dt
+        self.bits = int(info.bits)
+        self.min = int(info.min)
+        self.max = int(info.max)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"

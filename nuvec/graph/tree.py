@@ -1,0 +1,92 @@
+"""Trees: nested lists, tuples and dicts whose leaves are arrays (or anything else).
+
+`flatten` returns the leaves and a definition that `unflatten` fills with new leaves. The
+public MLX-style helpers (`tree_map`, `tree_flatten` with key paths, ...) are in `nuvec.utils`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+IsLeaf = Callable[[Any], bool] | None
+
+
+class TreeDef:
+    """The structure of a tree: its containers, with leaf slots to fill in order."""
+
+    __slots__ = ("kind", "meta", "children")
+
+    def __init__(self, kind: str, meta: Any = None, children: tuple[TreeDef, ...] = ()):
+        self.kind = kind  # "leaf", "list", "tuple", "dict"
+        self.meta = meta  # dict keys, or the tuple type (for named tuples)
+        self.children = children
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == "leaf":
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, TreeDef)
+            and (self.kind, self.meta, self.children) == (other.kind, other.meta, other.children)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.children))
+
+    def __repr__(self) -> str:
+        if self.kind == "leaf":
+            return "*"
+        return f"{self.kind}({', '.join(map(repr, self.children))})"
+
+
+LEAF = TreeDef("leaf")
+
+
+def _is_node(x: Any) -> bool:
+    return type(x) in (list, tuple, dict) or (isinstance(x, tuple) and hasattr(x, "_fields"))
+
+
+def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
+    """The leaves of `tree` in order (dicts by insertion order) and its structure."""
+    leaves: list[Any] = []
+
+    def build(x: Any) -> TreeDef:
+        if (is_leaf is not None and is_leaf(x)) or not _is_node(x):
+            leaves.append(x)
+            return LEAF
+        if isinstance(x, dict):
+            return TreeDef("dict", tuple(x.keys()), tuple(build(v) for v in x.values()))
+        if isinstance(x, list):
+            return TreeDef("list", None, tuple(build(v) for v in x))
+        return TreeDef("tuple", type(x), tuple(build(v) for v in x))
+
+    return leaves, build(tree)
+
+
+def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
+    """Rebuilds a tree of structure `treedef` from `leaves` in order."""
+    it = iter(leaves)
+
+    def build(d: TreeDef) -> Any:
+        if d.kind == "leaf":
+            return next(it)
+        values = [build(c) for c in d.children]
+        if d.kind == "dict":
+            return dict(zip(d.meta, values))
+        if d.kind == "list":
+            return values
+        if d.meta is tuple:
+            return tuple(values)
+        return d.meta(*values)
+
+    return build(treedef)
+
+
+def tree_leaves(tree: Any) -> list[Any]:
+    """The leaves of a tree, fast path for a flat tuple of non-containers."""
+    if type(tree) is tuple and not any(_is_node(x) for x in tree):
+        return list(tree)
+    return flatten(tree)[0]

@@ -1,0 +1,150 @@
+"""Argument handling shared by all operations: conversion to arrays, axes, promotion, broadcasting.
+
+Every public op validates through these helpers so error messages have one format:
+`op: what is wrong, got <shapes/dtypes>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, leaf
+from nuvec.graph.device import Stream
+
+Scalar = (bool, int, float, complex)
+Shape = tuple[int, ...]
+
+
+def scalar_array(value: Any, dtype: dt.Dtype) -> Array:
+    """A 0-d evaluated array holding a Python scalar, of `dtype`."""
+    try:
+        data = np.asarray(value, dtype=dtype.np)
+    except OverflowError:  # out-of-range weak integers wrap, as a cast would
+        data = np.asarray(np.asarray(value).astype(dtype.np))
+    return leaf(data, dtype)
+
+
+def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
+    """`x` as an array: arrays pass through, scalars/lists/NumPy data are converted (MLX rules)."""
+    if isinstance(x, Array):
+        return x
+    from nuvec.ops.creation import array
+
+    try:
+        return array(x, dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
+
+
+def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
+    """Converts two operands to arrays of their common dtype; Python scalars are weak."""
+    a_is_array, b_is_array = isinstance(a, Array), isinstance(b, Array)
+    if a_is_array and b_is_array:
+        if a.dtype is b.dtype:
+            return a, b
+        out = dt.promote_types(a.dtype, b.dtype)
+    elif a_is_array and isinstance(b, Scalar):
+        out = dt.weak_scalar_result(a.dtype, b)
+        return _cast(a, out, stream), scalar_array(b, out)
+    elif b_is_array and isinstance(a, Scalar):
+        out = dt.weak_scalar_result(b.dtype, a)
+        return scalar_array(a, out), _cast(b, out, stream)
+    else:
+        a, b = as_array(a, op), as_array(b, op)
+        if isinstance(a, Array) and isinstance(b, Array) and a.dtype is b.dtype:
+            return a, b
+        out = dt.promote_types(a.dtype, b.dtype)
+    return _cast(a, out, stream), _cast(b, out, stream)
+
+
+def _cast(a: Array, dtype: dt.Dtype, stream: Stream) -> Array:
+    if a.dtype is dtype:
+        return a
+    from nuvec.ops.unary import astype
+
+    return astype(a, dtype, stream=stream)
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """`axis` in `[0, ndim)`; negative axes count from the end.
+
+    Raises:
+        ValueError: if the axis is out of range.
+    """
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{op}: axis must be an int, got {type(axis).__name__}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{op}: axis {axis} is out of bounds for an array with {ndim} dimensions")
+    return int(axis) % ndim if ndim else 0
+
+
+def normalize_axes(axis: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...]:
+    """Sorted, distinct axes in `[0, ndim)`; `None` means all axes.
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+    """
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        return (normalize_axis(axis, ndim, op),)
+    axes = tuple(normalize_axis(a, ndim, op) for a in axis)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: repeated axis in {tuple(axis)}")
+    return tuple(sorted(axes))
+
+
+def broadcast_shapes(*shapes: Sequence[int], op: str = "broadcast_shapes") -> Shape:
+    """The shape that `shapes` broadcast to (NumPy's rule).
+
+    Raises:
+        ValueError: if the shapes cannot be broadcast together.
+    """
+    if len(shapes) == 2 and tuple(shapes[0]) == tuple(shapes[1]):
+        return tuple(shapes[0])
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for s in shapes:
+            if len(s) >= -i:
+                d = s[i]
+                if d != 1:
+                    if size != 1 and d != size:
+                        raise ValueError(
+                            f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                            "cannot be broadcast together"
+                        )
+                    size = d
+        out.append(size)
+    return tuple(out)
+
+
+def broadcast_all(op: str, arrays: Sequence[Array], stream: Stream) -> list[Array]:
+    """The arrays broadcast to their common shape with explicit broadcast nodes."""
+    shape = broadcast_shapes(*(a.shape for a in arrays), op=op)
+    from nuvec.ops.shape import broadcast_to
+
+    return [a if a.shape == shape else broadcast_to(a, shape, stream=stream) for a in arrays]
+
+
+def check_shape(shape: Any, op: str) -> Shape:
+    """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"{op}: negative dimensions are not allowed, got {out}")
+    return out
+
+
+def require_float(op: str, a: Array) -> None:
+    """Raises TypeError unless `a` has a floating dtype."""
+    if not a.dtype.is_floating:
+        raise TypeError(f"{op}: expected a floating-point array, got {a.dtype.name}")

@@ -1,0 +1,5 @@
+"""Convolutions in MLX's channels-last layout, and their transposed forms."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,112 @@
+"""Rule families: base classes giving the common output specs and batching rules.
+
+A concrete primitive subclasses one and writes only what is special (usually `vjp`/`jvp`):
+
+- `Unary`: elementwise, one input; batching keeps the batch axis.
+- `Binary`: elementwise on equal shapes; batching moves batch axes to the front and
+  broadcasts an unbatched operand.
+- `Reduction`: reduces `axes` keeping them as size-1 dimensions (the public op squeezes).
+- `Linear`: a mixin whose `jvp` applies the primitive to the tangents (one input).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from nuvec.graph.array import Array, record1
+from nuvec.graph.device import to_stream
+from nuvec.graph.dtypes import Dtype
+from nuvec.graph.primitive import Primitive
+
+
+def apply(primitive: Primitive, *inputs: Array) -> Array:
+    """Records a single-output primitive on the current stream (rules use this)."""
+    return record1(primitive, inputs, to_stream(None))
+
+
+def move_batch_to_front(x: Array, axis: int | None, size: int | None = None) -> Array:
+    """`x` with its batch axis first; an unbatched `x` is broadcast along a new first axis."""
+    from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
+
+    if axis is None:
+        assert size is not None
+        return broadcast_to(expand_dims(x, 0), (size, *x.shape))
+    return x if axis == 0 else moveaxis(x, axis, 0)
+
+
+def batch_size(inputs: Sequence[Array], axes: Sequence[int | None]) -> int:
+    for x, ax in zip(inputs, axes):
+        if ax is not None:
+            return x.shape[ax]
+    raise ValueError("vmap: no batched input")
+
+
+class Unary(Primitive):
+    """Elementwise primitive of one input; the output has the input's shape."""
+
+    __slots__ = ()
+
+    def out_dtype(self, dtype: Dtype) -> Dtype:
+        return dtype
+
+    def output_specs(self, inputs):
+        x = inputs[0]
+        return ((x.shape, self.out_dtype(x.dtype)),)
+
+    def vmap(self, inputs, axes):
+        return [apply(self, inputs[0])], [axes[0]]
+
+
+class Binary(Primitive):
+    """Elementwise primitive of two inputs of equal shape and dtype (the op broadcasts)."""
+
+    __slots__ = ()
+
+    def out_dtype(self, dtype: Dtype) -> Dtype:
+        return dtype
+
+    def output_specs(self, inputs):
+        a = inputs[0]
+        return ((a.shape, self.out_dtype(a.dtype)),)
+
+    def vmap(self, inputs, axes):
+        return [apply(self, *batch_inputs(inputs, axes))], [0]
+
+
+def batch_inputs(inputs: Sequence[Array], axes: Sequence[int | None]) -> list[Array]:
+    """Every input with the batch axis first and equal batched shapes (for elementwise rules)."""
+    size = batch_size(inputs, axes)
+    return [move_batch_to_front(x, ax, size) for x, ax in zip(inputs, axes)]
+
+
+class Reduction(Primitive):
+    """Reduces `axes` of one input, keeping them as size-1 dimensions."""
+
+    __slots__ = ("axes",)
+
+    def __init__(self, axes: tuple[int, ...]):
+        self.axes = tuple(axes)
+
+    def params(self):
+        return (self.axes,)
+
+    def out_dtype(self, dtype: Dtype) -> Dtype:
+        return dtype
+
+    def output_specs(self, inputs):
+        x = inputs[0]
+        shape = tuple(1 if i in self.axes else d for i, d in enumerate(x.shape))
+        return ((shape, self.out_dtype(x.dtype)),)
+
+    def vmap(self, inputs, axes):
+        x = move_batch_to_front(inputs[0], axes[0])
+        return [apply(type(self)(tuple(a + 1 for a in self.axes)), x)], [0]
+
+
+class Linear:
+    """Mixin for single-input linear primitives: the tangent goes through the same primitive."""
+
+    __slots__ = ()
+
+    def jvp(self, primals, tangents, outputs):
+        return [apply(self, tangents[0])]  # type: ignore[arg-type]
