@@ -50,6 +50,13 @@ from nuvec.graph.dtypes import (
     unsignedinteger,
 )
 from nuvec.graph.evaluator import EvaluationError, async_eval, eval, synchronize
+from nuvec.graph.memory import (
+    clear_cache,
+    get_active_memory,
+    get_cache_memory,
+    get_peak_memory,
+    reset_peak_memory,
+)
 from nuvec.graph.printing import printoptions, set_printoptions
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.transforms import grad, jvp, value_and_grad, vjp, vmap

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph import memory
 from nuvec.graph.device import DeviceType, Stream, default_stream, to_stream
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ class Node:
     primitive and inputs (detaches) unless it was made while a transform was tracing.
     """
 
-    __slots__ = ("primitive", "inputs", "stream", "shapes", "dtypes", "data", "pending", "keep")
+    __slots__ = (
+        "primitive", "inputs", "stream", "shapes", "dtypes", "data", "pending", "keep", "nbytes",
+    )
 
     def __init__(
         self,
@@ -54,6 +57,11 @@ class Node:
         self.data = data
         self.pending: Any = None
         self.keep = tracing.depth > 0
+        self.nbytes = 0  # bytes of buffers this node's kernel allocated (see graph.memory)
+
+    def __del__(self) -> None:
+        if self.nbytes:
+            memory.release(self.nbytes)
 
     def detach(self) -> None:
         if not self.keep:
@@ -237,6 +245,8 @@ def _rebuild(data: np.ndarray, dtype_name: str) -> Array:
 def leaf(data: np.ndarray, dtype: dt.Dtype) -> Array:
     """An evaluated array over host `data` of `dtype` (the caller keeps no reference to it)."""
     node = Node(None, (), _host_stream(), (tuple(data.shape),), (dtype,), [data])
+    node.nbytes = data.nbytes
+    memory.allocate(data.nbytes)
     return Array._from_node(node, 0)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from nuvec.graph.array import Array, Node
 from nuvec.graph.device import DeviceType, Stream, backend_for
+from nuvec.graph.memory import allocate, owned_bytes
 from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
 
@@ -99,8 +100,9 @@ def _run(node: Node) -> None:
     kernel = backend.kernels.get(type(primitive))
     if kernel is None:
         raise EvaluationError(f"eval: {primitive.name} has no kernel on {node.stream.device}")
+    inputs = _input_data(node)
     try:
-        result = kernel(primitive, *_input_data(node))
+        result = kernel(primitive, *inputs)
     except EvaluationError:
         raise
     except Exception as exc:
@@ -113,6 +115,8 @@ def _run(node: Node) -> None:
         dtype = node.dtypes[i].np
         if type(out) is not np.ndarray or out.dtype != dtype:
             outputs[i] = backend.coerce(out, dtype)
+    node.nbytes = owned_bytes(outputs, inputs)
+    allocate(node.nbytes)
     node.data = outputs
     node.pending = None
     node.detach()

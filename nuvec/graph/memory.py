@@ -1,0 +1,74 @@
+"""Memory figures: bytes held by evaluated arrays, as MLX's `get_active_memory` and friends.
+
+Each evaluated node adds the bytes of the buffers its kernel allocated (not views of its inputs)
+and gives them back when it is freed. The figures count nuvec's buffers, not Python objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class _Counters:
+    active = 0
+    peak = 0
+    limit = 0
+
+
+counters = _Counters()
+
+
+def _root(data: Any) -> Any:
+    base = getattr(data, "base", None)
+    while base is not None:
+        data = base
+        base = getattr(data, "base", None)
+    return data
+
+
+def owned_bytes(outputs: Sequence[Any], inputs: Sequence[Any]) -> int:
+    """Bytes of the buffers behind `outputs` that are not buffers of `inputs`."""
+    input_roots = {id(_root(x)) for x in inputs}
+    seen: set[int] = set()
+    total = 0
+    for out in outputs:
+        root = _root(out)
+        if id(root) in input_roots or id(root) in seen:
+            continue
+        seen.add(id(root))
+        total += getattr(root, "nbytes", 0)
+    return total
+
+
+def allocate(nbytes: int) -> None:
+    counters.active += nbytes
+    if counters.active > counters.peak:
+        counters.peak = counters.active
+
+
+def release(nbytes: int) -> None:
+    counters.active -= nbytes
+
+
+def get_active_memory() -> int:
+    """Bytes currently held by evaluated arrays."""
+    return counters.active
+
+
+def get_peak_memory() -> int:
+    """The largest `get_active_memory()` seen since start or `reset_peak_memory()`."""
+    return counters.peak
+
+
+def reset_peak_memory() -> None:
+    """Restarts peak tracking from the current active memory."""
+    counters.peak = counters.active
+
+
+def get_cache_memory() -> int:
+    """Bytes kept in a buffer cache; NumPy returns memory to the system, so always 0."""
+    return 0
+
+
+def clear_cache() -> None:
+    """Frees cached buffers (there is no cache on the CPU backend)."""
