@@ -33,6 +33,7 @@ from nuvec.graph.dtypes import (
     generic,
     iinfo,
     inexact,
+    isdtype,
     int8,
     int16,
     int32,
@@ -60,7 +61,12 @@ from nuvec.graph.memory import (
 from nuvec.graph.printing import printoptions, set_printoptions
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.transforms import grad, jvp, value_and_grad, vjp, vmap
+from nuvec.graph.custom import checkpoint, custom_function, depends
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec import fft, linalg  # noqa: E402  (the mx.fft and mx.linalg namespaces)
+import nuvec.random as random  # noqa: E402  (after the star import, which binds nuvec.ops.random)
 from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
+from nuvec import utils  # noqa: E402
+from nuvec import fast  # noqa: E402
 
 __version__ = "0.1.0"

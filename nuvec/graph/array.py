@@ -12,7 +12,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph import memory
-from nuvec.graph.device import DeviceType, Stream, default_stream, to_stream
+from nuvec.graph.device import Stream, host_stream, to_stream
 
 if TYPE_CHECKING:
     from nuvec.graph.primitive import Primitive
@@ -244,14 +244,10 @@ def _rebuild(data: np.ndarray, dtype_name: str) -> Array:
 
 def leaf(data: np.ndarray, dtype: dt.Dtype) -> Array:
     """An evaluated array over host `data` of `dtype` (the caller keeps no reference to it)."""
-    node = Node(None, (), _host_stream(), (tuple(data.shape),), (dtype,), [data])
-    node.nbytes = data.nbytes
-    memory.allocate(data.nbytes)
+    node = Node(None, (), host_stream(), (tuple(data.shape),), (dtype,), [data])
+    node.nbytes = memory.owned_bytes((data,), ())
+    memory.allocate(node.nbytes)
     return Array._from_node(node, 0)
-
-
-def _host_stream() -> Stream:
-    return default_stream(DeviceType.cpu)
 
 
 def placeholder(shape: Shape, dtype: dt.Dtype, stream: Stream | None = None) -> Array:

@@ -54,12 +54,21 @@ class Device:
 class Stream:
     """An ordered queue of work on a device; `index` is unique among all streams."""
 
-    __slots__ = ("device", "index", "executor")
+    __slots__ = ("device", "index", "executor", "_backend")
 
     def __init__(self, device: Device, index: int):
         self.device = device
         self.index = index
         self.executor: Any = None  # a one-worker executor, made when two streams run at once
+        self._backend: Any = None
+
+    @property
+    def backend(self) -> Any:
+        """The backend module computing this stream's work."""
+        found = self._backend
+        if found is None or _backends.get(self.device.type) is not found:
+            found = self._backend = backend_for(self.device)
+        return found
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Stream) and self.index == other.index
@@ -153,6 +162,7 @@ class _ThreadState(threading.local):
 
 _state = _ThreadState()
 _global_device = Device(DeviceType.cpu, 0)
+_global_stream: Stream | None = None  # the default stream of _global_device, once made
 
 
 def default_device() -> Device:
@@ -168,8 +178,10 @@ def set_default_device(device: Device | DeviceType) -> None:
     """
     global _global_device
     dev = _as_device(device)
+    global _global_stream
     backend_for(dev)
     _global_device = dev
+    _global_stream = default_stream(dev)
     _state.device = None
     _state.stream = None
 
@@ -181,9 +193,10 @@ def default_stream(device: Device | DeviceType) -> Stream:
     if s is None:
         with _lock:
             s = _default_streams.get(dev)
-        if s is None:
-            s = _make_stream(dev)
-            _default_streams[dev] = s
+            if s is None:
+                s = Stream(dev, len(_streams))
+                _streams.append(s)
+                _default_streams[dev] = s
     return s
 
 
@@ -200,6 +213,26 @@ def current_stream() -> Stream:
     return default_stream(default_device())
 
 
+def _init_global_stream() -> Stream:
+    global _global_stream
+    _global_stream = default_stream(_global_device)
+    return _global_stream
+
+
+def host_stream() -> Stream:
+    """The default CPU stream, where arrays made from host data live."""
+    return _host_stream or _init_host_stream()
+
+
+_host_stream: Stream | None = None
+
+
+def _init_host_stream() -> Stream:
+    global _host_stream
+    _host_stream = default_stream(DeviceType.cpu)
+    return _host_stream
+
+
 def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
     """Resolves an op's `stream=` argument to a `Stream` whose device is available.
 
@@ -208,9 +241,9 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
         TypeError: if `s` is not a stream or device.
     """
     if s is None:
-        s = _state.stream
-        if s is None:
-            s = default_stream(default_device())
+        s = _state.stream or _global_stream or _init_global_stream()
+        if s.device.type is DeviceType.cpu:
+            return s
     elif isinstance(s, (Device, DeviceType)):
         s = default_stream(s)
     elif not isinstance(s, Stream):

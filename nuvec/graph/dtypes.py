@@ -181,6 +181,48 @@ def issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory) -> bool:
     return b in a.ancestors()
 
 
+_KINDS = {
+    "bool": lambda d: d.kind == "b",
+    "signed integer": lambda d: d.kind == "i",
+    "unsigned integer": lambda d: d.kind == "u",
+    "integral": lambda d: d.kind in "iu",
+    "real floating": lambda d: d.kind == "f",
+    "complex floating": lambda d: d.kind == "c",
+    "numeric": lambda d: d.kind in "iufc",
+}
+
+
+def isdtype(dtype: Any, kind: Any) -> bool:
+    """Whether `dtype` is of `kind` (the array API's `isdtype`).
+
+    Args:
+        dtype: a dtype (or anything `to_dtype` accepts).
+        kind: a dtype (equality), one of "bool", "signed integer", "unsigned integer",
+            "integral", "real floating", "complex floating", "numeric", or a tuple of these
+            (true if any matches).
+
+    Raises:
+        TypeError: if `dtype` is not a dtype or `kind` is not a dtype, a string or a tuple.
+        ValueError: if `kind` names no kind.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.isdtype(mx.float16, ("integral", "real floating"))
+        True
+    """
+    d = to_dtype(dtype, "isdtype")
+    if isinstance(kind, tuple):
+        return any(isdtype(d, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {sorted(_KINDS)}")
+        return _KINDS[kind](d)
+    if isinstance(kind, Dtype):
+        return d is kind
+    raise TypeError(f"isdtype: kind must be a dtype, a string or a tuple, got "
+                    f"{type(kind).__name__}")
+
+
 def scalar_dtype(value: Any) -> Dtype:
     """The dtype MLX gives an array made from a Python scalar."""
     if isinstance(value, bool):

@@ -78,25 +78,26 @@ def _claim(roots: list[Node]) -> tuple[list[Node], _Batch, set[_Batch]]:
 
 
 def _input_data(node: Node) -> list[Any]:
-    device_type = node.stream.device.type
+    stream = node.stream
     out = []
     for inp in node.inputs:
         source = inp._node
         data = source.data[inp._index]
-        if source.stream.device.type is not device_type:
-            if device_type is DeviceType.cpu:
-                data = backend_for(source.stream.device).to_host(data)
-            else:
-                data = backend_for(node.stream.device).from_host(
-                    backend_for(source.stream.device).to_host(data)
-                )
+        if source.stream is not stream and source.stream.device.type is not stream.device.type:
+            data = _move(data, source.stream, stream)
         out.append(data)
     return out
 
 
+def _move(data: Any, source: Stream, target: Stream) -> Any:
+    """Data made on `source`'s device, as the backend of `target` takes it."""
+    host = source.backend.to_host(data)
+    return host if target.device.type is DeviceType.cpu else target.backend.from_host(host)
+
+
 def _run(node: Node) -> None:
     primitive = node.primitive
-    backend = backend_for(node.stream.device)
+    backend = node.stream.backend
     kernel = backend.kernels.get(type(primitive))
     if kernel is None:
         raise EvaluationError(f"eval: {primitive.name} has no kernel on {node.stream.device}")
@@ -110,16 +111,24 @@ def _run(node: Node) -> None:
         raise EvaluationError(
             f"eval: {primitive!r} failed on inputs [{shapes}]: {type(exc).__name__}: {exc}"
         ) from exc
-    outputs = [result] if len(node.shapes) == 1 else list(result)
-    for i, out in enumerate(outputs):
-        dtype = node.dtypes[i].np
-        if type(out) is not np.ndarray or out.dtype != dtype:
-            outputs[i] = backend.coerce(out, dtype)
+    dtypes = node.dtypes
+    if len(dtypes) == 1:
+        dtype = dtypes[0].np
+        if type(result) is not np.ndarray or result.dtype is not dtype:
+            result = backend.coerce(result, dtype)
+        outputs = [result]
+    else:
+        outputs = [
+            out if type(out) is np.ndarray and out.dtype is d.np else backend.coerce(out, d.np)
+            for out, d in zip(result, dtypes)
+        ]
     node.nbytes = owned_bytes(outputs, inputs)
     allocate(node.nbytes)
     node.data = outputs
     node.pending = None
-    node.detach()
+    if not node.keep:
+        node.primitive = None
+        node.inputs = ()
 
 
 def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None) -> None:

@@ -28,6 +28,8 @@ def _root(data: Any) -> Any:
 
 def owned_bytes(outputs: Sequence[Any], inputs: Sequence[Any]) -> int:
     """Bytes of the buffers behind `outputs` that are not buffers of `inputs`."""
+    if len(outputs) == 1 and getattr(outputs[0], "base", 0) is None:
+        return outputs[0].nbytes
     input_roots = {id(_root(x)) for x in inputs}
     seen: set[int] = set()
     total = 0

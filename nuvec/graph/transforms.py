@@ -3,7 +3,8 @@
 Each traces the function by running it on arrays wrapped in `Copy` nodes (marking where the
 trace starts, while keeping the link to any outer trace, so transforms nest) and then walks the
 recorded graph iteratively, applying each primitive's rule. Rules build ordinary graph nodes, so
-the results are lazy arrays and can be transformed again.
+the results are lazy arrays and can be transformed again. When the outermost transform returns,
+the traced nodes stop keeping their graph, so evaluation frees intermediates as usual.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ def _key(a: Array) -> Key:
     return (id(a._node), a._index)
 
 
-def _check_arrays(op: str, what: str, values: Sequence[Any]) -> list[Array]:
+def _check_arrays(op: str, what: str, values: Any) -> list[Array]:
+    if isinstance(values, Array) or not isinstance(values, (list, tuple)):
+        raise TypeError(f"{op}: {what} must be a list of arrays, got {type(values).__name__}")
     for v in values:
         if not isinstance(v, Array):
             raise TypeError(f"{op}: {what} must be arrays, got {type(v).__name__}")
@@ -46,20 +49,46 @@ def _mark(primals: Sequence[Array]) -> list[Array]:
     return marked
 
 
-def _trace(fun: Callable[..., Any], args: Sequence[Any]) -> Any:
+def _trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None) -> Any:
     tracing.depth += 1
     try:
-        return fun(*args)
+        return fun(*args, **(kwargs or {}))
     finally:
         tracing.depth -= 1
 
 
+def _release(*trees: Any) -> None:
+    """Once the outermost transform is done, traced nodes drop their graph like any other node.
+
+    Nodes made while tracing keep their inputs after evaluation (an outer transform may still
+    walk them); at depth 0 nothing will, so they detach now (or when they are evaluated).
+    """
+    if tracing.depth:
+        return
+    roots = [leaf._node for leaf in flatten(list(trees))[0] if isinstance(leaf, Array)]
+    for node in toposort(roots, lambda n: n.keep):
+        node.keep = False
+        if node.data is not None:
+            node.detach()
+
+
 def _graph(outputs: Sequence[Array], starts: set[int]) -> list[Node]:
-    """Traced nodes between the starts and the outputs, inputs first."""
-    return toposort(
-        [o._node for o in outputs],
-        lambda n: n.primitive is not None and id(n) not in starts,
-    )
+    """Traced nodes between the starts and the outputs, inputs first.
+
+    A primitive with a `num_primals` attribute (custom functions, checkpoints) passes its later
+    inputs through as values: transforms apply its own rules and do not walk into them.
+    """
+    blocked: set[int] = set()
+
+    def expand(n: Node) -> bool:
+        if n.primitive is None or id(n) in starts or id(n) in blocked:
+            return False
+        hidden = getattr(n.primitive, "num_primals", None)
+        if hidden is not None:
+            blocked.update(id(i._node) for i in n.inputs[hidden:])
+        return True
+
+    return toposort([o._node for o in outputs], expand)
 
 
 def _accumulate(table: dict[Key, Array], key: Key, value: Array) -> None:
@@ -75,8 +104,10 @@ def backward(
     order = _graph(outputs, start_ids)
     reached = set(start_ids)
     for node in order:
-        if any(id(i._node) in reached for i in node.inputs):
-            reached.add(id(node))
+        for i in node.inputs:
+            if id(i._node) in reached:
+                reached.add(id(node))
+                break
     table: dict[Key, Array] = {}
     for out, cot in zip(outputs, cotangents):
         if cot is not None and id(out._node) in reached:
@@ -84,12 +115,16 @@ def backward(
     for node in reversed(order):
         if id(node) not in reached:
             continue
-        cots = [table.pop((id(node), i), None) for i in range(len(node.shapes))]
+        nid = id(node)
+        cots = [table.pop((nid, i), None) for i in range(len(node.shapes))]
         if all(c is None for c in cots):
             continue
         argnums = [i for i, inp in enumerate(node.inputs) if id(inp._node) in reached]
         with stream_context(node.stream):
             grads = node.primitive.vjp(list(node.inputs), cots, argnums, node.outputs())
+        if len(grads) != len(argnums):
+            raise TransformError(f"vjp: {node.primitive.name} returned {len(grads)} cotangents "
+                                 f"for {len(argnums)} inputs")
         for i, g in zip(argnums, grads):
             if g is not None:
                 _accumulate(table, _key(node.inputs[i]), g)
@@ -117,11 +152,11 @@ def forward(
     return [table.get(_key(o)) for o in outputs]
 
 
-def _as_output_list(op: str, value: Any) -> tuple[list[Array], bool]:
+def _as_output_list(op: str, value: Any) -> list[Array]:
     if isinstance(value, Array):
-        return [value], True
+        return [value]
     if isinstance(value, (list, tuple)):
-        return _check_arrays(op, "the function's outputs", value), False
+        return _check_arrays(op, "the function's outputs", value)
     raise TypeError(f"{op}: the function must return an array or a list of arrays, got "
                     f"{type(value).__name__}")
 
@@ -147,21 +182,31 @@ def vjp(
         cotangents: one per output, of the output's shape.
 
     Returns:
-        (outputs, vjps): the outputs of `fun` and one cotangent per primal.
+        (outputs, vjps): the outputs of `fun` and one cotangent per primal (zeros where an
+        output does not depend on a primal, or the primal is not a float).
 
     Raises:
+        TypeError: if primals, cotangents or outputs are not arrays.
         ValueError: if the number or shapes of the cotangents do not match the outputs.
+        TransformError: if a primitive on the path has no reverse-mode rule.
+
+    Example:
+        >>> import nuvec as mx
+        >>> out, (g,) = mx.vjp(lambda x: x * x, [mx.array(3.0)], [mx.array(1.0)])
+        >>> g.item()
+        6.0
     """
     primals = _check_arrays("vjp", "primals", primals)
     cotangents = _check_arrays("vjp", "cotangents", cotangents)
     starts = _mark(primals)
-    outputs, _ = _as_output_list("vjp", _trace(fun, starts))
+    outputs = _as_output_list("vjp", _trace(fun, starts))
     if len(cotangents) != len(outputs):
         raise ValueError(f"vjp: got {len(cotangents)} cotangents for {len(outputs)} outputs")
     for o, c in zip(outputs, cotangents):
         if o.shape != c.shape:
             raise ValueError(f"vjp: cotangent shape {c.shape} does not match output {o.shape}")
     grads = backward(outputs, cotangents, starts)
+    _release(outputs, starts)
     return outputs, [_fit("vjp", g, p) for g, p in zip(grads, primals)]
 
 
@@ -179,7 +224,15 @@ def jvp(
         (outputs, jvps): the outputs of `fun` and one tangent per output.
 
     Raises:
+        TypeError: if primals, tangents or outputs are not arrays.
         ValueError: if the number or shapes of the tangents do not match the primals.
+        TransformError: if a primitive on the path has no forward-mode rule.
+
+    Example:
+        >>> import nuvec as mx
+        >>> out, (t,) = mx.jvp(lambda x: x * x, [mx.array(3.0)], [mx.array(1.0)])
+        >>> t.item()
+        6.0
     """
     primals = _check_arrays("jvp", "primals", primals)
     tangents = _check_arrays("jvp", "tangents", tangents)
@@ -189,79 +242,42 @@ def jvp(
         if p.shape != t.shape:
             raise ValueError(f"jvp: tangent shape {t.shape} does not match primal {p.shape}")
     starts = _mark(primals)
-    outputs, _ = _as_output_list("jvp", _trace(fun, starts))
+    outputs = _as_output_list("jvp", _trace(fun, starts))
     outs = forward(outputs, starts, tangents)
+    _release(outputs, starts)
     return outputs, [_fit("jvp", t, o) for t, o in zip(outs, outputs)]
 
 
 def _select_args(
-    op: str, args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any, argnames: Any
-) -> tuple[list[int], list[str]]:
+    op: str, args: tuple[Any, ...], kwargs: dict[str, Any], nums: list[int], names: list[str]
+) -> None:
+    if nums and nums[-1] >= len(args):
+        raise ValueError(
+            f"{op}: can't compute the gradient of argument index {nums[-1]} because the "
+            f"function is called with only {len(args)} positional arguments"
+        )
+    for name in names:
+        if name not in kwargs:
+            raise ValueError(
+                f"{op}: can't compute the gradient of keyword argument {name!r} because the "
+                f"function is called with the keyword arguments {sorted(kwargs)}"
+            )
+
+
+def _normalize_argnums(op: str, argnums: Any, argnames: Any) -> tuple[list[int], list[str]]:
+    """MLX's rules: argnums default to 0 without argnames; sorted, non-negative, unique."""
     names = [argnames] if isinstance(argnames, str) else list(argnames)
     if argnums is None:
         nums = [] if names else [0]
-    elif isinstance(argnums, int):
-        nums = [argnums]
     else:
-        nums = list(argnums)
-    for n in nums:
-        if not -len(args) <= n < len(args):
-            raise ValueError(f"{op}: argnums {n} is out of range for {len(args)} arguments")
-    for name in names:
-        if name not in kwargs:
-            raise ValueError(f"{op}: keyword argument {name!r} was not given")
-    return [n % len(args) for n in nums], names
-
-
-def value_and_grad(
-    fun: Callable[..., Any], argnums: int | Sequence[int] | None = None,
-    argnames: str | Sequence[str] = (),
-) -> Callable[..., tuple[Any, Any]]:
-    """Returns a function computing `fun`'s value and its gradient.
-
-    `fun` returns a scalar array, or a list/tuple whose first entry is a scalar array (the
-    rest is auxiliary output, returned but not differentiated). Gradients are taken with
-    respect to `argnums` (default 0) and `argnames`; each selected argument may be a tree of
-    arrays and its gradient has the same structure.
-
-    Returns:
-        A function returning `(value, grads)`: `grads` for one argnum is that argument's
-        gradient, for several a tuple; with `argnames`, `(grads_by_position, grads_by_name)`.
-
-    Raises:
-        ValueError: if the function's value is not a scalar array.
-    """
-
-    def wrapped(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        nums, names = _select_args("value_and_grad", args, kwargs, argnums, argnames)
-        selected = [args[n] for n in nums] + [kwargs[k] for k in names]
-        leaves, treedef = flatten(selected)
-        _check_arrays("value_and_grad", "differentiated arguments", leaves)
-        starts = _mark(leaves)
-        rebuilt = unflatten(treedef, starts)
-        call_args = list(args)
-        for n, value in zip(nums, rebuilt):
-            call_args[n] = value
-        call_kwargs = dict(kwargs)
-        for k, value in zip(names, rebuilt[len(nums):]):
-            call_kwargs[k] = value
-        value = _trace(lambda: fun(*call_args, **call_kwargs), ())
-        loss = value[0] if isinstance(value, (list, tuple)) and value else value
-        if not isinstance(loss, Array) or loss.size != 1:
-            raise ValueError(
-                "value_and_grad: the function must return a scalar array, or a list or tuple "
-                f"whose first element is a scalar array; got {_describe(loss)}"
-            )
-        grads = backward([loss], [_ops().ones_like(loss)], starts)
-        grads = [_fit("grad", g, p) for g, p in zip(grads, leaves)]
-        tree = unflatten(treedef, grads)
-        by_pos = tree[0] if len(nums) == 1 else tuple(tree[: len(nums)])
-        if not names:
-            return value, by_pos
-        by_name = dict(zip(names, tree[len(nums):]))
-        return value, ((by_pos if nums else None), by_name)
-
-    return wrapped
+        nums = sorted([argnums] if isinstance(argnums, int) else list(argnums))
+    if not nums and not names:
+        raise ValueError(f"{op}: gradient with respect to no argument requested")
+    if nums and nums[0] < 0:
+        raise ValueError(f"{op}: can't compute the gradient of negative argument index {nums[0]}")
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"{op}: duplicate argument index in argnums {tuple(nums)}")
+    return nums, names
 
 
 def _describe(x: Any) -> str:
@@ -270,15 +286,114 @@ def _describe(x: Any) -> str:
     return type(x).__name__
 
 
+def _loss_of(op: str, value: Any, aux_allowed: bool) -> Array:
+    if isinstance(value, Array):
+        loss = value
+    elif aux_allowed and isinstance(value, (list, tuple)) and value:
+        loss = value[0]
+    else:
+        loss = None
+    if not isinstance(loss, Array) or loss.size != 1:
+        allowed = ("a scalar array, or a tuple whose first element is a scalar array"
+                   if aux_allowed else "a scalar array")
+        got = _describe(value if loss is None else loss)
+        raise ValueError(f"{op}: the function must return {allowed}; got {got}")
+    return loss
+
+
+def _value_and_grad(
+    op: str, fun: Callable[..., Any], argnums: Any, argnames: Any, aux_allowed: bool
+) -> Callable[..., tuple[Any, Any]]:
+    nums, names = _normalize_argnums(op, argnums, argnames)
+
+    def wrapped(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        _select_args(op, args, kwargs, nums, names)
+        selected = [args[n] for n in nums] + [kwargs[k] for k in names]
+        leaves, treedef = flatten(selected)
+        for leaf in leaves:
+            if not isinstance(leaf, Array):
+                raise TypeError(f"{op}: differentiated arguments must be arrays or trees of "
+                                f"arrays, got {type(leaf).__name__}")
+            if not leaf.dtype.is_inexact:
+                raise TypeError(f"{op}: cannot differentiate with respect to an array of "
+                                f"{leaf.dtype.name} (shape {leaf.shape}); use a float dtype")
+        starts = _mark(leaves)
+        rebuilt = unflatten(treedef, starts)
+        call_args = list(args)
+        for n, value in zip(nums, rebuilt):
+            call_args[n] = value
+        call_kwargs = dict(kwargs)
+        for k, value in zip(names, rebuilt[len(nums):]):
+            call_kwargs[k] = value
+        value = _trace(fun, call_args, call_kwargs)
+        loss = _loss_of(op, value, aux_allowed)
+        grads = backward([loss], [_ops().ones_like(loss)], starts)
+        _release(value, starts)
+        tree = unflatten(treedef, [_fit(op, g, p) for g, p in zip(grads, leaves)])
+        by_pos = tree[0] if len(nums) == 1 else (tuple(tree[: len(nums)]) if nums else None)
+        if not names:
+            return value, by_pos
+        return value, (by_pos, dict(zip(names, tree[len(nums):])))
+
+    return wrapped
+
+
+def value_and_grad(
+    fun: Callable[..., Any], argnums: int | Sequence[int] | None = None,
+    argnames: str | Sequence[str] = (),
+) -> Callable[..., tuple[Any, Any]]:
+    """Returns a function computing `fun`'s value and its gradient.
+
+    `fun` returns a scalar array, or a tuple (or list) whose first entry is a scalar array
+    (the rest is auxiliary output, returned but not differentiated).
+
+    Args:
+        fun: the function; its differentiated arguments are float arrays or trees of them.
+        argnums: positional argument(s) to differentiate; default 0 when `argnames` is empty.
+        argnames: keyword argument(s) to differentiate.
+
+    Returns:
+        A function returning `(value, grads)`: `grads` has the structure of the argument for
+        one argnum, is a tuple (in increasing argnum order) for several, and with `argnames`
+        is `(positional_grads_or_None, {name: grad})`.
+
+    Raises:
+        ValueError: for negative, repeated or out-of-range argnums, missing argnames, or a
+            value that is not a scalar array (or a tuple starting with one).
+        TypeError: if a differentiated leaf is not an array or not floating point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> value, g = mx.value_and_grad(lambda x: (x * x).sum())(mx.array([1.0, 2.0]))
+        >>> value.item(), g.tolist()
+        (5.0, [2.0, 4.0])
+    """
+    return _value_and_grad("value_and_grad", fun, argnums, argnames, True)
+
+
 def grad(
     fun: Callable[..., Any], argnums: int | Sequence[int] | None = None,
     argnames: str | Sequence[str] = (),
 ) -> Callable[..., Any]:
     """Returns a function computing the gradient of scalar-valued `fun`.
 
-    See `value_and_grad` for `argnums`, `argnames` and the result's structure.
+    Args:
+        fun: returns a scalar array (use `value_and_grad` for auxiliary outputs).
+        argnums: positional argument(s) to differentiate; default 0 when `argnames` is empty.
+        argnames: keyword argument(s) to differentiate.
+
+    Returns:
+        A function returning the gradients, structured as in `value_and_grad`.
+
+    Raises:
+        ValueError, TypeError: as `value_and_grad`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.grad(lambda x: x * x * x)(mx.array(2.0)).item()
+        12.0
     """
-    vg = value_and_grad(fun, argnums, argnames)
+    vg = _value_and_grad("grad", fun, argnums, argnames, False)
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         return vg(*args, **kwargs)[1]
@@ -286,49 +401,79 @@ def grad(
     return wrapped
 
 
-def _broadcast_axes(op: str, axes: Any, tree: Any) -> list[int | None]:
-    """Expands `in_axes` (an int, None, or a tree prefix of `tree`) to one axis per leaf."""
-    if axes is None or isinstance(axes, int):
-        return [axes] * len(flatten(tree)[0])
-    if isinstance(axes, (list, tuple)) and isinstance(tree, (list, tuple)):
-        if len(axes) != len(tree):
-            raise ValueError(f"{op}: in_axes has {len(axes)} entries for {len(tree)} arguments")
-        return [a for sub_a, sub_t in zip(axes, tree) for a in _broadcast_axes(op, sub_a, sub_t)]
-    if isinstance(axes, dict) and isinstance(tree, dict):
-        return [a for k in tree for a in _broadcast_axes(op, axes[k], tree[k])]
-    raise ValueError(f"{op}: in_axes {axes!r} does not match the arguments' structure")
+def _flat_axes(op: str, axes: Any, tree: Any, output: bool) -> list[int | None]:
+    """Expands axes (an int, None, or a tree prefix of `tree`) to one axis per array leaf."""
+    if isinstance(tree, Array):
+        if isinstance(axes, (tuple, list)) and len(axes) == 1:
+            axes = axes[0]
+        if axes is None:
+            return [None]
+        if not isinstance(axes, int) or isinstance(axes, bool):
+            raise ValueError(f"{op}: axis must be int or None, got {axes!r}")
+        ndim = tree.ndim + (1 if output else 0)
+        if not -ndim <= axes < ndim:
+            kind = "output " if output else ""
+            raise ValueError(f"{op}: invalid {kind}vectorization axis {axes} for an array of "
+                             f"shape {tree.shape}")
+        return [axes % ndim]
+    if isinstance(tree, (list, tuple)):
+        if isinstance(axes, (list, tuple)):
+            if len(axes) != len(tree):
+                raise ValueError(f"{op}: axes {axes!r} have {len(axes)} entries for "
+                                 f"{len(tree)} values")
+            return [a for sub_a, sub_t in zip(axes, tree) for a in _flat_axes(op, sub_a, sub_t,
+                                                                                output)]
+    elif isinstance(tree, dict):
+        if isinstance(axes, dict):
+            if set(axes) != set(tree):
+                raise ValueError(f"{op}: axes keys {sorted(axes)} do not match {sorted(tree)}")
+            return [a for k in tree for a in _flat_axes(op, axes[k], tree[k], output)]
+    else:
+        what = "outputs" if output else "arguments"
+        raise TypeError(f"{op}: the {what} must be arrays or trees of arrays, got "
+                        f"{type(tree).__name__}")
+    if axes is None or (isinstance(axes, int) and not isinstance(axes, bool)):
+        return [a for sub in (tree.values() if isinstance(tree, dict) else tree)
+                for a in _flat_axes(op, axes, sub, output)]
+    raise ValueError(f"{op}: axes {axes!r} do not match the structure {type(tree).__name__}")
 
 
-def vmap(
-    fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0
-) -> Callable[..., Any]:
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
     """Returns `fun` vectorized over a batch axis of its inputs.
 
     Args:
         fun: takes arrays (or trees of arrays), returns an array or a tree of arrays.
         in_axes: the batch axis of each argument: an int, `None` (not batched), or a tree
-            prefix of the arguments; negative axes count from the end.
-        out_axes: where the batch axis goes in each output (int or tree prefix).
+            prefix of the arguments (of the argument itself when there is one); negative axes
+            count from the end.
+        out_axes: where the batch axis goes in each output (int or tree prefix; negative
+            counts from the end of the batched output).
+
+    Returns:
+        The vectorized function.
 
     Raises:
-        ValueError: if axes are out of range or batched inputs disagree on the batch size.
+        TypeError: if an argument or output leaf is not an array.
+        ValueError: if axes are out of range, do not match the arguments, no argument is
+            batched, or batched inputs disagree on the batch size.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.vmap(lambda x: x.sum())(mx.ones((3, 2))).tolist()
+        [2.0, 2.0, 2.0]
     """
 
     def wrapped(*args: Any) -> Any:
         leaves, treedef = flatten(list(args))
-        axes = _broadcast_axes("vmap", list(in_axes) if isinstance(in_axes, tuple) else in_axes,
-                               list(args))
+        tree = args[0] if len(args) == 1 else list(args)
+        axes = _flat_axes("vmap", list(in_axes) if isinstance(in_axes, tuple) and len(args) > 1
+                          else in_axes, tree, False)
         size = None
         traced, batched = [], {}
         for leaf, axis in zip(leaves, axes):
-            if axis is None or not isinstance(leaf, Array):
-                if axis is not None:
-                    raise ValueError(f"vmap: in_axes {axis} given for a non-array argument")
+            if axis is None:
                 traced.append(leaf)
                 continue
-            if not -leaf.ndim <= axis < leaf.ndim:
-                raise ValueError(f"vmap: in_axes {axis} is out of range for shape {leaf.shape}")
-            axis %= leaf.ndim
             if size is not None and leaf.shape[axis] != size:
                 raise ValueError(
                     f"vmap: inconsistent batch sizes {size} and {leaf.shape[axis]} along in_axes"
@@ -339,13 +484,13 @@ def vmap(
             batched[_key(stand_in)] = (leaf, axis)
             traced.append(stand_in)
         if size is None:
-            raise ValueError("vmap: at least one argument must have a batch axis")
+            raise ValueError("vmap: at least one of in_axes must be non-None")
         result = _trace(fun, unflatten(treedef, traced))
         outs, out_def = flatten(result)
-        _check_arrays("vmap", "the function's outputs", outs)
+        out_axes_list = _flat_axes("vmap", out_axes, result, True)
         mapped = _replay(outs, batched)
-        out_axes_list = _broadcast_axes("vmap", out_axes, result)
         finals = [_place(o, mapped.get(_key(o)), ax, size) for o, ax in zip(outs, out_axes_list)]
+        _release(finals)
         return unflatten(out_def, finals)
 
     return wrapped
@@ -354,11 +499,7 @@ def vmap(
 def _replay(outs: list[Array], batched: dict[Key, tuple[Array, int]]) -> dict[Key, tuple]:
     """Re-records the traced graph on batched inputs with each primitive's `vmap` rule."""
     mapped: dict[Key, tuple[Array, int | None]] = dict(batched)
-    stand_ins = {k[0] for k in batched}
-    order = toposort([o._node for o in outs], lambda n: n.primitive is not None)
-    for node in order:
-        if id(node) in stand_ins:
-            continue
+    for node in _graph(outs, set()):
         found = [mapped.get(_key(i)) for i in node.inputs]
         if all(f is None for f in found):
             continue
@@ -376,13 +517,11 @@ def _place(out: Array, found: tuple | None, out_axis: int | None, size: int) -> 
     if out_axis is None:
         if found is not None and found[1] is not None:
             raise ValueError("vmap: out_axes None for an output that depends on a batched input")
-        return out
+        return out if found is None else found[0]
     if found is None or found[1] is None:
         value = out if found is None else found[0]
         value = ops.broadcast_to(ops.expand_dims(value, 0), (size, *value.shape))
         axis = 0
     else:
         value, axis = found
-    if not -value.ndim <= out_axis < value.ndim:
-        raise ValueError(f"vmap: out_axes {out_axis} is out of range for {value.ndim} dimensions")
-    return ops.moveaxis(value, axis, out_axis)
+    return ops.moveaxis(value, axis, out_axis) if axis != out_axis else value

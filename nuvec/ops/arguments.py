@@ -18,12 +18,15 @@ Scalar = (bool, int, float, complex)
 Shape = tuple[int, ...]
 
 
-def scalar_array(value: Any, dtype: dt.Dtype) -> Array:
-    """A 0-d evaluated array holding a Python scalar, of `dtype`."""
+def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
+    """An evaluated array of `shape` filled with a Python scalar, of `dtype` (one element stored)."""
     try:
         data = np.asarray(value, dtype=dtype.np)
     except OverflowError:  # out-of-range weak integers wrap, as a cast would
         data = np.asarray(np.asarray(value).astype(dtype.np))
+    if shape:  # a read-only view repeating the one element (np.broadcast_to, but cheaper)
+        data = np.ndarray(shape, dtype.np, data, 0, (0,) * len(shape))
+        data.flags.writeable = False
     return leaf(data, dtype)
 
 
@@ -48,10 +51,10 @@ def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
         out = dt.promote_types(a.dtype, b.dtype)
     elif a_is_array and isinstance(b, Scalar):
         out = dt.weak_scalar_result(a.dtype, b)
-        return _cast(a, out, stream), scalar_array(b, out)
+        return _cast(a, out, stream), scalar_array(b, out, a.shape)
     elif b_is_array and isinstance(a, Scalar):
         out = dt.weak_scalar_result(b.dtype, a)
-        return scalar_array(a, out), _cast(b, out, stream)
+        return scalar_array(a, out, b.shape), _cast(b, out, stream)
     else:
         a, b = as_array(a, op), as_array(b, op)
         if isinstance(a, Array) and isinstance(b, Array) and a.dtype is b.dtype:

@@ -1,0 +1,139 @@
+"""Engine benchmarks: per-op overhead, large elementwise work, memory peak, two streams.
+
+Run: python benchmarks/bench_engine.py [--quick]
+Prints nuvec against the same computation written directly with NumPy (and PyTorch eager when
+it is installed), measured in the same run; ratios are nuvec / peer (lower is better).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import nuvec as mx
+
+
+def best_of(fn, repeats: int) -> float:
+    """The fastest of `repeats` runs of `fn`, in seconds (after one warm-up run)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def report(name: str, ours: float, peers: dict[str, float]) -> None:
+    parts = [f"nuvec {ours * 1e3:9.3f} ms"]
+    for peer, t in peers.items():
+        parts.append(f"{peer} {t * 1e3:9.3f} ms (ratio {ours / t:5.2f})")
+    print(f"{name:44s} " + "  ".join(parts))
+
+
+def bench_overhead(repeats: int) -> None:
+    """256 chained elementwise ops on a [16] array, recorded and evaluated: µs per op."""
+    ops = 256
+    x_np = np.linspace(0.1, 1.0, 16, dtype=np.float32)
+    w_np = np.full(16, 0.999, np.float32)
+    x, w = mx.array(x_np), mx.array(w_np)
+
+    def nuvec_chain():
+        y = x
+        for _ in range(ops // 2):
+            y = mx.sin(mx.multiply(y, w))
+        mx.eval(y)
+
+    def numpy_chain():
+        y = x_np
+        for _ in range(ops // 2):
+            y = np.sin(np.multiply(y, w_np))
+
+    peers = {"numpy": best_of(numpy_chain, repeats) / ops}
+    try:
+        import torch
+
+        xt, wt = torch.from_numpy(x_np), torch.from_numpy(w_np)
+
+        def torch_chain():
+            y = xt
+            for _ in range(ops // 2):
+                y = torch.sin(torch.mul(y, wt))
+
+        peers["torch"] = best_of(torch_chain, repeats) / ops
+    except ImportError:
+        pass
+    ours = best_of(nuvec_chain, repeats) / ops
+    parts = [f"nuvec {ours * 1e6:6.2f} us/op"]
+    parts += [f"{k} {v * 1e6:6.2f} us/op (ratio {ours / v:5.2f})" for k, v in peers.items()]
+    print(f"{'overhead: 256 chained ops on [16]':44s} " + "  ".join(parts))
+
+
+def bench_large(repeats: int, n: int) -> None:
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((n, n), dtype=np.float32)
+    w_np = rng.standard_normal((n, n), dtype=np.float32)
+    b_np = rng.standard_normal((n,), dtype=np.float32)
+    x, w, b = mx.array(x_np), mx.array(w_np), mx.array(b_np)
+    report(
+        f"exp(x) * w + b on [{n}, {n}]",
+        best_of(lambda: mx.eval(mx.exp(x) * w + b), repeats),
+        {"numpy": best_of(lambda: np.exp(x_np) * w_np + b_np, repeats)},
+    )
+
+
+def bench_memory(megabytes: int) -> None:
+    """100 chained elementwise ops over one large float32 array: peak bytes held."""
+    n = megabytes * 1024 * 1024 // 4
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    y = mx.full((n,), 1.0, mx.float32) + 0.0  # a real buffer of the array's size
+    mx.eval(y)
+    size = y.nbytes
+    for i in range(100):
+        y = mx.exp(y * -0.01) if i % 2 else y * 0.5 + 0.25
+    mx.eval(y)
+    peak = mx.get_peak_memory() - base
+    print(f"{'memory: 100 chained ops on ' + str(megabytes) + ' MB':44s} "
+          f"peak {peak / 2**20:8.1f} MB = {peak / size:4.2f} x the array")
+
+
+def bench_streams(repeats: int, n: int, chain: int) -> None:
+    """Two independent chains of matmuls on two streams against both on one stream."""
+    if not hasattr(mx, "matmul"):
+        print("streams: skipped (no matmul)")
+        return
+    rng = np.random.default_rng(1)
+    a = mx.array(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n))
+    b = mx.array(rng.standard_normal((n, n), dtype=np.float32) / np.sqrt(n))
+    s1, s2 = mx.new_stream(mx.cpu), mx.new_stream(mx.cpu)
+
+    def run(first, second):
+        x, y = a, b
+        for _ in range(chain):
+            x = mx.matmul(x, a, stream=first)
+            y = mx.matmul(y, b, stream=second)
+        mx.eval(x, y)
+
+    one = best_of(lambda: run(s1, s1), repeats)
+    two = best_of(lambda: run(s1, s2), repeats)
+    print(f"{'streams: 2 chains of ' + str(chain) + ' matmuls ' + str(n) + '^2':44s} "
+          f"one stream {one * 1e3:8.2f} ms  two streams {two * 1e3:8.2f} ms "
+          f"(speed-up {one / two:4.2f}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 10
+    bench_overhead(repeats * 5)
+    bench_large(repeats, 512 if args.quick else 2048)
+    bench_memory(16 if args.quick else 256)
+    bench_streams(repeats, 256 if args.quick else 1024, 4)
+
+
+if __name__ == "__main__":
+    main()

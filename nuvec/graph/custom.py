@@ -1,0 +1,358 @@
+"""Custom transformation rules: `custom_function`, `checkpoint` and `depends`.
+
+A `CustomTransforms` node takes the function's array inputs followed by the outputs the
+function computed on them, and passes the latter through. Transforms apply the node's rules (the
+user's, or by default the transform of the wrapped function, which recomputes its forward) and
+never walk into the function's own graph, which is built outside any trace and so is freed as
+soon as it has been evaluated.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from nuvec.graph.array import Array, record, tracing
+from nuvec.graph.device import to_stream
+from nuvec.graph.primitive import Primitive
+from nuvec.graph.tree import TreeDef, flatten, unflatten
+
+__all__ = ["custom_function", "checkpoint", "depends"]
+
+FlatFun = Callable[..., list[Array]]
+
+
+def _zeros_for(values: Sequence[Array | None], like: Sequence[Array]) -> list[Array]:
+    from nuvec.ops.creation import zeros_like
+
+    return [zeros_like(o) if v is None else v for v, o in zip(values, like)]
+
+
+class CustomTransforms(Primitive):
+    """Outputs = the last inputs; `num_primals` leading inputs are the function's arguments.
+
+    `fun(*primals) -> list of arrays`; optional flat rules: `vjp_fun(primals, cotangents,
+    outputs) -> one cotangent (or None) per primal`, `jvp_fun(primals, tangents) -> one tangent
+    per output` (tangents None where zero), `vmap_fun(inputs, axes) -> (outputs, axes)`.
+    """
+
+    __slots__ = ("num_primals", "fun", "vjp_fun", "jvp_fun", "vmap_fun")
+
+    def __init__(self, num_primals: int, fun: FlatFun, vjp_fun: Callable | None = None,
+                 jvp_fun: Callable | None = None, vmap_fun: Callable | None = None):
+        self.num_primals = num_primals
+        self.fun, self.vjp_fun, self.jvp_fun, self.vmap_fun = fun, vjp_fun, jvp_fun, vmap_fun
+
+    def params(self):
+        return (self.num_primals, self.fun, self.vjp_fun, self.jvp_fun, self.vmap_fun)
+
+    def output_specs(self, inputs):
+        return tuple((x.shape, x.dtype) for x in inputs[self.num_primals:])
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from nuvec.graph.transforms import vjp
+
+        n = self.num_primals
+        args = list(primals[:n])
+        cots = _zeros_for(cotangents, outputs)
+        if self.vjp_fun is not None:
+            grads = list(self.vjp_fun(args, cots, list(outputs)))
+            if len(grads) != n:
+                raise ValueError(f"custom_function: the vjp returned {len(grads)} cotangents "
+                                 f"for {n} array arguments")
+        else:
+            grads = vjp(self.fun, args, cots)[1]
+        return [grads[i] if i < n else None for i in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        from nuvec.graph.transforms import jvp
+
+        n = self.num_primals
+        args, ts = list(primals[:n]), list(tangents[:n])
+        if self.jvp_fun is not None:
+            outs = list(self.jvp_fun(args, ts))
+            if len(outs) != len(outputs):
+                raise ValueError(f"custom_function: the jvp returned {len(outs)} tangents for "
+                                 f"{len(outputs)} outputs")
+            return outs
+        return jvp(self.fun, args, _zeros_for(ts, args))[1]
+
+    def vmap(self, inputs, axes):
+        from nuvec.graph.transforms import vmap
+
+        n = self.num_primals
+        args, in_axes = list(inputs[:n]), list(axes[:n])
+        if self.vmap_fun is not None:
+            outs, out_axes = self.vmap_fun(args, in_axes)
+            return list(outs), list(out_axes)
+        outs = vmap(lambda *xs: list(self.fun(*xs)), in_axes=tuple(in_axes))(*args)
+        return outs, [0] * len(outs)
+
+
+class Depends(Primitive):
+    """Outputs = the first `count` inputs; the rest are dependencies evaluated before them."""
+
+    __slots__ = ("count",)
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def params(self):
+        return (self.count,)
+
+    def output_specs(self, inputs):
+        return tuple((x.shape, x.dtype) for x in inputs[: self.count])
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [cotangents[i] if i < self.count else None for i in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        return list(tangents[: self.count])
+
+    def vmap(self, inputs, axes):
+        return record(self, inputs, to_stream(None)), list(axes[: self.count])
+
+
+def depends(inputs: Sequence[Array], dependencies: Sequence[Array]) -> list[Array]:
+    """`inputs` unchanged, but evaluating them first evaluates `dependencies`.
+
+    Gradients flow to `inputs` only.
+
+    Args:
+        inputs: arrays to pass through.
+        dependencies: arrays that must be computed before the results are.
+
+    Returns:
+        One array per input, equal to it.
+
+    Raises:
+        TypeError: if an entry is not an array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> (y,) = mx.depends([mx.array(1.0)], [mx.array(2.0)])
+        >>> y.item()
+        1.0
+    """
+    for what, values in (("inputs", inputs), ("dependencies", dependencies)):
+        for v in values:
+            if not isinstance(v, Array):
+                raise TypeError(f"depends: {what} must be arrays, got {type(v).__name__}")
+    if not inputs:
+        return []
+    return record(Depends(len(inputs)), [*inputs, *dependencies], to_stream(None))
+
+
+def _untraced(fun: Callable[[], Any]) -> Any:
+    """Runs `fun` outside any trace: its nodes free their graph once evaluated."""
+    depth, tracing.depth = tracing.depth, 0
+    try:
+        return fun()
+    finally:
+        tracing.depth = depth
+
+
+class _Call:
+    """One call of a wrapped function: the arrays among its arguments and its output tree."""
+
+    def __init__(self, fun: Callable[..., Any], op: str, args: tuple, kwargs: dict):
+        self.fun, self.op = fun, op
+        leaves, self.in_def = flatten((list(args), kwargs))
+        self.positions = [i for i, x in enumerate(leaves) if isinstance(x, Array)]
+        self.leaves = leaves
+        self.num_args = len(args)
+        self.out_def: TreeDef | None = None
+
+    def arrays(self) -> list[Array]:
+        return [self.leaves[i] for i in self.positions]
+
+    def rebuild(self, arrays: Sequence[Any]) -> tuple[list, dict]:
+        leaves = list(self.leaves)
+        for i, a in zip(self.positions, arrays):
+            leaves[i] = a
+        args, kwargs = unflatten(self.in_def, leaves)
+        return args, kwargs
+
+    def flat(self, *arrays: Array) -> list[Array]:
+        args, kwargs = self.rebuild(arrays)
+        outs, self.out_def = flatten(self.fun(*args, **kwargs))
+        for o in outs:
+            if not isinstance(o, Array):
+                raise TypeError(f"{self.op}: the function must return arrays or trees of arrays, "
+                                f"got {type(o).__name__}")
+        return outs
+
+    def outputs(self, flat: Sequence[Any]) -> Any:
+        assert self.out_def is not None
+        return unflatten(self.out_def, list(flat))
+
+    def apply(self, vjp_fun=None, jvp_fun=None, vmap_fun=None) -> Any:
+        arrays = self.arrays()
+        outs = _untraced(lambda: self.flat(*arrays))
+        prim = CustomTransforms(len(arrays), self.flat, vjp_fun, jvp_fun, vmap_fun)
+        results = record(prim, [*arrays, *outs], to_stream(None)) if outs else []
+        return self.outputs(results)
+
+
+def _one_or_tuple(args: Sequence[Any]) -> Any:
+    return args[0] if len(args) == 1 else tuple(args)
+
+
+def _arrays_of(op: str, what: str, tree: Any, count: int) -> list[Array | None]:
+    leaves = [x for x in flatten(tree)[0]]
+    for x in leaves:
+        if x is not None and not isinstance(x, Array):
+            raise TypeError(f"{op}: the {what} must hold arrays, got {type(x).__name__}")
+    if len(leaves) != count:
+        raise ValueError(f"{op}: the {what} returned {len(leaves)} arrays, expected {count}")
+    return leaves
+
+
+class custom_function:  # noqa: N801  (MLX's name)
+    """A function whose `vjp`, `jvp` and `vmap` are given by the user (MLX's decorator).
+
+    Calls behave like the wrapped function. Under a transformation the functions registered
+    with `.vjp`, `.jvp` and `.vmap` replace the derived rules; a transformation without one
+    applies to the wrapped function (recomputing its forward). Arrays the function closes over
+    are constants: no gradient reaches them.
+
+    - `vjp(primals, cotangents, outputs, **kwargs)`: `primals` is the single positional
+      argument or the tuple of them; `cotangents` and `outputs` have the output's structure.
+      Returns cotangents with the structure of `primals` (`None` for no gradient).
+    - `jvp(primals, tangents)`: `tangents` mirrors `primals` (None where zero); returns the
+      output tangents with the output's structure.
+    - `vmap(inputs, axes)`: `axes` mirrors `inputs` (None for unbatched); returns
+      `(outputs, output_axes)`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> @mx.custom_function
+        ... def f(x):
+        ...     return x * x
+        >>> @f.vjp
+        ... def f_vjp(x, cotangent, output):
+        ...     return cotangent * 10.0
+        >>> mx.grad(f)(mx.array(3.0)).item()
+        10.0
+    """
+
+    def __init__(self, f: Callable[..., Any]):
+        self._fun = f
+        self._vjp: Callable | None = None
+        self._jvp: Callable | None = None
+        self._vmap: Callable | None = None
+        functools.update_wrapper(self, f)
+
+    def vjp(self, f: Callable[..., Any]) -> custom_function:
+        """Registers the custom vjp; returns this function (use as a decorator)."""
+        self._vjp = f
+        return self
+
+    def jvp(self, f: Callable[..., Any]) -> custom_function:
+        """Registers the custom jvp; returns this function (use as a decorator)."""
+        self._jvp = f
+        return self
+
+    def vmap(self, f: Callable[..., Any]) -> custom_function:
+        """Registers the custom vmap; returns this function (use as a decorator)."""
+        self._vmap = f
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._vjp is None and self._jvp is None and self._vmap is None:
+            return self._fun(*args, **kwargs)
+        call = _Call(self._fun, "custom_function", args, kwargs)
+        return call.apply(
+            self._flat_vjp(call) if self._vjp else None,
+            self._flat_jvp(call) if self._jvp else None,
+            self._flat_vmap(call) if self._vmap else None,
+        )
+
+    def _positional(self, call: _Call, op: str, arrays: Sequence[Any]) -> tuple[Any, dict]:
+        args, kwargs = call.rebuild(arrays)
+        if kwargs and op != "vjp":
+            raise ValueError(f"custom_function: a custom {op} needs positional arguments only")
+        return _one_or_tuple(args), kwargs
+
+    def _flat_vjp(self, call: _Call) -> Callable:
+        def flat(primals, cotangents, outputs):
+            args, kwargs = self._positional(call, "vjp", primals)
+            grads = self._vjp(args, call.outputs(cotangents), call.outputs(outputs), **kwargs)
+            tree = grads if call.num_args != 1 else [grads]
+            count = sum(1 for i in call.positions if i < _positional_leaves(call))
+            found = _arrays_of("custom_function", "vjp", tree, count)
+            return found + [None] * (len(primals) - count)
+
+        return flat
+
+    def _flat_jvp(self, call: _Call) -> Callable:
+        def flat(primals, tangents):
+            args, _ = self._positional(call, "jvp", primals)
+            tans, _ = self._positional(call, "jvp", tangents)
+            out = self._jvp(args, tans)
+            return _arrays_of("custom_function", "jvp", out, call.out_def.num_leaves)
+
+        return flat
+
+    def _flat_vmap(self, call: _Call) -> Callable:
+        def flat(inputs, axes):
+            args, _ = self._positional(call, "vmap", inputs)
+            in_axes, _ = self._positional(call, "vmap", axes)
+            result = self._vmap(args, in_axes)
+            if not isinstance(result, tuple) or len(result) != 2:
+                raise ValueError("custom_function: the vmap must return a tuple (outputs, axes)")
+            outs = flatten(result[0])[0]
+            out_axes = _broadcast_out_axes(result[1], result[0], len(outs))
+            return outs, out_axes
+
+        return flat
+
+
+def _positional_leaves(call: _Call) -> int:
+    """How many leaves of the flattened (args, kwargs) belong to the positional arguments."""
+    return call.in_def.children[0].num_leaves
+
+
+def _broadcast_out_axes(axes: Any, outputs: Any, count: int) -> list[int | None]:
+    if axes is None or isinstance(axes, int):
+        return [axes] * count
+    flat = flatten(axes)[0]
+    if len(flat) != count:
+        raise ValueError(f"custom_function: the vmap returned {len(flat)} axes for {count} "
+                         "outputs")
+    return flat
+
+
+def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """`fun`, recomputed in the backward pass instead of keeping its intermediates.
+
+    The forward pass keeps only `fun`'s inputs and outputs; a gradient recomputes the rest
+    when the backward pass reaches it, trading compute for a lower peak of memory.
+
+    Args:
+        fun: takes arrays or trees of arrays, returns an array or a tree of arrays.
+
+    Returns:
+        A function with `fun`'s signature and results.
+
+    Example:
+        >>> import nuvec as mx
+        >>> f = mx.checkpoint(lambda x: (x * x).exp())
+        >>> round(mx.grad(lambda x: f(x).sum())(mx.array([0.5])).item(), 4)
+        1.284
+    """
+
+    @functools.wraps(fun)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        call = _Call(fun, "checkpoint", args, kwargs)
+
+        def recompute(primals, cotangents, outputs):
+            from nuvec.graph.transforms import vjp
+
+            # Recompute only once the cotangents exist, i.e. when the backward pass gets here.
+            held = depends(primals, cotangents)
+            return vjp(call.flat, held, cotangents)[1]
+
+        return call.apply(vjp_fun=recompute)
+
+    return wrapped

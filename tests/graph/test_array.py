@@ -1,0 +1,94 @@
+"""The Array handle: structure, conversion to Python and NumPy, repr, pickling."""
+
+import pickle
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nuvec as mx
+
+
+def test_structure_known_without_evaluation():
+    x = mx.exp(mx.zeros((2, 3, 4), mx.float16))
+    assert not x.is_evaluated
+    assert x.shape == (2, 3, 4) and x.ndim == 3 and x.size == 24
+    assert x.dtype is mx.float16 and x.itemsize == 2 and x.nbytes == 48
+    assert len(x) == 2
+    assert not x.is_evaluated
+
+
+def test_item_tolist_and_numpy():
+    x = mx.array([[1, 2], [3, 4]])
+    assert x.tolist() == [[1, 2], [3, 4]]
+    assert mx.array(2.5).item() == 2.5
+    assert isinstance(mx.array(3).item(), int)
+    assert mx.array(True).item() is True
+    assert mx.array(1.5, mx.bfloat16).item() == 1.5
+    assert mx.array([1.5], mx.bfloat16).tolist() == [1.5]
+    data = np.asarray(x)
+    assert data.dtype == np.int32 and not data.flags.writeable
+    assert np.array(x).flags.writeable
+    np.testing.assert_array_equal(np.asarray(x, dtype=np.float64), [[1.0, 2.0], [3.0, 4.0]])
+    assert np.asarray(mx.array([1.0], mx.bfloat16)).dtype == ml_dtypes.bfloat16
+
+
+def test_array_does_not_alias_the_source_numpy_data():
+    source = np.ones(3, np.float32)
+    x = mx.array(source)
+    source[0] = 5
+    assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_item_rejects_larger_arrays():
+    with pytest.raises(ValueError, match="^item: only size-1"):
+        mx.array([1, 2]).item()
+
+
+def test_scalar_conversions():
+    assert float(mx.array([2.5])) == 2.5
+    assert int(mx.array(7)) == 7
+    assert bool(mx.array(1)) is True
+    assert bool(mx.array([0.0])) is False
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(mx.array([1, 2]))
+    with pytest.raises(TypeError, match="only size-1"):
+        float(mx.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="len"):
+        len(mx.array(1.0))
+
+
+def test_repr_in_mlx_style():
+    assert repr(mx.array([1, 2, 3])) == "array([1, 2, 3], dtype=int32)"
+    assert repr(mx.array(1.5)) == "array(1.5, dtype=float32)"
+    assert repr(mx.array([1.0, 2.5])) == "array([1, 2.5], dtype=float32)"
+    assert repr(mx.array([True, False])) == "array([True, False], dtype=bool)"
+    assert repr(mx.array([[1, 2], [3, 4]])) == "array([[1, 2],\n       [3, 4]], dtype=int32)"
+
+
+def test_printoptions():
+    with mx.printoptions(precision=2):
+        assert repr(mx.array([1.23456])) == "array([1.23], dtype=float32)"
+    assert repr(mx.array([1.23456])) == "array([1.23456], dtype=float32)"
+    with pytest.raises(ValueError, match="^set_printoptions: "):
+        mx.set_printoptions(precision=-1)
+
+
+def test_pickle_round_trip():
+    x = mx.array([[1.5, 2.0]], mx.float16)
+    y = pickle.loads(pickle.dumps(x))
+    assert y.dtype is mx.float16 and y.tolist() == [[1.5, 2.0]]
+
+
+def test_array_constructor_class():
+    x = mx.Array([1, 2], mx.float32)
+    assert isinstance(x, mx.Array) and x.dtype is mx.float32 and x.tolist() == [1.0, 2.0]
+
+
+def test_array_rejects_ragged_and_unsupported_data():
+    with pytest.raises(ValueError, match="^array: "):
+        mx.array([[1, 2], [3]])
+    with pytest.raises(TypeError, match="^array: "):
+        mx.array(object())
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        mx.array([1], dtype="float128")

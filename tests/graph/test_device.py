@@ -1,0 +1,61 @@
+"""Devices and streams: defaults, new streams, the stream context, GPU availability."""
+
+import threading
+
+import pytest
+
+import nuvec as mx
+
+
+def test_default_device_is_cpu_here():
+    assert mx.default_device() == mx.Device(mx.cpu)
+    assert mx.default_device() == mx.cpu
+    assert mx.is_available(mx.cpu)
+
+
+def test_gpu_is_unavailable_without_a_gpu_backend():
+    assert not mx.is_available(mx.gpu)
+    with pytest.raises(RuntimeError, match="gpu device is not available"):
+        mx.set_default_device(mx.gpu)
+    with pytest.raises(RuntimeError, match="gpu device is not available"):
+        mx.add(mx.array(1), mx.array(2), stream=mx.gpu)
+    assert mx.default_device() == mx.cpu
+
+
+def test_streams_are_distinct_and_default_streams_stable():
+    s1, s2 = mx.new_stream(mx.cpu), mx.new_stream(mx.cpu)
+    assert s1 != s2 and s1.device == mx.cpu
+    assert mx.default_stream(mx.cpu) == mx.default_stream(mx.Device(mx.cpu, 0))
+    assert "Stream(" in repr(s1)
+
+
+def test_stream_context_sets_default_per_thread_and_restores():
+    s = mx.new_stream(mx.cpu)
+    seen = {}
+    with mx.stream(s):
+        assert mx.exp(mx.array(1.0)).stream == s
+
+        def other_thread():
+            seen["stream"] = mx.exp(mx.array(1.0)).stream
+
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+    assert seen["stream"] == mx.default_stream(mx.cpu)
+    assert mx.exp(mx.array(1.0)).stream == mx.default_stream(mx.cpu)
+
+
+def test_stream_keyword_accepts_stream_device_and_device_type():
+    s = mx.new_stream(mx.cpu)
+    x = mx.array([1.0])
+    assert mx.exp(x, stream=s).stream == s
+    assert mx.exp(x, stream=mx.cpu).stream == mx.default_stream(mx.cpu)
+    assert mx.exp(x, stream=mx.Device(mx.cpu)).stream == mx.default_stream(mx.cpu)
+    with pytest.raises(TypeError, match="stream must be"):
+        mx.exp(x, stream="cpu")
+
+
+def test_set_default_device_cpu():
+    mx.set_default_device(mx.cpu)
+    assert mx.default_device() == mx.cpu
+    mx.synchronize(mx.default_stream(mx.cpu))
