@@ -351,7 +351,10 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
             # Recompute only once the cotangents exist, i.e. when the backward pass gets here.
             held = depends(primals, cotangents)
-            return vjp(call.flat, held, cotangents)[1]
+            grads = vjp(call.flat, held, cotangents)[1]
+            # One node yields every gradient, so all are computed as soon as one is needed
+            # and the recomputed intermediates are freed at once.
+            return depends(grads, [])
 
         return call.apply(vjp_fun=recompute)
 

@@ -66,7 +66,7 @@ class Stream:
     def backend(self) -> Any:
         """The backend module computing this stream's work."""
         found = self._backend
-        if found is None or _backends.get(self.device.type) is not found:
+        if found is None:
             found = self._backend = backend_for(self.device)
         return found
 
@@ -105,6 +105,8 @@ def register_backend(device_type: DeviceType, backend: Any | None) -> None:
         _backends.pop(device_type, None)
     else:
         _backends[device_type] = backend
+    for s in _streams:
+        s._backend = None
 
 
 def backend_for(device: Device | DeviceType) -> Any:

@@ -18,7 +18,6 @@ import numpy as np
 from nuvec.graph.array import Array, Node
 from nuvec.graph.device import DeviceType, Stream, backend_for
 from nuvec.graph.memory import allocate, owned_bytes
-from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
 
 _claim_lock = threading.Lock()
@@ -50,26 +49,57 @@ def _roots(args: tuple[Any, ...]) -> list[Node]:
     return nodes
 
 
+def _check_computable(node: Node) -> None:
+    if node.primitive is None:
+        raise ValueError(
+            f"eval: cannot evaluate a placeholder array of shape {node.shapes[0]}; "
+            "arrays traced inside vmap have no value"
+        )
+
+
+def _unevaluated(roots: list[Node], waits: set[_Batch]) -> list[Node]:
+    """Unevaluated, unclaimed nodes the roots need, inputs first; other batches go in `waits`.
+
+    The evaluator's own iterative depth-first walk (toposort's, with the test inlined, since
+    this is the per-op hot path).
+    """
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen or root.data is not None:
+            continue
+        seen.add(id(root))
+        if root.pending is not None:
+            waits.add(root.pending)
+            continue
+        _check_computable(root)
+        stack = [(root, 0)]
+        while stack:
+            node, i = stack[-1]
+            inputs = node.inputs
+            if i < len(inputs):
+                stack[-1] = (node, i + 1)
+                child = inputs[i]._node
+                if child.data is None and id(child) not in seen:
+                    seen.add(id(child))
+                    if child.pending is not None:
+                        waits.add(child.pending)
+                    else:
+                        _check_computable(child)
+                        stack.append((child, 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
 def _claim(roots: list[Node]) -> tuple[list[Node], _Batch, set[_Batch]]:
     """Claims every unevaluated node the roots need; returns them in run order."""
     batch = _Batch()
     waits: set[_Batch] = set()
 
-    def expand(node: Node) -> bool:
-        if node.data is not None:
-            return False
-        if node.pending is not None:
-            waits.add(node.pending)
-            return False
-        if node.primitive is None:
-            raise ValueError(
-                f"eval: cannot evaluate a placeholder array of shape {node.shapes[0]}; "
-                "arrays traced inside vmap have no value"
-            )
-        return True
-
     with _claim_lock:
-        tape = toposort(roots, expand)
+        tape = _unevaluated(roots, waits)
         for node in tape:
             node.pending = batch
         if tape:
@@ -176,26 +206,32 @@ def _run_streams(tape: list[Node | None]) -> None:
 def _run_after(node: Node, deps: list[Future]) -> None:
     for dep in deps:
         dep.result()
-    _run(node)
+    with np.errstate(all="ignore"):
+        _run(node)
 
 
 def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None:
     error: BaseException | None = None
     try:
         _wait_for(waits)
-        first = tape[0].stream if tape else None
-        if all(node.stream is first for node in tape):  # type: ignore[union-attr]
-            for i in range(len(tape)):
-                node = tape[i]
-                tape[i] = None  # so intermediates are freed once their consumers ran
-                _run(node)  # type: ignore[arg-type]
-        else:
-            _run_streams(tape)
+        with np.errstate(all="ignore"):  # kernels define their own results for 1/0, nan, ...
+            _run_tape(tape)
     except BaseException as exc:
         error = exc
         raise
     finally:
         _finish(tape, batch, error)
+
+
+def _run_tape(tape: list[Node | None]) -> None:
+    first = tape[0].stream  # type: ignore[union-attr]
+    if any(node.stream is not first for node in tape):  # type: ignore[union-attr]
+        _run_streams(tape)
+        return
+    for i in range(len(tape)):
+        node = tape[i]
+        tape[i] = None  # so intermediates are freed once their consumers ran
+        _run(node)  # type: ignore[arg-type]
 
 
 def eval(*arrays: Any) -> None:

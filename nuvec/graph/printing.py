@@ -35,6 +35,7 @@ def format_array(a: Array) -> str:
             "float_kind": lambda x: _format_float(float(x), precision),
             "complex_kind": lambda z: f"{_format_float(z.real, precision)}"
             f"{'+' if z.imag >= 0 else '-'}{_format_float(abs(z.imag), precision)}j",
+            "bool": lambda b: str(bool(b)),
         },
     )
     return f"array({body}, dtype={a.dtype.name})"

@@ -465,9 +465,12 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
 
     def wrapped(*args: Any) -> Any:
         leaves, treedef = flatten(list(args))
-        tree = args[0] if len(args) == 1 else list(args)
-        axes = _flat_axes("vmap", list(in_axes) if isinstance(in_axes, tuple) and len(args) > 1
-                          else in_axes, tree, False)
+        tree, axes = (args[0], in_axes) if len(args) == 1 else (list(args), in_axes)
+        if len(args) == 1 and isinstance(axes, (tuple, list)) and len(axes) == 1 and not (
+            isinstance(tree, (tuple, list)) and len(tree) == 1
+        ):
+            axes = axes[0]  # one argument: in_axes may be its axes, or a 1-tuple of them
+        axes = _flat_axes("vmap", list(axes) if isinstance(axes, tuple) else axes, tree, False)
         size = None
         traced, batched = [], {}
         for leaf, axis in zip(leaves, axes):

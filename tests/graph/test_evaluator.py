@@ -133,15 +133,15 @@ def test_async_eval_then_item():
 
 
 def test_million_node_chain_builds_evaluates_and_drops():
-    x = mx.array(0.0)
+    x, one = mx.array(0.0), mx.array(1.0)
     y = x
     for _ in range(1_000_000):
-        y = y + 1.0
+        y = mx.add(y, one)
     assert y.item() == 1_000_000.0
     # An unevaluated deep chain must also be dropped without recursion errors.
     z = x
     for _ in range(1_000_000):
-        z = z * 1.0
+        z = mx.multiply(z, one)
     del z
     gc.collect()
 
