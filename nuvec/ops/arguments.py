@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+from numpy.exceptions import AxisError
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf
@@ -75,12 +76,14 @@ def normalize_axis(axis: int, ndim: int, op: str) -> int:
     """`axis` in `[0, ndim)`; negative axes count from the end.
 
     Raises:
-        ValueError: if the axis is out of range.
+        AxisError: (a ValueError and an IndexError, as MLX raises IndexError) if the axis is out
+            of range.
+        TypeError: if the axis is not an int.
     """
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"{op}: axis must be an int, got {type(axis).__name__}")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{op}: axis {axis} is out of bounds for an array with {ndim} dimensions")
+        raise AxisError(f"{op}: axis {axis} is out of bounds for an array with {ndim} dimensions")
     return int(axis) % ndim if ndim else 0
 
 
@@ -94,7 +97,12 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, op: str) -> tupl
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
         return (normalize_axis(axis, ndim, op),)
-    axes = tuple(normalize_axis(a, ndim, op) for a in axis)
+    try:
+        items = tuple(axis)
+    except TypeError:
+        raise TypeError(f"{op}: axis must be an int, a sequence of ints or None, got "
+                        f"{type(axis).__name__}") from None
+    axes = tuple(normalize_axis(a, ndim, op) for a in items)
     if len(set(axes)) != len(axes):
         raise ValueError(f"{op}: repeated axis in {tuple(axis)}")
     return tuple(sorted(axes))

@@ -1,15 +1,27 @@
-"""Creation operations: arrays from data, constants, ranges, grids and triangular helpers."""
+"""Creation operations: arrays from data, constants, ranges and coordinate grids.
+
+`Source` is the family of input-less primitives (`Arange` here; `Eye` and `Tri` in
+`matrices.py`, with the triangles and diagonals).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from nuvec.graph import dtypes as dt
-from nuvec.graph.array import Array, leaf
+from nuvec.graph.array import Array, leaf, record1
+from nuvec.graph.device import to_stream
+from nuvec.graph.primitive import Primitive
+from nuvec.ops.arguments import as_array, check_shape
+from nuvec.ops.families import apply
 
-__all__ = ["array", "asarray", "full", "zeros", "ones", "zeros_like", "ones_like"]
+__all__ = [
+    "array", "asarray", "full", "zeros", "ones", "zeros_like", "ones_like", "empty_like",
+    "arange", "linspace", "meshgrid",
+]  # fmt: skip
 
 
 def _infer_dtype(data: np.ndarray) -> dt.Dtype:
@@ -24,7 +36,10 @@ def _infer_dtype(data: np.ndarray) -> dt.Dtype:
 
 def _from_python(a: Any) -> tuple[np.ndarray, dt.Dtype]:
     """Nested lists/tuples of scalars (or arrays) as NumPy data and MLX's default dtype."""
-    data = np.asarray(a)
+    try:
+        data = np.asarray(a)
+    except ValueError:
+        data = np.asarray(None, dtype=object)
     if data.dtype == object:
         raise ValueError("array: nested sequences must be rectangular and hold numbers")
     kind = data.dtype.kind
@@ -105,8 +120,12 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
 
     Raises:
         ValueError: if `vals` cannot be broadcast to `shape` or a dimension is negative.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.full((2,), 7).tolist()
+        [7, 7]
     """
-    from nuvec.ops.arguments import check_shape
     from nuvec.ops.shape import broadcast_to
 
     shape = check_shape(shape, "full")
@@ -115,20 +134,205 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
 
 
 def zeros(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:
-    """An array of zeros of `shape` and `dtype` (default float32)."""
+    """An array of zeros of `shape` and `dtype` (default float32).
+
+    Raises:
+        ValueError: if a dimension is negative.
+    """
     return full(shape, 0, dtype or dt.float32, stream=stream)
 
 
 def ones(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:
-    """An array of ones of `shape` and `dtype` (default float32)."""
+    """An array of ones of `shape` and `dtype` (default float32).
+
+    Raises:
+        ValueError: if a dimension is negative.
+    """
     return full(shape, 1, dtype or dt.float32, stream=stream)
 
 
-def zeros_like(a: Array, /, *, stream: Any = None) -> Array:
+def zeros_like(a: Any, /, *, stream: Any = None) -> Array:
     """Zeros with `a`'s shape and dtype."""
+    a = as_array(a, "zeros_like")
     return full(a.shape, 0, a.dtype, stream=stream)
 
 
-def ones_like(a: Array, /, *, stream: Any = None) -> Array:
+def ones_like(a: Any, /, *, stream: Any = None) -> Array:
     """Ones with `a`'s shape and dtype."""
+    a = as_array(a, "ones_like")
     return full(a.shape, 1, a.dtype, stream=stream)
+
+
+def empty_like(a: Any, /, *, stream: Any = None) -> Array:
+    """An array with `a`'s shape and dtype; nuvec fills it with zeros (never stale memory)."""
+    a = as_array(a, "empty_like")
+    return full(a.shape, 0, a.dtype, stream=stream)
+
+
+# -- input-less primitives -----------------------------------------------------------------
+
+
+class Source(Primitive):
+    """A primitive with no inputs: its output is a constant, so no rule has work to do."""
+
+    __slots__ = ()
+    abstract = True  # a rule family, not an operation
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return []
+
+    def jvp(self, primals, tangents, outputs):
+        return [None]
+
+    def vmap(self, inputs, axes):
+        return [apply(self)], [None]
+
+
+class Arange(Source):
+    """`start + i * step` for i in [0, size), of `dtype`."""
+
+    __slots__ = ("start", "step", "size", "dtype")
+
+    def __init__(self, start: float, step: float, size: int, dtype: dt.Dtype):
+        self.start, self.step, self.size, self.dtype = start, step, size, dtype
+
+    def params(self):
+        return (self.start, self.step, self.size, self.dtype)
+
+    def output_specs(self, inputs):
+        return (((self.size,), self.dtype),)
+
+
+def is_int(x: Any) -> bool:
+    """Whether `x` is an int (a NumPy integer too), not a bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def arange(
+    start: float | None = None, stop: float | None = None, step: float | None = None,
+    dtype: dt.Dtype | None = None, *, stream: Any = None,
+) -> Array:  # fmt: skip
+    """Evenly spaced values `start, start + step, ...` below `stop` (above, for step < 0).
+
+    `arange(stop)` (or `arange(stop=n)`) starts at 0. The dtype is int32 if every bound is
+    an int, else float32.
+
+    Args:
+        start: the first value (the end when `stop` is None; MLX's `arange(stop, step)` form).
+        stop: the end, excluded.
+        step: the spacing (default 1).
+        dtype: the dtype of the result.
+
+    Raises:
+        ValueError: for a zero or NaN step, an infinite or NaN bound, a bool dtype or a size
+            over 2**31 - 1.
+        TypeError: for a bound that is not an int or a float (or no bound at all).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.arange(1, 7, 2).tolist()
+        [1, 3, 5]
+    """
+    if stop is None:
+        start, stop = 0, start
+    elif start is None:
+        start = 0
+    step = 1 if step is None else step
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
+            raise TypeError(f"arange: {name} must be an int or a float, got {type(v).__name__}")
+    if dtype is None:
+        out = dt.int32 if is_int(start) and is_int(stop) and is_int(step) else dt.float32
+    else:
+        out = dt.to_dtype(dtype, "arange")
+    if out is dt.bool_:
+        raise ValueError("arange: bool is not supported")
+    if step == 0 or not all(math.isfinite(v) for v in (start, stop)) or math.isnan(step):
+        raise ValueError(f"arange: cannot compute the length of arange({start}, {stop}, {step})")
+    if math.isinf(step):
+        size = 1 if (stop - start) * step > 0 else 0
+    else:
+        size = max(math.ceil((stop - start) / step), 0)
+    if size > 2**31 - 1:
+        raise ValueError(f"arange: the size {size} exceeds the maximum 2**31 - 1")
+    return record1(Arange(start, step, int(size), out), (), to_stream(stream))
+
+
+def linspace(
+    start: float, stop: float, num: int = 50, dtype: dt.Dtype = dt.float32, *,
+    stream: Any = None,
+) -> Array:  # fmt: skip
+    """`num` evenly spaced values from `start` to `stop`, both included.
+
+    Raises:
+        ValueError: if `num` is negative.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linspace(0, 1, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    from nuvec.ops.binary import add, divide, multiply, subtract
+    from nuvec.ops.unary import astype
+
+    if not is_int(num):
+        raise TypeError(f"linspace: num must be an int, got {type(num).__name__}")
+    if num < 0:
+        raise ValueError(f"linspace: the number of samples must be non-negative, got {num}")
+    out = dt.to_dtype(dtype, "linspace")
+    s = to_stream(stream)
+    compute = dt.float64 if out is dt.float64 else dt.float32
+    if num == 1:
+        return astype(full((1,), start, compute, stream=s), out, stream=s)
+    t = divide(arange(0, num, 1, compute, stream=s), float(num - 1), stream=s)
+    values = add(
+        multiply(subtract(1.0, t, stream=s), float(start), stream=s),
+        multiply(t, float(stop), stream=s),
+        stream=s,
+    )
+    return astype(values, out, stream=s)
+
+
+def meshgrid(
+    *arrays: Any, sparse: bool = False, indexing: str = "xy", stream: Any = None
+) -> list[Array]:
+    """Coordinate grids from 1-D coordinate arrays (inputs are flattened), as NumPy.
+
+    Args:
+        *arrays: the coordinates of each dimension.
+        sparse: return broadcastable arrays with size-1 axes instead of full grids.
+        indexing: "xy" (Cartesian: the first two outputs' axes swapped) or "ij" (matrix).
+
+    Returns:
+        One array per input.
+
+    Raises:
+        ValueError: if `indexing` is neither "xy" nor "ij".
+
+    Example:
+        >>> import nuvec as mx
+        >>> [g.shape for g in mx.meshgrid(mx.arange(3), mx.arange(2))]
+        [(2, 3), (2, 3)]
+    """
+    from nuvec.ops.shape import broadcast_to, reshape
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [as_array(x, "meshgrid") for x in arrays]
+    n = len(xs)
+    sizes = [x.size for x in xs]
+    order = list(range(n))
+    if indexing == "xy" and n > 1:
+        order[0], order[1] = 1, 0
+    outs = []
+    for i, x in enumerate(xs):
+        shape = [1] * n
+        shape[order[i]] = sizes[i]
+        outs.append(reshape(x, shape, stream=stream))
+    if sparse:
+        return outs
+    full_shape = [1] * n
+    for i in range(n):
+        full_shape[order[i]] = sizes[i]
+    return [broadcast_to(o, full_shape, stream=stream) for o in outs]
+

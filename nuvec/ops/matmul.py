@@ -1,5 +1,194 @@
-"""Matrix products: matmul (NumPy batching and 1-D rules) and addmm."""
+"""Matrix products: `matmul` (NumPy's batching and 1-D rules) and `addmm`.
+
+The `Matmul` primitive multiplies the last two axes of two arrays of equal rank whose batch
+axes are equal; the op promotes, reshapes 1-D operands and broadcasts the batch axes first.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record1
+from nuvec.graph.device import Stream, to_stream
+from nuvec.graph.primitive import Primitive
+from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.families import apply, batch_size, move_batch_to_front
+
+__all__ = ["matmul", "addmm"]
+
+
+def _swap_last(x: Array) -> Array:
+    from nuvec.ops.shape import transpose
+
+    perm = list(range(x.ndim))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return transpose(x, perm)
+
+
+class Matmul(Primitive):
+    """a @ b over the last two axes; inputs have equal rank (>= 2) and equal batch axes."""
+
+    __slots__ = ()
+
+    def output_specs(self, inputs):
+        a, b = inputs
+        return (((*a.shape[:-1], b.shape[-1]), a.dtype),)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a, b = primals
+        g = cotangents[0]
+        return [
+            apply(self, g, _swap_last(b)) if i == 0 else apply(self, _swap_last(a), g)
+            for i in argnums
+        ]
+
+    def jvp(self, primals, tangents, outputs):
+        from nuvec.ops.binary import add
+
+        a, b = primals
+        ta, tb = tangents
+        parts = []
+        if ta is not None:
+            parts.append(apply(self, ta, b))
+        if tb is not None:
+            parts.append(apply(self, a, tb))
+        return [parts[0] if len(parts) == 1 else add(parts[0], parts[1])]
+
+    def vmap(self, inputs, axes):
+        from nuvec.ops.shape import reshape
+
+        a, b = inputs
+        ax_a, ax_b = axes
+        if ax_a is not None and ax_b is None and a.ndim == 3:
+            # A batched matrix times a fixed one: fold the batch into the rows (one GEMM).
+            a = move_batch_to_front(a, ax_a)
+            n, m, k = a.shape
+            out = apply(self, reshape(a, (n * m, k)), b)
+            return [reshape(out, (n, m, b.shape[-1]))], [0]
+        size = batch_size(inputs, axes)
+        a = move_batch_to_front(a, ax_a, size)
+        b = move_batch_to_front(b, ax_b, size)
+        return [apply(self, a, b)], [0]
+
+
+MATMUL = Matmul()
+
+
+def _matmul_dtype(op: str, a: Array, b: Array, *more: Array) -> dt.Dtype:
+    out = dt.promote_types(a.dtype, b.dtype)
+    for c in more:
+        out = dt.promote_types(out, c.dtype)
+    if not out.is_floating:
+        names = ", ".join(x.dtype.name for x in (a, b, *more))
+        raise TypeError(
+            f"{op}: only real floating-point types are supported, got {names} "
+            f"(which promote to {out.name})"
+        )
+    return out
+
+
+def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
+    """The matrix product of validated arrays, computed in `dtype`."""
+    from nuvec.ops.shape import broadcast_to, reshape
+    from nuvec.ops.unary import astype
+
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(
+            f"{op}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}"
+        )
+    a2 = reshape(a, (1, a.shape[0]), stream=s) if a.ndim == 1 else a
+    b2 = reshape(b, (b.shape[0], 1), stream=s) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise ValueError(
+            f"{op}: the last dimension of the first input with shape {a.shape} must match the "
+            f"second to last dimension of the second input with shape {b.shape}"
+        )
+    a2, b2 = astype(a2, dtype, stream=s), astype(b2, dtype, stream=s)
+    out_shape = (
+        *broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op=op),
+        *(a2.shape[-2:-1] if a.ndim > 1 else ()),
+        *(b2.shape[-1:] if b.ndim > 1 else ()),
+    )
+    if b2.ndim == 2:  # one GEMM over all the rows of a's batch
+        rows = reshape(a2, (-1, a2.shape[-1]), stream=s) if a2.ndim > 2 else a2
+        out = record1(MATMUL, (rows, b2), s)
+    else:
+        batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op=op)
+        a2 = broadcast_to(a2, (*batch, *a2.shape[-2:]), stream=s)
+        b2 = broadcast_to(b2, (*batch, *b2.shape[-2:]), stream=s)
+        out = record1(MATMUL, (a2, b2), s)
+    return reshape(out, out_shape, stream=s)
+
+
+def matmul(a: Any, b: Any, /, *, stream: Any = None) -> Array:
+    """Matrix product with NumPy's rules.
+
+    1-D operands are treated as a row (first) or a column (second) vector and that axis is
+    removed from the result; axes before the last two are batch axes and broadcast. Inputs
+    are promoted; the result must be a real floating dtype (as MLX). float16/bfloat16 compute
+    in float32.
+
+    Args:
+        a: the first operand (at least 1-D).
+        b: the second operand (at least 1-D).
+
+    Returns:
+        The product, of the promoted dtype.
+
+    Raises:
+        ValueError: for 0-d inputs, mismatched inner dimensions or batch shapes that do not
+            broadcast.
+        TypeError: if the promoted dtype is not a real floating dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.matmul(mx.array([[1.0, 2.0]]), mx.array([[3.0], [4.0]])).tolist()
+        [[11.0]]
+    """
+    a, b = as_array(a, "matmul"), as_array(b, "matmul")
+    s = to_stream(stream)
+    return _product("matmul", a, b, _matmul_dtype("matmul", a, b), s)
+
+
+def addmm(
+    c: Any, a: Any, b: Any, /, alpha: float = 1.0, beta: float = 1.0, *, stream: Any = None
+) -> Array:
+    """`alpha * (a @ b) + beta * c`, with `c` broadcast to the product's shape.
+
+    Args:
+        c: the addend.
+        a: the first matrix operand (matmul's rules).
+        b: the second matrix operand.
+        alpha: the scale of the product.
+        beta: the scale of `c`.
+
+    Returns:
+        The result, of the dtype `a`, `b` and `c` promote to.
+
+    Raises:
+        ValueError: as `matmul`, or if `c` does not broadcast to the product's shape.
+        TypeError: if the promoted dtype is not a real floating dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.addmm(mx.array([1.0]), mx.array([[2.0]]), mx.array([[3.0]]), beta=2.0).tolist()
+        [[8.0]]
+    """
+    from nuvec.ops.binary import add, multiply
+    from nuvec.ops.shape import broadcast_to
+    from nuvec.ops.unary import astype
+
+    c, a, b = as_array(c, "addmm"), as_array(a, "addmm"), as_array(b, "addmm")
+    s = to_stream(stream)
+    dtype = _matmul_dtype("addmm", a, b, c)
+    product = _product("addmm", a, b, dtype, s)
+    if broadcast_shapes(c.shape, product.shape, op="addmm") != product.shape:
+        raise ValueError(f"addmm: c with shape {c.shape} cannot be broadcast to the product's "
+                         f"shape {product.shape}")
+    c = broadcast_to(astype(c, dtype, stream=s), product.shape, stream=s)
+    if alpha != 1.0:
+        product = multiply(product, float(alpha), stream=s)
+    if beta != 1.0:
+        c = multiply(c, float(beta), stream=s)
+    return add(product, c, stream=s)

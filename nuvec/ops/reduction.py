@@ -1,26 +1,60 @@
-"""Reductions over axes: sums, products, extrema, statistics, softmax and logsumexp."""
+"""Reductions over axes: sums, products, extrema, arg-extrema, logic, softmax and logsumexp.
+
+Reduction primitives keep the reduced axes as size-1 dimensions (`Reduction`); the public op
+squeezes them unless `keepdims`. The statistics composed from these live in `statistics.py`.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
-from nuvec.graph.device import to_stream
+from nuvec.graph.device import Stream, to_stream
+from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, normalize_axes
-from nuvec.ops.families import Linear, Reduction
+from nuvec.ops.families import Linear, Reduction, apply, move_batch_to_front
 
-__all__ = ["sum"]
+__all__ = [
+    "sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "logsumexp", "softmax",
+]  # fmt: skip
 
 Axis = int | Sequence[int] | None
 
 
-def _finish(op: str, out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, s) -> Array:
-    if keepdims:
+def _squeeze(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, s: Stream) -> Array:
+    if keepdims or not axes:
         return out
     from nuvec.ops.shape import reshape
 
     return reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes), stream=s)
+
+
+def at_least_float(dtype: dt.Dtype) -> dt.Dtype:
+    """`dtype` if inexact, else the float dtype MLX computes means and logs in (float32)."""
+    return dtype if dtype.is_inexact else dt.promote_types(dtype, dt.float32)
+
+
+def sum_dtype(dtype: dt.Dtype) -> dt.Dtype:
+    """MLX sums and multiplies bools and small ints in 32 bits: int32 (uint32 if unsigned)."""
+    if dtype is dt.bool_ or dtype in (dt.int8, dt.int16):
+        return dt.int32
+    if dtype in (dt.uint8, dt.uint16):
+        return dt.uint32
+    return dtype
+
+
+def reduced_size(x: Array, axes: tuple[int, ...]) -> int:
+    """How many elements each reduction group over `axes` holds."""
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+# -- primitives ----------------------------------------------------------------------------
 
 
 class Sum(Linear, Reduction):
@@ -29,7 +63,7 @@ class Sum(Linear, Reduction):
     __slots__ = ()
 
     def out_dtype(self, dtype):
-        return _sum_dtype(dtype)
+        return sum_dtype(dtype)
 
     def vjp(self, primals, cotangents, argnums, outputs):
         from nuvec.ops.shape import broadcast_to
@@ -37,24 +71,401 @@ class Sum(Linear, Reduction):
         return [broadcast_to(cotangents[0], primals[0].shape)]
 
 
-def _sum_dtype(dtype: dt.Dtype) -> dt.Dtype:
-    """MLX sums bools and small ints in int32 (uint32 for small unsigned)."""
-    if dtype is dt.bool_ or dtype in (dt.int8, dt.int16):
-        return dt.int32
-    if dtype in (dt.uint8, dt.uint16):
-        return dt.uint32
-    return dtype
+class Prod(Reduction):
+    """Product over `axes`; d/dx_i is the product of the other elements (exact with zeros)."""
+
+    __slots__ = ()
+
+    def out_dtype(self, dtype):
+        return sum_dtype(dtype)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from nuvec.ops.binary import multiply
+
+        x = primals[0]
+        if not x.dtype.is_inexact:
+            return [None]
+        return [multiply(cotangents[0], _product_of_others(x, self.axes))]
+
+    def jvp(self, primals, tangents, outputs):
+        from nuvec.ops.binary import multiply
+
+        x = primals[0]
+        if not x.dtype.is_inexact:
+            return [None]
+        return [apply(Sum(self.axes), multiply(tangents[0], _product_of_others(x, self.axes)))]
+
+
+def _product_of_others(x: Array, axes: tuple[int, ...]) -> Array:
+    """For each element, the product of the other elements of its reduction group."""
+    from nuvec.ops.binary import multiply
+    from nuvec.ops.scan import cumprod
+    from nuvec.ops.shape import reshape, transpose
+
+    keep = [i for i in range(x.ndim) if i not in axes]
+    perm = keep + list(axes)
+    moved = transpose(x, perm)
+    flat = reshape(moved, (*moved.shape[: len(keep)], reduced_size(x, axes)))
+    before = cumprod(flat, axis=-1, inclusive=False)
+    after = cumprod(flat, axis=-1, reverse=True, inclusive=False)
+    others = reshape(multiply(before, after), moved.shape)
+    return transpose(others, list(np.argsort(perm)))
+
+
+class Extremum(Reduction):
+    """Max or min over `axes`; the gradient is split evenly among the tied extreme positions."""
+
+    __slots__ = ()
+    abstract = True  # a rule family, not an operation
+
+    def _weights(self, x: Array, out: Array, like: Array) -> Array:
+        from nuvec.ops.binary import divide, equal
+        from nuvec.ops.unary import astype
+
+        mask = astype(equal(x, out), like.dtype)
+        return divide(mask, apply(Sum(self.axes), mask))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from nuvec.ops.binary import multiply
+
+        x, g = primals[0], cotangents[0]
+        if not x.dtype.is_inexact:
+            return [None]
+        return [multiply(g, self._weights(x, outputs[0], g))]
+
+    def jvp(self, primals, tangents, outputs):
+        from nuvec.ops.binary import multiply
+
+        x, t = primals[0], tangents[0]
+        if not x.dtype.is_inexact:
+            return [None]
+        return [apply(Sum(self.axes), multiply(t, self._weights(x, outputs[0], t)))]
+
+
+class Max(Extremum):
+    """Maximum over `axes` (NaN propagates)."""
+
+    __slots__ = ()
+
+
+class Min(Extremum):
+    """Minimum over `axes` (NaN propagates)."""
+
+    __slots__ = ()
+
+
+class NoGradient(Reduction):
+    """A reduction with an integer or boolean result (`result`): no derivative flows through."""
+
+    __slots__ = ()
+    abstract = True  # a rule family, not an operation
+    result: dt.Dtype
+
+    def out_dtype(self, dtype):
+        return self.result
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [None for _ in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        return [None]
+
+
+class ArgMax(NoGradient):
+    """Index (uint32) of the first maximum along the single axis in `axes`."""
+
+    __slots__ = ()
+    result = dt.uint32
+
+
+class ArgMin(NoGradient):
+    """Index (uint32) of the first minimum along the single axis in `axes`."""
+
+    __slots__ = ()
+    result = dt.uint32
+
+
+class AllTrue(NoGradient):
+    """Whether every element over `axes` is nonzero."""
+
+    __slots__ = ()
+    result = dt.bool_
+
+
+class AnyTrue(NoGradient):
+    """Whether some element over `axes` is nonzero."""
+
+    __slots__ = ()
+    result = dt.bool_
+
+
+class LogSumExp(Reduction):
+    """log(sum(exp(x))) over `axes`, computed stably; d/dx = softmax(x)."""
+
+    __slots__ = ()
+
+    def _softmax(self, x: Array, out: Array) -> Array:
+        from nuvec.ops.binary import subtract
+        from nuvec.ops.unary import exp
+
+        return exp(subtract(x, out))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from nuvec.ops.binary import multiply
+
+        return [multiply(cotangents[0], self._softmax(primals[0], outputs[0]))]
+
+    def jvp(self, primals, tangents, outputs):
+        from nuvec.ops.binary import multiply
+
+        weights = self._softmax(primals[0], outputs[0])
+        return [apply(Sum(self.axes), multiply(tangents[0], weights))]
+
+
+class Softmax(Primitive):
+    """exp(x - max) / sum(exp(x - max)) over `axes`; J = diag(y) - y yᵀ (symmetric)."""
+
+    __slots__ = ("axes", "precise")
+
+    def __init__(self, axes: tuple[int, ...], precise: bool = False):
+        self.axes = tuple(axes)
+        self.precise = bool(precise)
+
+    def params(self):
+        return (self.axes, self.precise)
+
+    def output_specs(self, inputs):
+        return ((inputs[0].shape, inputs[0].dtype),)
+
+    def _apply_jacobian(self, y: Array, v: Array) -> Array:
+        from nuvec.ops.binary import multiply, subtract
+
+        return multiply(y, subtract(v, apply(Sum(self.axes), multiply(v, y))))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [self._apply_jacobian(outputs[0], cotangents[0])]
+
+    def jvp(self, primals, tangents, outputs):
+        return [self._apply_jacobian(outputs[0], tangents[0])]
+
+    def vmap(self, inputs, axes):
+        x = move_batch_to_front(inputs[0], axes[0])
+        return [apply(Softmax(tuple(a + 1 for a in self.axes), self.precise), x)], [0]
+
+
+# -- operations ----------------------------------------------------------------------------
+
+
+def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any) -> Array:
+    a = as_array(a, op)
+    axes = normalize_axes(axis, a.ndim, op)
+    s = to_stream(stream)
+    if not axes:  # MLX returns the input itself (as bool for all/any)
+        if cls in (AllTrue, AnyTrue):
+            from nuvec.ops.unary import astype
+
+            return astype(a, dt.bool_, stream=s)
+        return a
+    out = record1(cls(axes), (a,), s)
+    return _squeeze(out, a, axes, keepdims, s)
+
+
+def _nonempty(op: str, a: Any) -> Array:
+    a = as_array(a, op)
+    if a.size == 0:
+        raise ValueError(f"{op}: cannot reduce a zero-size array, got shape {a.shape}")
+    return a
 
 
 def sum(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Sum of elements over `axis` (all axes when None).
 
+    Bools and 8/16-bit integers sum in int32 (uint32 if unsigned), as in MLX; float16 and
+    bfloat16 accumulate in float32. The sum of an empty axis is 0.
+
+    Args:
+        a: the input.
+        axis: an axis, a sequence of axes, or None for all; negative axes count from the end.
+        keepdims: keep the reduced axes as size-1 dimensions.
+
+    Returns:
+        The sums.
+
+    Raises:
+        ValueError: if an axis is out of range (an `AxisError`, also an IndexError) or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.sum(mx.array([[1, 2], [3, 4]]), axis=0).tolist()
+        [4, 6]
+    """
+    return _reduce(Sum, "sum", a, axis, keepdims, stream)
+
+
+def prod(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
+    """Product of elements over `axis` (all axes when None); 1 for an empty axis.
+
+    Result dtypes follow `sum`.
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.prod(mx.array([1.0, 2.0, 3.0])).item()
+        6.0
+    """
+    return _reduce(Prod, "prod", a, axis, keepdims, stream)
+
+
+def max(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
+    """Maximum over `axis` (all axes when None); NaN propagates.
+
+    Raises:
+        ValueError: if `a` is empty, or an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.max(mx.array([[1, 5], [3, 2]]), axis=1).tolist()
+        [5, 3]
+    """
+    return _reduce(Max, "max", _nonempty("max", a), axis, keepdims, stream)
+
+
+def min(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
+    """Minimum over `axis` (all axes when None); NaN propagates.
+
+    Raises:
+        ValueError: if `a` is empty, or an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.min(mx.array([[1, 5], [3, 2]]), axis=1).tolist()
+        [1, 2]
+    """
+    return _reduce(Min, "min", _nonempty("min", a), axis, keepdims, stream)
+
+
+def all(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
+    """Whether every element over `axis` is nonzero (True for an empty axis); bool result.
+
     Raises:
         ValueError: if an axis is out of range or repeated.
     """
-    a = as_array(a, "sum")
-    axes = normalize_axes(axis, a.ndim, "sum")
-    s = to_stream(stream)
-    out = record1(Sum(axes), (a,), s)
-    return _finish("sum", out, a, axes, keepdims, s)
+    return _reduce(AllTrue, "all", a, axis, keepdims, stream)
 
+
+def any(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
+    """Whether some element over `axis` is nonzero (False for an empty axis); bool result.
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+    """
+    return _reduce(AnyTrue, "any", a, axis, keepdims, stream)
+
+
+def _arg_reduce(cls: type, op: str, a: Any, axis: int | None, keepdims: bool, stream: Any):
+    a = _nonempty(op, a)
+    s = to_stream(stream)
+    if axis is None:
+        from nuvec.ops.shape import reshape
+
+        out = record1(cls((0,)), (reshape(a, (a.size,), stream=s),), s)
+        return reshape(out, (1,) * a.ndim if keepdims else (), stream=s)
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{op}: axis must be an int or None, got {type(axis).__name__}")
+    axes = normalize_axes(axis, a.ndim, op)
+    return _squeeze(record1(cls(axes), (a,), s), a, axes, keepdims, s)
+
+
+def argmax(
+    a: Any, /, axis: int | None = None, keepdims: bool = False, *, stream: Any = None
+) -> Array:
+    """Index of the (first) maximum along `axis`, or in the flattened array when None.
+
+    Returns:
+        uint32 indices (as MLX).
+
+    Raises:
+        ValueError: if `a` is empty or `axis` is out of range.
+        TypeError: if `axis` is not an int or None.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.argmax(mx.array([1, 7, 3])).item()
+        1
+    """
+    return _arg_reduce(ArgMax, "argmax", a, axis, keepdims, stream)
+
+
+def argmin(
+    a: Any, /, axis: int | None = None, keepdims: bool = False, *, stream: Any = None
+) -> Array:
+    """Index of the (first) minimum along `axis`, or in the flattened array when None.
+
+    Returns:
+        uint32 indices (as MLX).
+
+    Raises:
+        ValueError: if `a` is empty or `axis` is out of range.
+        TypeError: if `axis` is not an int or None.
+    """
+    return _arg_reduce(ArgMin, "argmin", a, axis, keepdims, stream)
+
+
+def logsumexp(
+    a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None
+) -> Array:
+    """log(sum(exp(a))) over `axis`, computed stably (the max is subtracted first).
+
+    Integers compute in float32; float16/bfloat16 accumulate in float32. If the maximum is
+    ±inf the result is that maximum.
+
+    Raises:
+        ValueError: if `a` is empty, or an axis is out of range or repeated.
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> round(mx.logsumexp(mx.array([0.0, 0.0])).item(), 4)
+        0.6931
+    """
+    from nuvec.ops.unary import astype
+
+    a = _nonempty("logsumexp", a)
+    if a.dtype is dt.complex64:
+        raise TypeError("logsumexp: complex inputs are not supported, got complex64")
+    axes = normalize_axes(axis, a.ndim, "logsumexp")
+    s = to_stream(stream)
+    a = astype(a, at_least_float(a.dtype), stream=s)
+    if not axes:
+        return a
+    return _squeeze(record1(LogSumExp(axes), (a,), s), a, axes, keepdims, s)
+
+
+def softmax(
+    a: Any, /, axis: Axis = None, *, precise: bool = False, stream: Any = None
+) -> Array:
+    """exp(a) / sum(exp(a)) over `axis` (all axes when None), computed stably.
+
+    Integers compute in float32. On the CPU, float16/bfloat16 always compute in float32, so
+    `precise=True` (MLX: accumulate half types in float32) changes nothing there.
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.softmax(mx.array([0.0, 0.0])).tolist()
+        [0.5, 0.5]
+    """
+    from nuvec.ops.unary import astype
+
+    a = as_array(a, "softmax")
+    if a.dtype is dt.complex64:
+        raise TypeError("softmax: complex inputs are not supported, got complex64")
+    axes = normalize_axes(axis, a.ndim, "softmax")
+    s = to_stream(stream)
+    a = astype(a, at_least_float(a.dtype), stream=s)
+    return record1(Softmax(axes, precise), (a,), s)

@@ -1,4 +1,4 @@
-"""CPU kernels of `nuvec.ops.reduction`."""
+"""CPU kernels of `nuvec.ops.reduction`: one NumPy reduction each, half types in float32."""
 
 from __future__ import annotations
 
@@ -9,13 +9,91 @@ from nuvec.graph.dtypes import from_numpy_dtype
 from nuvec.ops import reduction as r
 
 
+def is_half(dtype: np.dtype) -> bool:
+    """float16 or bfloat16: NumPy computes these slowly and imprecisely, so kernels widen them."""
+    return dtype == np.float16 or dtype.name == "bfloat16"
+
+
 def accumulator(dtype: np.dtype) -> np.dtype:
-    """The dtype a reduction accumulates in: float32 for half types, else the output's."""
-    if dtype.itemsize == 2 and dtype.kind in "fV" or dtype.name == "bfloat16":
+    """The dtype a sum or product accumulates in: float32 for half types, else the output's."""
+    if is_half(dtype):
         return np.dtype(np.float32)
-    return r._sum_dtype(from_numpy_dtype(dtype)).np
+    return r.sum_dtype(from_numpy_dtype(dtype)).np
+
+
+def widened(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32) if is_half(x.dtype) else x
 
 
 @kernel(r.Sum)
 def sum_(p, x):
     return np.sum(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
+
+
+@kernel(r.Prod)
+def prod(p, x):
+    return np.prod(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
+
+
+@kernel(r.Max)
+def max_(p, x):
+    return np.max(x, axis=p.axes, keepdims=True)
+
+
+@kernel(r.Min)
+def min_(p, x):
+    return np.min(x, axis=p.axes, keepdims=True)
+
+
+@kernel(r.ArgMax)
+def argmax(p, x):
+    return np.argmax(x, axis=p.axes[0], keepdims=True)
+
+
+@kernel(r.ArgMin)
+def argmin(p, x):
+    return np.argmin(x, axis=p.axes[0], keepdims=True)
+
+
+@kernel(r.AllTrue)
+def all_(p, x):
+    return np.all(x, axis=p.axes, keepdims=True)
+
+
+@kernel(r.AnyTrue)
+def any_(p, x):
+    return np.any(x, axis=p.axes, keepdims=True)
+
+
+def _shifted_exp(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(exp(x - m'), m): m the max over `axes`, m' = m where finite, else 0 (the op rejects
+    empty input)."""
+    m = np.max(x, axis=axes, keepdims=True)
+    safe = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    out = np.subtract(x, safe)
+    np.exp(out, out=out)
+    return out, m
+
+
+@kernel(r.LogSumExp)
+def logsumexp(p, x):
+    x = widened(x)
+    e, m = _shifted_exp(x, p.axes)
+    total = np.sum(e, axis=p.axes, keepdims=True)
+    with np.errstate(divide="ignore"):
+        out = np.log(total) + np.where(np.isfinite(m), m, 0)
+    return np.where(np.isinf(m), m, out)
+
+
+@kernel(r.Softmax)
+def softmax(p, x):
+    x = widened(x)
+    if not p.axes:  # each element is its own group
+        return np.exp(np.subtract(x, x))
+    m = np.max(x, axis=p.axes, keepdims=True, initial=-np.inf)
+    out = np.subtract(x, m)
+    np.exp(out, out=out)
+    total = np.sum(out, axis=p.axes, keepdims=True)
+    np.reciprocal(total, out=total)
+    out *= total
+    return out

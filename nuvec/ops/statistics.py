@@ -1,0 +1,141 @@
+"""Statistics composed from reductions: mean, var, std, median and count_nonzero.
+
+No primitives of their own: their derivatives and batching come from the reductions, casts and
+elementwise operations they are built from (median sorts, as MLX does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array
+from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import normalize_axes
+from nuvec.ops.reduction import Axis, at_least_float, reduced_size
+from nuvec.ops.reduction import sum as reduce_sum
+
+__all__ = ["mean", "var", "std", "median", "count_nonzero"]
+
+
+def mean(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
+    """Arithmetic mean over `axis`: `sum / n` (integers give float32; NaN for an empty axis).
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.mean(mx.array([1, 2, 3, 4])).item()
+        2.5
+    """
+    from nuvec.ops.binary import multiply
+
+    a = as_array(a, "mean")
+    axes = normalize_axes(axis, a.ndim, "mean")
+    n = reduced_size(a, axes)
+    total = reduce_sum(a, axes, keepdims, stream=stream)
+    out = at_least_float(a.dtype)
+    if total.dtype is not out:
+        from nuvec.ops.unary import astype
+
+        total = astype(total, out, stream=stream)
+    return multiply(total, 1.0 / n if n else float("inf"), stream=stream)
+
+
+def var(
+    a: Any, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, stream: Any = None
+) -> Array:
+    """Variance over `axis`: `sum((a - mean)**2) / (n - ddof)` (inf/NaN when n <= ddof).
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> round(mx.var(mx.array([1.0, 2.0, 3.0, 4.0]), ddof=1).item(), 4)
+        1.6667
+    """
+    from nuvec.ops.binary import multiply, subtract
+
+    a = as_array(a, "var")
+    axes = normalize_axes(axis, a.ndim, "var")
+    centred = subtract(a, mean(a, axes, True, stream=stream), stream=stream)
+    total = reduce_sum(multiply(centred, centred, stream=stream), axes, keepdims,
+                       stream=stream)
+    denominator = max(reduced_size(a, axes) - int(ddof), 0)
+    return multiply(total, 1.0 / denominator if denominator else float("inf"), stream=stream)
+
+
+def std(
+    a: Any, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, stream: Any = None
+) -> Array:
+    """Standard deviation over `axis`: `sqrt(var(a, axis, keepdims, ddof))`.
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.std(mx.array([1.0, 3.0])).item()
+        1.0
+    """
+    from nuvec.ops.unary import sqrt
+
+    a = as_array(a, "std")
+    normalize_axes(axis, a.ndim, "std")
+    return sqrt(var(a, axis, keepdims, ddof, stream=stream), stream=stream)
+
+
+def count_nonzero(
+    a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None
+) -> Array:
+    """Number of nonzero (NaN counts as nonzero) elements over `axis`, as int32.
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.count_nonzero(mx.array([0, 3, 0, 1])).item()
+        2
+    """
+    from nuvec.ops.unary import astype
+
+    a = as_array(a, "count_nonzero")
+    normalize_axes(axis, a.ndim, "count_nonzero")
+    return reduce_sum(astype(a, dt.bool_, stream=stream), axis, keepdims, stream=stream)
+
+
+def median(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
+    """Median over `axis` (mean of the two middle values for an even count; float result).
+
+    Raises:
+        ValueError: if an axis is out of range or repeated, or the reduced size is 0.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.median(mx.array([3.0, 1.0, 4.0, 2.0])).item()
+        2.5
+    """
+    from nuvec.ops.binary import add, multiply
+    from nuvec.ops.indexing import take
+    from nuvec.ops.shape import expand_dims, reshape, transpose
+    from nuvec.ops.sorting import sort
+    from nuvec.ops.unary import astype
+
+    a = as_array(a, "median")
+    axes = normalize_axes(axis, a.ndim, "median")
+    n = reduced_size(a, axes)
+    if n == 0:
+        raise ValueError(f"median: cannot take the median of an empty axis, got shape {a.shape}")
+    keep = [i for i in range(a.ndim) if i not in axes]
+    moved = transpose(a, keep + list(axes), stream=stream)
+    flat = reshape(moved, (*moved.shape[: len(keep)], n), stream=stream)
+    ordered = sort(flat, axis=-1, stream=stream)
+    out_dtype = at_least_float(a.dtype)
+    middle = astype(take(ordered, n // 2, axis=-1, stream=stream), out_dtype, stream=stream)
+    if n % 2 == 0:
+        lower = astype(take(ordered, n // 2 - 1, axis=-1, stream=stream), out_dtype, stream=stream)
+        middle = multiply(add(middle, lower, stream=stream), 0.5, stream=stream)
+    return expand_dims(middle, list(axes), stream=stream) if keepdims and axes else middle

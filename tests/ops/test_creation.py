@@ -1,0 +1,250 @@
+"""Conformance of `nuvec.ops.creation` against NumPy, MLX's dtype rules, and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.testing import assert_allclose
+
+ALL = [mx.bool_, mx.uint8, mx.uint16, mx.uint32, mx.uint64, mx.int8, mx.int16, mx.int32,
+       mx.int64, mx.float16, mx.float32, mx.float64, mx.bfloat16, mx.complex64]
+NUMERIC = [d for d in ALL if d is not mx.bool_]
+
+
+def ids(x):
+    return getattr(x, "name", str(x))
+
+
+@pytest.mark.parametrize(
+    "args,dtype,want",
+    [((5,), mx.int32, np.arange(5)), ((2, 9, 3), mx.int32, np.arange(2, 9, 3)),
+     ((5, 1, -2), mx.int32, np.arange(5, 1, -2)), ((3.0,), mx.float32, np.arange(3.0)),
+     ((0, 1, 0.1), mx.float32, np.arange(0, 1, 0.1)), ((1, 0), mx.int32, np.arange(1, 0)),
+     ((-1.5, 2), mx.float32, np.arange(-1.5, 2)), ((0, 5, float("inf")), mx.float32, [0.0]),
+     ((0, -5, float("inf")), mx.float32, np.zeros(0))],
+    ids=str,
+)
+def test_arange_inference(args, dtype, want):
+    assert_allclose(mx.arange(*args), want, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC, ids=ids)
+def test_arange_dtype(dtype):
+    assert_allclose(mx.arange(0, 6, 2, dtype), np.arange(0, 6, 2), dtype=dtype)
+    assert_allclose(mx.arange(4, dtype=dtype), np.arange(4), dtype=dtype)
+
+
+def test_arange_keyword_forms():
+    assert mx.arange(stop=3).tolist() == [0, 1, 2]
+    assert mx.arange(5, step=2).tolist() == [0, 2, 4]
+    assert mx.arange(1, stop=3, dtype=mx.float32).dtype is mx.float32
+
+
+def test_arange_float64_is_exact():
+    assert_allclose(mx.arange(0.0, 1.0, 0.1, mx.float64), np.arange(0.0, 1.0, 0.1))
+
+
+@pytest.mark.parametrize(
+    "args,kwargs,error,match",
+    [((0, 5, 0), {}, ValueError, "cannot compute the length"),
+     ((0, float("nan")), {}, ValueError, "cannot compute the length"),
+     ((0, float("inf")), {}, ValueError, "cannot compute the length"),
+     ((5,), {"dtype": mx.bool_}, ValueError, "bool is not supported"),
+     ((0, 2**40), {}, ValueError, "the size 1099511627776 exceeds"),
+     (("5",), {}, TypeError, "stop must be an int or a float"),
+     ((), {}, TypeError, "stop must be an int or a float")],
+    ids=str,
+)
+def test_arange_errors(args, kwargs, error, match):
+    with pytest.raises(error, match=f"^arange: {match}"):
+        mx.arange(*args, **kwargs)
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 7, 50])
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64, mx.float16, mx.int32], ids=ids)
+def test_linspace(num, dtype):
+    want = np.linspace(-2.0, 3.0, num)
+    if dtype is mx.int32:
+        want = want.astype(np.int32)
+    assert_allclose(mx.linspace(-2, 3, num, dtype), want, dtype=dtype)
+    assert mx.linspace(0, 1).shape == (50,)
+
+
+def test_linspace_errors():
+    with pytest.raises(ValueError, match="^linspace: the number of samples must be non-negative"):
+        mx.linspace(0, 1, -1)
+    with pytest.raises(TypeError, match="^linspace: num must be an int"):
+        mx.linspace(0, 1, 2.5)
+
+
+@pytest.mark.parametrize("n,m,k", [(1, None, 0), (3, None, 0), (3, 5, 1), (4, 2, -1),
+                                   (3, 3, 5), (2, 3, -4)])
+@pytest.mark.parametrize("dtype", [mx.float32, mx.int32, mx.bool_, mx.bfloat16], ids=ids)
+def test_eye_and_tri(n, m, k, dtype):
+    assert_allclose(mx.eye(n, m, k, dtype), np.eye(n, m, k).astype(dtype.np), dtype=dtype)
+    assert_allclose(mx.tri(n, m, k, dtype), np.tri(n, m, k).astype(dtype.np), dtype=dtype)
+    assert mx.eye(n).dtype is mx.float32 and mx.tri(n).dtype is mx.float32
+
+
+def test_identity_and_empty_tri():
+    assert_allclose(mx.identity(3), np.identity(3), dtype=mx.float32)
+    assert_allclose(mx.identity(2, mx.int8), np.identity(2), dtype=mx.int8)
+    assert mx.tri(0, 3).shape == (0, 3)
+
+
+@pytest.mark.parametrize("n,m", [(0, 2), (2, 0), (-1, 2)])
+def test_eye_rejects_non_positive(n, m):
+    with pytest.raises(ValueError, match="^eye: n and m must be positive"):
+        mx.eye(n, m)
+    with pytest.raises(ValueError, match="^eye: n and m must be positive"):
+        mx.identity(n if n <= 0 else m)
+
+
+def test_tri_errors():
+    with pytest.raises(ValueError, match="^tri: n and m must be non-negative"):
+        mx.tri(-1)
+    with pytest.raises(TypeError, match="^tri: n, m and k must be ints"):
+        mx.tri(2, k=0.5)
+    with pytest.raises(TypeError, match="^eye: n, m and k must be ints"):
+        mx.eye(2.0)
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=ids)
+@pytest.mark.parametrize("k", [-2, -1, 0, 1, 3])
+@pytest.mark.parametrize("shape", [(3, 4), (4, 3), (2, 3, 3), (0, 2), (1, 1)], ids=str)
+def test_tril_triu(dtype, k, shape):
+    data = (np.arange(int(np.prod(shape))).reshape(shape) % 3 + 1).astype(dtype.np)
+    x = mx.array(data, dtype)
+    assert_allclose(mx.tril(x, k), np.tril(data, k), dtype=dtype)
+    assert_allclose(mx.triu(x, k), np.triu(data, k), dtype=dtype)
+
+
+def test_tril_of_a_view_and_nan():
+    base = np.arange(12.0).reshape(3, 4)
+    assert_allclose(mx.tril(mx.transpose(mx.array(base))), np.tril(base.T))
+    x = mx.array([[1.0, float("nan")], [float("inf"), 2.0]])
+    assert_allclose(mx.tril(x), [[1.0, 0.0], [np.inf, 2.0]])
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+def test_triangle_errors(op):
+    with pytest.raises(ValueError, match=f"^{op}: the array must be at least 2-D"):
+        getattr(mx, op)(mx.ones((3,)))
+    with pytest.raises(TypeError, match=f"^{op}: k must be an int"):
+        getattr(mx, op)(mx.ones((3, 3)), 0.5)
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("sizes", [(3,), (3, 2), (2, 3, 4)], ids=str)
+def test_meshgrid(indexing, sparse, sizes):
+    data = [np.arange(n, dtype=np.float32) * (i + 1) for i, n in enumerate(sizes)]
+    got = mx.meshgrid(*[mx.array(d) for d in data], sparse=sparse, indexing=indexing)
+    want = np.meshgrid(*data, sparse=sparse, indexing=indexing)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_allclose(g, w, dtype=mx.float32)
+
+
+def test_meshgrid_flattens_and_rejects_indexing():
+    g = mx.meshgrid(mx.ones((2, 2)), mx.arange(3))
+    assert [x.shape for x in g] == [(3, 4), (3, 4)]
+    with pytest.raises(ValueError, match="^meshgrid: indexing must be 'xy' or 'ij'"):
+        mx.meshgrid(mx.arange(2), indexing="xx")
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=ids)
+@pytest.mark.parametrize("k", [-2, 0, 1, 4])
+def test_diag(dtype, k):
+    vec = (np.arange(3) % 2 + 1).astype(dtype.np)
+    mat = (np.arange(12).reshape(3, 4) % 5).astype(dtype.np)
+    assert_allclose(mx.diag(mx.array(vec, dtype), k), np.diag(vec, k), dtype=dtype)
+    assert_allclose(mx.diag(mx.array(mat, dtype), k), np.diag(mat, k), dtype=dtype)
+    assert_allclose(mx.array(mat, dtype).diag(k), np.diag(mat, k), dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "shape,offset,axis1,axis2",
+    [((3, 4), 0, 0, 1), ((3, 4), 2, 0, 1), ((3, 4), -1, 1, 0), ((2, 3, 4), 1, 0, 2),
+     ((2, 3, 4), -1, 2, 1), ((2, 3, 4), 0, -1, -3), ((3, 3), 5, 0, 1), ((0, 3), 0, 0, 1)],
+    ids=str,
+)
+def test_diagonal_and_trace(shape, offset, axis1, axis2):
+    data = np.random.default_rng(0).standard_normal(shape)
+    x = mx.array(data, mx.float64)
+    assert_allclose(mx.diagonal(x, offset, axis1, axis2), np.diagonal(data, offset, axis1, axis2))
+    assert_allclose(x.diagonal(offset, axis1, axis2), np.diagonal(data, offset, axis1, axis2))
+    assert_allclose(mx.trace(x, offset, axis1, axis2), np.trace(data, offset, axis1, axis2),
+                    dtype=mx.float64)
+
+
+def test_diagonal_of_a_view():
+    data = np.arange(24.0).reshape(2, 3, 4)
+    x = mx.transpose(mx.array(data), (2, 0, 1))
+    assert_allclose(mx.diagonal(x, 0, 1, 2), np.diagonal(data.transpose(2, 0, 1), 0, 1, 2))
+
+
+@pytest.mark.parametrize(
+    "dtype,out", [(mx.int8, mx.int32), (mx.uint8, mx.uint32), (mx.bool_, mx.int32),
+                  (mx.float16, mx.float16), (mx.int64, mx.int64)], ids=ids)
+def test_trace_dtypes(dtype, out):
+    data = np.ones((3, 3)).astype(dtype.np)
+    assert_allclose(mx.trace(mx.array(data, dtype)), 3, dtype=out)
+    assert_allclose(mx.trace(mx.array(data, dtype), dtype=mx.float32), 3.0, dtype=mx.float32)
+
+
+def test_diagonal_errors():
+    with pytest.raises(ValueError, match="^diagonal: the array must be at least 2-D"):
+        mx.diagonal(mx.ones((3,)))
+    with pytest.raises(ValueError, match="^diagonal: axis1 and axis2 must differ"):
+        mx.diagonal(mx.ones((3, 3)), 0, 1, -1)
+    with pytest.raises(ValueError, match="^diagonal: axis 2 is out of bounds"):
+        mx.diagonal(mx.ones((3, 3)), 0, 0, 2)
+    with pytest.raises(TypeError, match="^diagonal: offset must be an int"):
+        mx.diagonal(mx.ones((3, 3)), 0.5)
+    with pytest.raises(ValueError, match="^diag: the array must be 1-D or 2-D"):
+        mx.diag(mx.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match="^diag: the array must be 1-D or 2-D"):
+        mx.diag(mx.array(1.0))
+    with pytest.raises(TypeError, match="^diag: k must be an int"):
+        mx.diag(mx.ones((2,)), 1.5)
+    with pytest.raises(ValueError, match="^trace: the array must be at least 2-D"):
+        mx.trace(mx.ones((2,)))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=ids)
+def test_full_zeros_ones(dtype):
+    assert_allclose(mx.full((2, 3), 1, dtype), np.ones((2, 3)), dtype=dtype)
+    assert_allclose(mx.zeros((2,), dtype), np.zeros(2), dtype=dtype)
+    assert_allclose(mx.ones(3, dtype), np.ones(3), dtype=dtype)
+    x = mx.array(np.ones((2, 2)), dtype)
+    for fn, value in ((mx.zeros_like, 0), (mx.ones_like, 1), (mx.empty_like, 0)):
+        assert_allclose(fn(x), np.full((2, 2), value), dtype=dtype)
+
+
+def test_full_defaults_and_broadcast():
+    assert mx.zeros((2,)).dtype is mx.float32 and mx.ones(()).dtype is mx.float32
+    assert mx.full((2,), 2.5).dtype is mx.float32
+    assert mx.full((2,), 3).dtype is mx.int32
+    assert_allclose(mx.full((2, 3), mx.array([1.0, 2.0, 3.0])), [[1, 2, 3], [1, 2, 3]])
+    assert mx.zeros((0, 4)).shape == (0, 4)
+
+
+def test_full_errors():
+    with pytest.raises(ValueError, match="^full: negative dimensions are not allowed"):
+        mx.full((2, -1), 0.0)
+    with pytest.raises(ValueError, match="^zeros|^full"):
+        mx.zeros((-3,))
+    with pytest.raises(ValueError, match="^broadcast_to: "):
+        mx.full((2, 2), mx.array([1.0, 2.0, 3.0]))
+
+
+def test_step_sliced_views():
+    base = np.arange(48.0).reshape(6, 8)
+    x = mx.array(base)[::2, ::-3]
+    ref = base[::2, ::-3]
+    assert_allclose(mx.triu(x, 1), np.triu(ref, 1))
+    assert_allclose(mx.diagonal(x), np.diagonal(ref))
+    assert_allclose(mx.trace(x, -1), np.trace(ref, -1))
