@@ -256,12 +256,18 @@ def placeholder(shape: Shape, dtype: dt.Dtype, stream: Stream | None = None) -> 
     return Array._from_node(node, 0)
 
 
+def _private(inputs: Sequence[Array]) -> tuple[Array, ...]:
+    """Handles of the nodes' own: an in-place update rebinds a user's handle, never these."""
+    make = Array._from_node
+    return tuple([make(x._node, x._index) for x in inputs])
+
+
 def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> list[Array]:
     """Records `primitive` applied to `inputs` on `stream`; returns one array per output."""
     specs = primitive.output_specs(inputs)
     node = Node(
         primitive,
-        tuple(inputs),
+        _private(inputs),
         stream,
         tuple(s for s, _ in specs),
         tuple(d for _, d in specs),
@@ -272,4 +278,4 @@ def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> lis
 def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Array:
     """Records a single-output `primitive`; returns its output."""
     ((shape, dtype),) = primitive.output_specs(inputs)
-    return Array._from_node(Node(primitive, tuple(inputs), stream, (shape,), (dtype,)), 0)
+    return Array._from_node(Node(primitive, _private(inputs), stream, (shape,), (dtype,)), 0)

@@ -19,8 +19,21 @@ Scalar = (bool, int, float, complex)
 Shape = tuple[int, ...]
 
 
+_scalar_leaves: dict[tuple, Any] = {}  # (type, value, dtype, shape) -> leaf node
+
+
 def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
-    """An evaluated array of `shape` filled with a Python scalar, of `dtype` (one element stored)."""
+    """An evaluated array of `shape` filled with a Python scalar, of `dtype` (one element stored).
+
+    Leaves are cached by value (not zeros, whose sign a key cannot tell, nor NaN); each call
+    returns a new handle, so an in-place update of one never changes the cache.
+    """
+    key = (type(value), value, dtype, shape)
+    cacheable = value == value and value != 0
+    if cacheable:
+        node = _scalar_leaves.get(key)
+        if node is not None:
+            return Array._from_node(node, 0)
     try:
         data = np.asarray(value, dtype=dtype.np)
     except OverflowError:  # out-of-range weak integers wrap, as a cast would
@@ -28,7 +41,12 @@ def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
     if shape:  # a read-only view repeating the one element (np.broadcast_to, but cheaper)
         data = np.ndarray(shape, dtype.np, data, 0, (0,) * len(shape))
         data.flags.writeable = False
-    return leaf(data, dtype)
+    out = leaf(data, dtype)
+    if cacheable:
+        if len(_scalar_leaves) >= 1024:
+            _scalar_leaves.clear()
+        _scalar_leaves[key] = out._node
+    return out
 
 
 def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:

@@ -1,19 +1,26 @@
-"""Elementwise operations of two arrays: arithmetic, comparisons, logic, bitwise, `where`.
+"""Elementwise arithmetic of two arrays: +, -, *, /, //, %, **, extrema, arctan2, logaddexp, clip.
 
 Each public op promotes (Python scalars are weak), broadcasts explicitly, then records a
-primitive that sees equal shapes and dtypes.
+primitive that sees equal shapes and dtypes. Comparisons, logic, bitwise operations and `where`
+live in `nuvec.ops.comparison` (re-exported here, where the rules above use them).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops.arguments import broadcast_all, promote
-from nuvec.ops.families import Binary, Linear, apply
+from nuvec.ops import unary as u
+from nuvec.ops.arguments import as_array, broadcast_all, promote
+from nuvec.graph.primitive import Primitive
+from nuvec.ops.families import Binary, apply, batch_inputs
 
-__all__ = ["add", "subtract", "multiply"]
+__all__ = [
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "divmod", "power",
+    "maximum", "minimum", "arctan2", "logaddexp", "clip",
+]
 
 
 def _prepare(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
@@ -21,6 +28,13 @@ def _prepare(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
     if a.shape != b.shape:
         a, b = broadcast_all(op, (a, b), s)
     return a, b
+
+
+def _sum_tangents(parts: list[Array]) -> Array | None:
+    out = None
+    for p in parts:
+        out = p if out is None else apply(ADD, out, p)
+    return out
 
 
 class Add(Binary):
@@ -32,12 +46,7 @@ class Add(Binary):
         return [cotangents[0] for _ in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        ta, tb = tangents
-        if ta is None:
-            return [tb]
-        if tb is None:
-            return [ta]
-        return [apply(self, ta, tb)]
+        return [_sum_tangents([t for t in tangents if t is not None])]
 
 
 class Subtract(Binary):
@@ -46,69 +55,369 @@ class Subtract(Binary):
     __slots__ = ()
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.unary import negative
-
-        return [cotangents[0] if i == 0 else negative(cotangents[0]) for i in argnums]
+        return [cotangents[0] if i == 0 else u.negative(cotangents[0]) for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.unary import negative
-
         ta, tb = tangents
         if tb is None:
             return [ta]
         if ta is None:
-            return [negative(tb)]
+            return [u.negative(tb)]
         return [apply(self, ta, tb)]
 
 
-class Multiply(Binary):
+class _SmoothBinary(Binary):
+    """A differentiable elementwise function of two inputs: each rule multiplies by
+    `self.partial(i, a, b, out)`, the derivative with respect to input `i`. Integer and
+    boolean results carry no gradient."""
+
+    abstract = True
+    __slots__ = ()
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        if not outputs[0].dtype.is_inexact:
+            return [None for _ in argnums]
+        a, b = primals
+        return [multiply(cotangents[0], self.partial(i, a, b, outputs[0])) for i in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        if not outputs[0].dtype.is_inexact:
+            return [None]
+        a, b = primals
+        parts = [multiply(t, self.partial(i, a, b, outputs[0]))
+                 for i, t in enumerate(tangents) if t is not None]
+        return [_sum_tangents(parts)]
+
+
+class Multiply(_SmoothBinary):
     """a * b."""
 
     __slots__ = ()
 
+    def partial(self, i, a, b, out):
+        return b if i == 0 else a
+
+
+class Divide(_SmoothBinary):
+    """a / b on inexact dtypes; d/da = 1/b, d/db = -out/b."""
+
+    __slots__ = ()
+
+    def partial(self, i, a, b, out):
+        return divide(1.0, b) if i == 0 else u.negative(divide(out, b))
+
+
+class Remainder(_SmoothBinary):
+    """a - b floor(a / b): the sign of the divisor (NumPy, Python); d/db = -floor(a / b)."""
+
+    __slots__ = ()
+
+    def partial(self, i, a, b, out):
+        if i == 0:
+            return _ones(a)
+        return u.negative(u.floor(divide(a, b)))
+
+
+class FloorDivide(Binary):
+    """Integer floor(a / b) (floats compose floor(divide)); no gradient."""
+
+    __slots__ = ()
+
     def vjp(self, primals, cotangents, argnums, outputs):
-        a, b = primals
-        return [apply(self, cotangents[0], b if i == 0 else a) for i in argnums]
+        return [None for _ in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        a, b = primals
-        ta, tb = tangents
-        parts = []
-        if ta is not None:
-            parts.append(apply(self, ta, b))
-        if tb is not None:
-            parts.append(apply(self, a, tb))
-        return [parts[0] if len(parts) == 1 else apply(ADD, *parts)]
+        return [None]
 
 
-ADD, SUBTRACT, MULTIPLY = Add(), Subtract(), Multiply()
+class Power(_SmoothBinary):
+    """a ** b; d/da = b a**(b-1), d/db = log(a) out (0 where out is 0, as MLX)."""
+
+    __slots__ = ()
+
+    def partial(self, i, a, b, out):
+        if i == 0:
+            return multiply(power(a, subtract(b, 1.0)), b)
+        return where(out, multiply(u.log(a), out), 0.0)
 
 
-def add(a: Any, b: Any, /, *, stream: Any = None) -> Array:
-    """Elementwise a + b with broadcasting and promotion (Python scalars are weak).
+class Maximum(_SmoothBinary):
+    """max(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX)."""
+
+    __slots__ = ()
+
+    def partial(self, i, a, b, out):
+        mask = greater(a, b) if i == 0 else less_equal(a, b)
+        return u.astype(mask, out.dtype)
+
+
+class Minimum(_SmoothBinary):
+    """min(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX)."""
+
+    __slots__ = ()
+
+    def partial(self, i, a, b, out):
+        mask = less(a, b) if i == 0 else greater_equal(a, b)
+        return u.astype(mask, out.dtype)
+
+
+class ArcTan2(_SmoothBinary):
+    """arctan(a / b) in the right quadrant; d/da = b/(a²+b²), d/db = -a/(a²+b²)."""
+
+    __slots__ = ()
+
+    def partial(self, i, a, b, out):
+        norm = add(u.square(a), u.square(b))
+        return divide(b, norm) if i == 0 else divide(u.negative(a), norm)
+
+
+class LogAddExp(_SmoothBinary):
+    """log(e**a + e**b) computed stably; d/da = e**(a - out)."""
+
+    __slots__ = ()
+
+    def partial(self, i, a, b, out):
+        return u.exp(subtract(a if i == 0 else b, out))
+
+
+class Clip(Primitive):
+    """min(max(a, lo), hi) on equal shapes in one pass; gradients as the composition's
+    (ties go to the bound, as `maximum` and `minimum` send them to their second operand)."""
+
+    __slots__ = ()
+
+    def output_specs(self, inputs):
+        return ((inputs[0].shape, inputs[0].dtype),)
+
+    def _masks(self, primals, out):
+        a, lo, hi = primals
+        inside = less(out, hi)
+        above = greater(a, lo)
+        return [
+            u.astype(m, out.dtype)
+            for m in (logical_and(above, inside), logical_and(u.logical_not(above), inside),
+                      u.logical_not(inside))
+        ]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        if not outputs[0].dtype.is_inexact:
+            return [None for _ in argnums]
+        masks = self._masks(primals, outputs[0])
+        return [multiply(cotangents[0], masks[i]) for i in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        if not outputs[0].dtype.is_inexact:
+            return [None]
+        masks = self._masks(primals, outputs[0])
+        return [_sum_tangents([multiply(t, m) for t, m in zip(tangents, masks) if t is not None])]
+
+    def vmap(self, inputs, axes):
+        return [apply(self, *batch_inputs(inputs, axes))], [0]
+
+
+def _ones(like: Array) -> Array:
+    from nuvec.ops.creation import ones_like
+
+    return ones_like(like)
+
+
+ADD, SUBTRACT, MULTIPLY, DIVIDE = Add(), Subtract(), Multiply(), Divide()
+REMAINDER, FLOOR_DIVIDE, POWER = Remainder(), FloorDivide(), Power()
+MAXIMUM, MINIMUM, ARCTAN2, LOGADDEXP = Maximum(), Minimum(), ArcTan2(), LogAddExp()
+CLIP = Clip()
+
+
+def _at_least_float(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
+    """Promoted, broadcast operands; integer and bool results compute in float32 (MLX)."""
+    a, b = _prepare(op, a, b, s)
+    if not a.dtype.is_inexact:
+        a, b = u.astype(a, dt.float32, stream=s), u.astype(b, dt.float32, stream=s)
+    return a, b
+
+
+def _real_only(op: str, *arrays: Array) -> None:
+    if any(x.dtype is dt.complex64 for x in arrays):
+        raise TypeError(f"{op}: not supported for complex64 arrays")
+
+
+def _binary_function(
+    name: str, primitive: Binary, summary: str, returns: str, example: str,
+    floats: bool = False, real: bool = False,
+):
+    """The public op `name(a, b, /, *, stream=None)` recording `primitive`.
+
+    `floats`: integer and bool operands compute in float32; `real`: complex is rejected.
+    """
+
+    def op(a: Any, b: Any, /, *, stream: Any = None) -> Array:
+        s = to_stream(stream)
+        a, b = _at_least_float(name, a, b, s) if floats else _prepare(name, a, b, s)
+        if real:
+            _real_only(name, a, b)
+        return record1(primitive, (a, b), s)
+
+    complex_error = "\n        TypeError: for complex input." if real else ""
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""{summary}
+
+    Operands are promoted (Python scalars are weak) and broadcast together.
+
+    Args:
+        a: first operand (array or scalar).
+        b: second operand (array or scalar).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        {returns}
 
     Raises:
-        ValueError: if the shapes cannot be broadcast together.
+        ValueError: if the shapes cannot be broadcast together.{complex_error}
 
     Example:
         >>> import nuvec as mx
-        >>> mx.add(mx.array([1, 2]), 1)
-        array([2, 3], dtype=int32)
+        >>> {example}
+    """
+    return op
+
+
+add = _binary_function(
+    "add", ADD, "Elementwise a + b.", "The sum, of the promoted dtype and the broadcast shape.",
+    "mx.add(mx.array([1, 2]), 1).tolist()\n        [2, 3]")
+subtract = _binary_function(
+    "subtract", SUBTRACT, "Elementwise a - b (for booleans: a != b, as MLX).",
+    "The difference, of the promoted dtype and the broadcast shape.",
+    "mx.subtract(mx.array([1, 2]), 1).tolist()\n        [0, 1]")
+multiply = _binary_function(
+    "multiply", MULTIPLY, "Elementwise a * b.",
+    "The product, of the promoted dtype and the broadcast shape.",
+    "mx.multiply(mx.array([1, 2]), 3).tolist()\n        [3, 6]")
+divide = _binary_function(
+    "divide", DIVIDE, "Elementwise true division a / b; division by zero gives inf or NaN.",
+    "The quotient: float32 for integer and bool operands (MLX), else the promoted dtype.",
+    "mx.divide(mx.array([1, 3]), 2).tolist()\n        [0.5, 1.5]", floats=True)
+remainder = _binary_function(
+    "remainder", REMAINDER, "Elementwise remainder of floor division, with the sign of `b` "
+    "(Python's and NumPy's `%`).\n\n    An integer remainder by zero gives 0; a float one NaN.",
+    "The remainder, of the promoted dtype and the broadcast shape.",
+    "mx.remainder(mx.array([-7, 7]), 3).tolist()\n        [2, 1]", real=True)
+power = _binary_function(
+    "power", POWER, "Elementwise a ** b.\n\n    Integer bases with negative integer exponents "
+    "give the truncated result (0 unless the\n    base is 1 or -1) instead of NumPy's error.",
+    "The powers, of the promoted dtype and the broadcast shape.",
+    "mx.power(mx.array([2, 3]), 2).tolist()\n        [4, 9]")
+maximum = _binary_function(
+    "maximum", MAXIMUM, "Elementwise maximum; NaN propagates.",
+    "The larger values, of the promoted dtype and the broadcast shape.",
+    "mx.maximum(mx.array([1, 5]), 3).tolist()\n        [3, 5]")
+minimum = _binary_function(
+    "minimum", MINIMUM, "Elementwise minimum; NaN propagates.",
+    "The smaller values, of the promoted dtype and the broadcast shape.",
+    "mx.minimum(mx.array([1, 5]), 3).tolist()\n        [1, 3]")
+arctan2 = _binary_function(
+    "arctan2", ARCTAN2, "Elementwise arctan(a / b) in the quadrant of the point (b, a).",
+    "Angles in radians: float32 for integer operands, else the promoted dtype.",
+    "mx.arctan2(mx.array([0.0, 1.0]), 1.0).tolist()\n        [0.0, 0.7853981256484985]",
+    floats=True, real=True)
+logaddexp = _binary_function(
+    "logaddexp", LOGADDEXP, "Elementwise log(exp(a) + exp(b)), without overflow.",
+    "The result: float32 for integer operands, else the promoted dtype.",
+    "mx.logaddexp(mx.array([0.0]), 0.0).tolist()\n        [0.6931471824645996]",
+    floats=True, real=True)
+
+
+def floor_divide(a: Any, b: Any, /, *, stream: Any = None) -> Array:
+    """Elementwise floor(a / b) in the promoted dtype (Python's and NumPy's `//`).
+
+    Integers round toward negative infinity; an integer division by zero gives 0.
+
+    Args:
+        a: first operand (array or scalar).
+        b: second operand (array or scalar).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The floored quotient, of the promoted dtype and the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes cannot be broadcast together.
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.floor_divide(mx.array([-7, 7]), 2).tolist()
+        [-4, 3]
     """
     s = to_stream(stream)
-    a, b = _prepare("add", a, b, s)
-    return record1(ADD, (a, b), s)
+    a, b = _prepare("floor_divide", a, b, s)
+    _real_only("floor_divide", a, b)
+    if a.dtype.is_floating:
+        return u.floor(record1(DIVIDE, (a, b), s), stream=s)
+    return record1(FLOOR_DIVIDE, (a, b), s)
 
 
-def subtract(a: Any, b: Any, /, *, stream: Any = None) -> Array:
-    """Elementwise a - b with broadcasting and promotion."""
+def divmod(a: Any, b: Any, /, *, stream: Any = None) -> tuple[Array, Array]:
+    """`(floor_divide(a, b), remainder(a, b))`.
+
+    Args:
+        a: first operand (array or scalar).
+        b: second operand (array or scalar).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The pair (quotient, remainder).
+
+    Raises:
+        ValueError: if the shapes cannot be broadcast together.
+        TypeError: for complex input.
+    """
+    return floor_divide(a, b, stream=stream), remainder(a, b, stream=stream)
+
+
+def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> Array:
+    """Clips `a` to `[a_min, a_max]`; either bound may be None (not both), a scalar or an array.
+
+    The result equals `minimum(maximum(a, a_min), a_max)`, promoted and broadcast as that is,
+    computed in one pass.
+
+    Args:
+        a: input array or scalar.
+        a_min: lower bound (scalar, array or None).
+        a_max: upper bound (scalar, array or None).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The clipped array (promoted with the bounds, broadcast with them).
+
+    Raises:
+        ValueError: if both bounds are None or the shapes cannot be broadcast together.
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.clip(mx.array([-1, 5, 9]), 0, 6).tolist()
+        [0, 5, 6]
+    """
+    if a_min is None and a_max is None:
+        raise ValueError("clip: at most one of a_min and a_max may be None")
     s = to_stream(stream)
-    a, b = _prepare("subtract", a, b, s)
-    return record1(SUBTRACT, (a, b), s)
+    x = as_array(a, "clip")
+    if a_min is None:
+        return minimum(x, a_max, stream=s)
+    if a_max is None:
+        return maximum(x, a_min, stream=s)
+    x, lo = promote("clip", x, a_min, s)
+    x, hi = promote("clip", x, a_max, s)
+    lo = u.astype(lo, x.dtype, stream=s)
+    _real_only("clip", x)
+    if not (x.shape == lo.shape == hi.shape):
+        x, lo, hi = broadcast_all("clip", (x, lo, hi), s)
+    return record1(CLIP, (x, lo, hi), s)
 
 
-def multiply(a: Any, b: Any, /, *, stream: Any = None) -> Array:
-    """Elementwise a * b with broadcasting and promotion."""
-    s = to_stream(stream)
-    a, b = _prepare("multiply", a, b, s)
-    return record1(MULTIPLY, (a, b), s)
+# Imported last: nuvec.ops.comparison imports the definitions above. The rules above use some of
+# these; all stay importable from here, where they lived first.
+from nuvec.ops.comparison import (  # noqa: E402,F401
+    allclose, array_equal, bitwise_and, bitwise_invert, bitwise_or, bitwise_xor, equal, greater,
+    greater_equal, isclose, left_shift, less, less_equal, logical_and, logical_or, logical_xor,
+    not_equal, right_shift, where,
+)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph.array import Array
-from nuvec.ops import binary, reduction, shape, unary
+from nuvec.ops import binary, comparison, matrices, reduction, shape, statistics, unary
+from nuvec.ops.matmul import matmul as _matmul
 
 
 def _reflected(op):
@@ -27,6 +28,15 @@ _BINARY = {
     "add": binary.add,
     "sub": binary.subtract,
     "mul": binary.multiply,
+    "truediv": binary.divide,
+    "floordiv": binary.floor_divide,
+    "mod": binary.remainder,
+    "pow": binary.power,
+    "and": comparison.bitwise_and,
+    "or": comparison.bitwise_or,
+    "xor": comparison.bitwise_xor,
+    "lshift": comparison.left_shift,
+    "rshift": comparison.right_shift,
 }
 
 for _name, _op in _BINARY.items():
@@ -34,12 +44,75 @@ for _name, _op in _BINARY.items():
     setattr(Array, f"__r{_name}__", _reflected(_op))
     setattr(Array, f"__i{_name}__", _in_place(_op))
 
-Array.__neg__ = lambda self: unary.negative(self)
+
+def _comparison(op):
+    def method(self: Array, other: Any) -> Any:
+        # `a == None` and the like are False (NotImplemented lets Python decide), as in MLX
+        if other is None or isinstance(other, str):
+            return NotImplemented
+        return op(self, other)
+
+    return method
+
+
+_COMPARISONS = {
+    "eq": comparison.equal,
+    "ne": comparison.not_equal,
+    "lt": comparison.less,
+    "le": comparison.less_equal,
+    "gt": comparison.greater,
+    "ge": comparison.greater_equal,
+}
+
+for _name, _op in _COMPARISONS.items():
+    setattr(Array, f"__{_name}__", _comparison(_op))
+
+_UNARY_OPERATORS = {
+    "neg": unary.negative,
+    "abs": unary.abs,
+    "invert": comparison.bitwise_invert,
+    "pos": lambda self: self,
+}
+
+for _name, _op in _UNARY_OPERATORS.items():
+    setattr(Array, f"__{_name}__", lambda self, _op=_op: _op(self))
+
+# array methods of elementwise operations: `a.exp()`, `a.round(2)`, ...
+for _name in (
+    "abs", "exp", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "reciprocal",
+    "sin", "cos", "conj",
+):  # fmt: skip
+    setattr(Array, _name, lambda self, *, stream=None, _op=getattr(unary, _name): _op(
+        self, stream=stream))
+
+Array.round = lambda self, decimals=0, *, stream=None: unary.round(self, decimals, stream=stream)
+Array.real = property(lambda self: unary.real(self))
+Array.imag = property(lambda self: unary.imag(self))
 Array.astype = lambda self, dtype, stream=None: unary.astype(self, dtype, stream=stream)
-Array.sum = lambda self, axis=None, keepdims=False, *, stream=None: reduction.sum(
-    self, axis, keepdims, stream=stream
+# reductions: `a.sum(axis, keepdims)`, `a.var(axis, keepdims, ddof)`, ...
+for _op in (
+    reduction.sum, reduction.prod, statistics.mean, reduction.max, reduction.min,
+    reduction.all, reduction.any, reduction.logsumexp, reduction.argmax, reduction.argmin,
+):  # fmt: skip
+    setattr(Array, _op.__name__, lambda self, axis=None, keepdims=False, *, stream=None,
+            _op=_op: _op(self, axis, keepdims, stream=stream))
+for _op in (statistics.var, statistics.std):
+    setattr(Array, _op.__name__, lambda self, axis=None, keepdims=False, ddof=0, *,
+            stream=None, _op=_op: _op(self, axis, keepdims, ddof, stream=stream))
+# scans: `a.cumsum(axis, reverse=..., inclusive=...)`, ...
+from nuvec.ops import scan as _scan  # noqa: E402
+
+for _op in (_scan.cumsum, _scan.cumprod, _scan.cummax, _scan.cummin, _scan.logcumsumexp):
+    setattr(Array, _op.__name__, lambda self, axis=None, *, reverse=False, inclusive=True,
+            stream=None, _op=_op: _op(self, axis, reverse=reverse, inclusive=inclusive,
+                                      stream=stream))
+Array.diag = lambda self, k=0, *, stream=None: matrices.diag(self, k, stream=stream)
+Array.diagonal = lambda self, offset=0, axis1=0, axis2=1, stream=None: matrices.diagonal(
+    self, offset, axis1, axis2, stream=stream
 )
-Array.exp = lambda self, *, stream=None: unary.exp(self, stream=stream)
+Array.__matmul__ = lambda self, other: _matmul(self, other)
+Array.__rmatmul__ = _reflected(_matmul)
+Array.__imatmul__ = _in_place(_matmul)
 
 
 def _reshape(self: Array, *shape: Any, stream: Any = None) -> Array:
@@ -51,3 +124,27 @@ def _reshape(self: Array, *shape: Any, stream: Any = None) -> Array:
 shape_module = shape
 Array.reshape = _reshape
 Array.T = property(lambda self: shape.transpose(self))
+
+# shape methods and indexing (MLX's `a.flatten()`, `a.transpose(1, 0)`, `a[i] = v`, `a.at[i]`)
+from nuvec.ops import join as _join, subscript as _subscript  # noqa: E402
+
+
+def _transpose(self: Array, *axes: Any, stream: Any = None) -> Array:
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        axes = axes[0]
+    return shape.transpose(self, axes or None, stream=stream)
+
+
+Array.transpose = _transpose
+Array.flatten = lambda self, start_axis=0, end_axis=-1, *, stream=None: shape.flatten(
+    self, start_axis, end_axis, stream=stream)
+Array.squeeze = lambda self, axis=None, *, stream=None: shape.squeeze(self, axis, stream=stream)
+Array.swapaxes = lambda self, axis1, axis2, *, stream=None: shape.swapaxes(
+    self, axis1, axis2, stream=stream)
+Array.moveaxis = lambda self, source, destination, *, stream=None: shape.moveaxis(
+    self, source, destination, stream=stream)
+Array.split = lambda self, indices_or_sections, axis=0, *, stream=None: _join.split(
+    self, indices_or_sections, axis, stream=stream)
+Array.__getitem__ = lambda self, key: _subscript.getitem(self, key)
+Array.__setitem__ = lambda self, key, value: _subscript.setitem(self, key, value)
+Array.at = property(lambda self: _subscript.ArrayAt(self))

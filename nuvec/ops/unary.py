@@ -1,7 +1,12 @@
-"""Elementwise operations of one array: math functions, rounding, predicates, casts."""
+"""Elementwise operations of one array: math functions, rounding, predicates, casts.
+
+Smooth functions derive from `_Smooth` (vjp and jvp multiply by `derivative`). Integer and bool
+inputs of float-valued functions compute in float32, as in MLX.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
@@ -10,9 +15,30 @@ from nuvec.graph.device import Stream, to_stream
 from nuvec.ops.arguments import as_array
 from nuvec.ops.families import Linear, Unary, apply
 
-__all__ = ["astype", "exp", "negative"]
+__all__ = [
+    "abs", "negative", "sign", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
+    "rsqrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
+    "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv", "floor",
+    "ceil", "round", "trunc", "logical_not", "isnan", "isinf", "isposinf", "isneginf",
+    "isfinite", "degrees", "radians", "nan_to_num", "conj", "conjugate", "real", "imag",
+    "stop_gradient", "astype",
+]  # fmt: skip
 
 StreamLike = Any
+
+
+def _b():
+    """`nuvec.ops.binary`, imported late (it imports this module)."""
+    from nuvec.ops import binary
+
+    return binary
+
+
+def _c():
+    """`nuvec.ops.comparison`, imported late (it imports this module)."""
+    from nuvec.ops import comparison
+
+    return comparison
 
 
 class AsType(Unary):
@@ -44,6 +70,14 @@ class AsType(Unary):
 def astype(a: Any, dtype: Any, /, *, stream: StreamLike = None) -> Array:
     """`a` converted to `dtype` (floats to ints truncate toward zero, as C casts do).
 
+    Args:
+        a: input array.
+        dtype: the target dtype.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        `a` itself if it already has `dtype`, else the converted array.
+
     Raises:
         TypeError: if `dtype` is not a supported dtype.
     """
@@ -55,20 +89,124 @@ def astype(a: Any, dtype: Any, /, *, stream: StreamLike = None) -> Array:
     return record1(AsType(target), (a,), s)
 
 
-class Exp(Unary):
-    """e**x; d/dx = exp(x)."""
+class _Smooth(Unary):
+    """A differentiable elementwise function: both rules multiply by `self.derivative(x, out)`,
+    written with nuvec operations (see `_smooth`)."""
 
+    abstract = True
     __slots__ = ()
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.binary import multiply
-
-        return [multiply(cotangents[0], outputs[0])]
+        return [_b().multiply(cotangents[0], self.derivative(primals[0], outputs[0]))]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import multiply
+        return [_b().multiply(tangents[0], self.derivative(primals[0], outputs[0]))]
 
-        return [multiply(tangents[0], outputs[0])]
+
+class _Flat(Unary):
+    """No derivative flows through: piecewise-constant functions (rounding, sign), boolean
+    results, and `stop_gradient`."""
+
+    abstract = True
+    __slots__ = ()
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [None]
+
+    def jvp(self, primals, tangents, outputs):
+        return [None]
+
+
+def _smooth(name: str, doc: str, derivative) -> type:
+    """A `_Smooth` primitive class whose derivative is `derivative(x, out)`."""
+    members = {"__slots__": (), "__doc__": doc, "__module__": __name__, "__qualname__": name,
+               "derivative": staticmethod(derivative)}
+    return type(name, (_Smooth,), members)
+
+
+def _flat(name: str, doc: str) -> type:
+    """A `_Flat` primitive class (no gradient)."""
+    return type(name, (_Flat,), {"__slots__": (), "__doc__": doc, "__module__": __name__,
+                                 "__qualname__": name})
+
+
+def _one_minus_square(x: Array) -> Array:
+    return _b().subtract(1.0, square(x))
+
+
+Exp = _smooth("Exp", "e**x; d/dx = out.", lambda x, out: out)
+Expm1 = _smooth("Expm1", "e**x - 1; d/dx = out + 1.", lambda x, out: _b().add(out, 1.0))
+Log1p = _smooth("Log1p", "ln(1 + x); d/dx = 1 / (1 + x).",
+                lambda x, out: _b().divide(1.0, _b().add(x, 1.0)))
+Sqrt = _smooth("Sqrt", "sqrt(x); d/dx = 0.5 / out.", lambda x, out: _b().divide(0.5, out))
+Rsqrt = _smooth("Rsqrt", "1 / sqrt(x); d/dx = -0.5 out**3.",
+                lambda x, out: _b().multiply(_b().multiply(out, square(out)), -0.5))
+Square = _smooth("Square", "x**2; d/dx = 2x.", lambda x, out: _b().multiply(x, 2.0))
+Sin = _smooth("Sin", "sin(x); d/dx = cos(x).", lambda x, out: cos(x))
+Cos = _smooth("Cos", "cos(x); d/dx = -sin(x).", lambda x, out: negative(sin(x)))
+Tan = _smooth("Tan", "tan(x); d/dx = 1 + out**2.", lambda x, out: _b().add(square(out), 1.0))
+ArcSin = _smooth("ArcSin", "arcsin(x); d/dx = 1 / sqrt(1 - x**2).",
+                 lambda x, out: rsqrt(_one_minus_square(x)))
+ArcCos = _smooth("ArcCos", "arccos(x); d/dx = -1 / sqrt(1 - x**2).",
+                 lambda x, out: negative(rsqrt(_one_minus_square(x))))
+ArcTan = _smooth("ArcTan", "arctan(x); d/dx = 1 / (1 + x**2).",
+                 lambda x, out: _b().divide(1.0, _b().add(square(x), 1.0)))
+Sinh = _smooth("Sinh", "sinh(x); d/dx = cosh(x).", lambda x, out: cosh(x))
+Cosh = _smooth("Cosh", "cosh(x); d/dx = sinh(x).", lambda x, out: sinh(x))
+Tanh = _smooth("Tanh", "tanh(x); d/dx = 1 - out**2.", lambda x, out: _one_minus_square(out))
+ArcSinh = _smooth("ArcSinh", "arcsinh(x); d/dx = 1 / sqrt(x**2 + 1).",
+                  lambda x, out: rsqrt(_b().add(square(x), 1.0)))
+ArcCosh = _smooth("ArcCosh", "arccosh(x); d/dx = 1 / sqrt(x**2 - 1).",
+                  lambda x, out: rsqrt(_b().subtract(square(x), 1.0)))
+ArcTanh = _smooth("ArcTanh", "arctanh(x); d/dx = 1 / (1 - x**2).",
+                  lambda x, out: _b().divide(1.0, _one_minus_square(x)))
+Sigmoid = _smooth("Sigmoid", "1 / (1 + e**-x); d/dx = out (1 - out).",
+                  lambda x, out: _b().multiply(out, _b().subtract(1.0, out)))
+Erf = _smooth("Erf", "The error function; d/dx = 2/sqrt(pi) e**(-x**2).",
+              lambda x, out: _b().multiply(exp(negative(square(x))), 2.0 / math.sqrt(math.pi)))
+ErfInv = _smooth("ErfInv", "The inverse error function; d/dx = sqrt(pi)/2 e**(out**2).",
+                 lambda x, out: _b().multiply(exp(square(out)), math.sqrt(math.pi) / 2.0))
+
+Sign = _flat("Sign", "-1, 0 or 1 (x/|x| for complex).")
+Floor = _flat("Floor", "Largest integer <= x.")
+Ceil = _flat("Ceil", "Smallest integer >= x.")
+Round = _flat("Round", "Nearest integer, halves to even.")
+Trunc = _flat("Trunc", "Integer part (rounds toward zero).")
+LogicalNot = _flat("LogicalNot", "not x on booleans.")
+StopGradient = _flat("StopGradient", "The identity, opaque to differentiation.")
+
+
+class Log(_Smooth):
+    """Logarithm in `base` (e, 2 or 10); d/dx = 1 / (x ln(base))."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: float):
+        self.base = base
+
+    def params(self):
+        return (self.base,)
+
+    def derivative(self, x, out):
+        return _b().divide(1.0 / math.log(self.base), x)
+
+
+class Abs(Unary):
+    """|x|; d/dx = sign(x) (z/|z| for complex, whose result is float32)."""
+
+    __slots__ = ()
+
+    def out_dtype(self, dtype):
+        return dt.float32 if dtype is dt.complex64 else dtype
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [_b().multiply(cotangents[0], sign(primals[0]))]
+
+    def jvp(self, primals, tangents, outputs):
+        x, t = primals[0], tangents[0]
+        if x.dtype is dt.complex64:
+            return [real(_b().multiply(conj(sign(x)), t))]
+        return [_b().multiply(t, sign(x))]
 
 
 class Negative(Linear, Unary):
@@ -80,31 +218,130 @@ class Negative(Linear, Unary):
         return [apply(self, cotangents[0])]
 
 
-EXP, NEGATIVE = Exp(), Negative()
+class Conjugate(Linear, Unary):
+    """Complex conjugate."""
+
+    __slots__ = ()
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [apply(self, cotangents[0])]
 
 
-def _float_input(a: Any, op: str, s: Stream) -> Array:
-    """The input of a float-valued function: ints and bools compute in float32 (as MLX)."""
+class Real(Linear, Unary):
+    """Real part of a complex array (float32)."""
+
+    __slots__ = ()
+
+    def out_dtype(self, dtype):
+        return dt.float32
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [astype(cotangents[0], dt.complex64)]
+
+
+class Imag(Linear, Unary):
+    """Imaginary part of a complex array (float32); the cotangent comes back as i * c."""
+
+    __slots__ = ()
+
+    def out_dtype(self, dtype):
+        return dt.float32
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [_b().multiply(astype(cotangents[0], dt.complex64), 1j)]
+
+
+ABS, NEGATIVE, SIGN = Abs(), Negative(), Sign()
+FLOOR, CEIL, ROUND, TRUNC = Floor(), Ceil(), Round(), Trunc()
+EXP, EXPM1, LOG1P, SQRT, RSQRT, SQUARE = Exp(), Expm1(), Log1p(), Sqrt(), Rsqrt(), Square()
+SIN, COS, TAN, ARCSIN, ARCCOS, ARCTAN = Sin(), Cos(), Tan(), ArcSin(), ArcCos(), ArcTan()
+SINH, COSH, TANH = Sinh(), Cosh(), Tanh()
+ARCSINH, ARCCOSH, ARCTANH = ArcSinh(), ArcCosh(), ArcTanh()
+SIGMOID, ERF, ERFINV = Sigmoid(), Erf(), ErfInv()
+LOGICAL_NOT, STOP_GRADIENT, CONJUGATE, REAL, IMAG = (
+    LogicalNot(), StopGradient(), Conjugate(), Real(), Imag()
+)
+
+
+def _float_input(a: Any, op: str, s: Stream, complex_ok: bool = True) -> Array:
+    """The input of a float-valued function: ints and bools compute in float32 (as MLX).
+
+    Raises:
+        TypeError: if `a` is complex and the function is real-only.
+    """
     a = as_array(a, op)
     if not a.dtype.is_inexact:
         a = record1(AsType(dt.float32), (a,), s)
+    elif a.dtype is dt.complex64 and not complex_ok:
+        raise TypeError(f"{op}: not supported for complex64 arrays")
     return a
 
 
-def exp(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise exponential. Integer inputs compute in float32.
+def _float_function(name: str, primitive: Unary, summary: str, complex_ok: bool = True):
+    """A public float-valued function `name(a, /, *, stream=None)` recording `primitive`."""
+
+    def op(a: Any, /, *, stream: StreamLike = None) -> Array:
+        s = to_stream(stream)
+        return record1(primitive, (_float_input(a, name, s, complex_ok),), s)
+
+    rejects = "converted to an array, or is complex" if not complex_ok else "converted to an array"
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""{summary}
+
+    Integer and boolean inputs compute in float32 (MLX); float dtypes are kept.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The elementwise result, of `a`'s float dtype.
+
+    Raises:
+        TypeError: if `a` cannot be {rejects}.
 
     Example:
         >>> import nuvec as mx
-        >>> mx.exp(mx.array([0.0])).item()
-        1.0
+        >>> mx.{name}(mx.array([0.5])).dtype
+        nuvec.float32
     """
-    s: Stream = to_stream(stream)
-    return record1(EXP, (_float_input(a, "exp", s),), s)
+    return op
+
+
+exp = _float_function("exp", EXP, "Elementwise exponential e**a.")
+expm1 = _float_function("expm1", EXPM1, "Elementwise e**a - 1, accurate for small `a`.", False)
+log1p = _float_function("log1p", LOG1P, "Elementwise ln(1 + a), accurate for small `a`.")
+sqrt = _float_function("sqrt", SQRT, "Elementwise square root.")
+rsqrt = _float_function("rsqrt", RSQRT, "Elementwise reciprocal square root 1 / sqrt(a).")
+sin = _float_function("sin", SIN, "Elementwise sine (radians).")
+cos = _float_function("cos", COS, "Elementwise cosine (radians).")
+tan = _float_function("tan", TAN, "Elementwise tangent (radians).")
+arcsin = _float_function("arcsin", ARCSIN, "Elementwise inverse sine.")
+arccos = _float_function("arccos", ARCCOS, "Elementwise inverse cosine.")
+arctan = _float_function("arctan", ARCTAN, "Elementwise inverse tangent.")
+sinh = _float_function("sinh", SINH, "Elementwise hyperbolic sine.")
+cosh = _float_function("cosh", COSH, "Elementwise hyperbolic cosine.")
+tanh = _float_function("tanh", TANH, "Elementwise hyperbolic tangent.")
+arcsinh = _float_function("arcsinh", ARCSINH, "Elementwise inverse hyperbolic sine.")
+arccosh = _float_function("arccosh", ARCCOSH, "Elementwise inverse hyperbolic cosine.")
+arctanh = _float_function("arctanh", ARCTANH, "Elementwise inverse hyperbolic tangent.")
+sigmoid = _float_function("sigmoid", SIGMOID, "Elementwise logistic sigmoid 1 / (1 + e**-a).")
+erf = _float_function("erf", ERF, "Elementwise error function.", False)
+erfinv = _float_function("erfinv", ERFINV, "Elementwise inverse error function.", False)
+log = _float_function("log", Log(math.e), "Elementwise natural logarithm.")
+log2 = _float_function("log2", Log(2.0), "Elementwise base-2 logarithm.")
+log10 = _float_function("log10", Log(10.0), "Elementwise base-10 logarithm.")
 
 
 def negative(a: Any, /, *, stream: StreamLike = None) -> Array:
     """Elementwise -a.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        -a, of `a`'s dtype.
 
     Raises:
         TypeError: for boolean arrays (use `logical_not`).
@@ -113,3 +350,426 @@ def negative(a: Any, /, *, stream: StreamLike = None) -> Array:
     if a.dtype is dt.bool_:
         raise TypeError("negative: not supported for bool arrays; use logical_not")
     return record1(NEGATIVE, (a,), to_stream(stream))
+
+
+def abs(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise absolute value; complex input gives float32 magnitudes.
+
+    Unsigned and boolean arrays are returned unchanged.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        |a|, of `a`'s dtype (float32 for complex64).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.abs(mx.array([-1, 2])).tolist()
+        [1, 2]
+    """
+    a = as_array(a, "abs")
+    if a.dtype is dt.bool_ or a.dtype.kind == "u":
+        return a
+    return record1(ABS, (a,), to_stream(stream))
+
+
+def sign(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise sign: -1, 0 or 1 in `a`'s dtype (a / |a| for complex; bools unchanged).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The signs, of `a`'s dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.sign(mx.array([-2.0, 0.0, 3.0])).tolist()
+        [-1.0, 0.0, 1.0]
+    """
+    a = as_array(a, "sign")
+    if a.dtype is dt.bool_:
+        return a
+    return record1(SIGN, (a,), to_stream(stream))
+
+
+def square(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise a * a, in `a`'s dtype (integers stay integers).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        a * a, of `a`'s dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.square(mx.array([3])).tolist()
+        [9]
+    """
+    return record1(SQUARE, (as_array(a, "square"),), to_stream(stream))
+
+
+def reciprocal(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise 1 / a; integer inputs give float32.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        1 / a (float32 for integer input).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.reciprocal(mx.array([4])).tolist()
+        [0.25]
+    """
+    return _b().divide(1.0, as_array(a, "reciprocal"), stream=stream)
+
+
+def _rounding(name: str, primitive: Unary, a: Any, stream: StreamLike) -> Array:
+    a = as_array(a, name)
+    if a.dtype is dt.complex64:
+        raise TypeError(f"{name}: not supported for complex64 arrays")
+    if not a.dtype.is_floating:
+        return a
+    return record1(primitive, (a,), to_stream(stream))
+
+
+def _rounding_function(name: str, primitive: Unary, summary: str, example: list[float]):
+    """The public rounding op `name(a, /, *, stream=None)` recording `primitive`."""
+
+    def op(a: Any, /, *, stream: StreamLike = None) -> Array:
+        return _rounding(name, primitive, a, stream)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""{summary}; integer and boolean arrays are returned unchanged.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The rounded values, of `a`'s dtype.
+
+    Raises:
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.{name}(mx.array([-1.5, 1.5])).tolist()
+        {example}
+    """
+    return op
+
+
+floor = _rounding_function("floor", FLOOR, "Elementwise floor (toward -inf)", [-2.0, 1.0])
+ceil = _rounding_function("ceil", CEIL, "Elementwise ceiling (toward +inf)", [-1.0, 2.0])
+trunc = _rounding_function("trunc", TRUNC, "Elementwise rounding toward zero", [-1.0, 1.0])
+
+
+def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
+    """Rounds to `decimals` decimal places, halves to even (as NumPy and MLX).
+
+    With `decimals != 0` the value is scaled by 10**decimals, rounded and scaled back (integer
+    inputs compute in float32 and are cast back, so `round(1234, -2)` is 1200).
+
+    Args:
+        a: input array.
+        decimals: number of decimal places (negative: to tens, hundreds, ...).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The rounded values, of `a`'s dtype.
+
+    Raises:
+        TypeError: for complex input or a non-integer `decimals`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.round(mx.array([1.25, 2.5]), 1).tolist()
+        [1.2000000476837158, 2.5]
+    """
+    if not isinstance(decimals, int) or isinstance(decimals, bool):
+        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    a = as_array(a, "round")
+    if decimals == 0 or a.dtype is dt.complex64:
+        return _rounding("round", ROUND, a, stream)
+    s = to_stream(stream)
+    x = _float_input(a, "round", s)
+    scale = 10.0**decimals
+    out = _b().multiply(_rounding("round", ROUND, _b().multiply(x, scale, stream=s), s),
+                        1.0 / scale, stream=s)
+    return astype(out, a.dtype, stream=s)
+
+
+def logical_not(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise logical not; the input is converted to bool first (nonzero is True).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A bool array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.logical_not(mx.array([0, 2])).tolist()
+        [True, False]
+    """
+    s = to_stream(stream)
+    a = astype(as_array(a, "logical_not"), dt.bool_, stream=s)
+    return record1(LOGICAL_NOT, (a,), s)
+
+
+def isnan(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise test for NaN (always False for integers and bools).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A bool array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.isnan(mx.array([1.0, mx.nan])).tolist()
+        [False, True]
+    """
+    a = as_array(a, "isnan")
+    return _c().not_equal(a, a, stream=stream)
+
+
+def isinf(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise test for positive or negative infinity (complex: either part).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A bool array.
+    """
+    a = as_array(a, "isinf")
+    if not a.dtype.is_inexact:
+        return _c().not_equal(a, a, stream=stream)
+    return _c().equal(abs(a, stream=stream), math.inf, stream=stream)
+
+
+def isposinf(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise test for positive infinity.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A bool array.
+
+    Raises:
+        TypeError: for complex input.
+    """
+    return _signed_inf("isposinf", a, math.inf, stream)
+
+
+def isneginf(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise test for negative infinity.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A bool array.
+
+    Raises:
+        TypeError: for complex input.
+    """
+    return _signed_inf("isneginf", a, -math.inf, stream)
+
+
+def _signed_inf(name: str, a: Any, value: float, stream: StreamLike) -> Array:
+    a = as_array(a, name)
+    if a.dtype is dt.complex64:
+        raise TypeError(f"{name}: not supported for complex64 arrays")
+    if not a.dtype.is_floating:
+        return _c().not_equal(a, a, stream=stream)
+    return _c().equal(a, value, stream=stream)
+
+
+def isfinite(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise test for finite values (neither infinite nor NaN; always True for integers).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A bool array.
+    """
+    a = as_array(a, "isfinite")
+    if not a.dtype.is_inexact:
+        return _c().equal(a, a, stream=stream)
+    # |a| < inf is False for inf and NaN alike (complex: either part)
+    return _c().less(abs(a, stream=stream), math.inf, stream=stream)
+
+
+def degrees(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Converts radians to degrees; integer inputs give float32.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        Degrees (float32 for integer input).
+    """
+    s = to_stream(stream)
+    return _b().multiply(_float_input(a, "degrees", s), 180.0 / math.pi, stream=s)
+
+
+def radians(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Converts degrees to radians; integer inputs give float32.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        Radians (float32 for integer input).
+    """
+    s = to_stream(stream)
+    return _b().multiply(_float_input(a, "radians", s), math.pi / 180.0, stream=s)
+
+
+def nan_to_num(
+    a: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None,
+    *, stream: StreamLike = None,
+) -> Array:
+    """Replaces NaN with `nan` and infinities with `posinf`/`neginf`.
+
+    Args:
+        a: input array; integer and boolean arrays are returned unchanged.
+        nan: the value for NaN.
+        posinf: the value for +inf; default the largest finite value of the dtype.
+        neginf: the value for -inf; default the lowest finite value of the dtype.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `a`'s dtype without NaN or infinities.
+
+    Raises:
+        TypeError: if a replacement value is not a real number.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.nan_to_num(mx.array([mx.nan, 1.0])).tolist()
+        [0.0, 1.0]
+    """
+    for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+            raise TypeError(f"nan_to_num: {what} must be a real number, got {type(v).__name__}")
+    a = as_array(a, "nan_to_num")
+    if not a.dtype.is_inexact:
+        return a
+    s = to_stream(stream)
+    if a.dtype is dt.complex64:
+        parts = [nan_to_num(f(a, stream=s), nan, posinf, neginf, stream=s) for f in (real, imag)]
+        return _b().add(astype(parts[0], dt.complex64, stream=s),
+                        _b().multiply(astype(parts[1], dt.complex64, stream=s), 1j, stream=s),
+                        stream=s)
+    info = dt.finfo(a.dtype)
+    b, where = _c(), _c().where
+    out = where(isnan(a, stream=s), float(nan), a, stream=s)
+    out = where(b.equal(a, math.inf, stream=s), float(info.max if posinf is None else posinf),
+                out, stream=s)
+    return where(b.equal(a, -math.inf, stream=s), float(info.min if neginf is None else neginf),
+                 out, stream=s)
+
+
+def conjugate(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise complex conjugate; real arrays are returned unchanged.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The conjugate (`a` itself when it is real).
+    """
+    a = as_array(a, "conjugate")
+    if a.dtype is not dt.complex64:
+        return a
+    return record1(CONJUGATE, (a,), to_stream(stream))
+
+
+def conj(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise complex conjugate (same as `conjugate`).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The conjugate (`a` itself when it is real).
+    """
+    return conjugate(a, stream=stream)
+
+
+def real(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """The real part (float32 for complex64); real arrays are returned unchanged.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The real part.
+    """
+    a = as_array(a, "real")
+    if a.dtype is not dt.complex64:
+        return a
+    return record1(REAL, (a,), to_stream(stream))
+
+
+def imag(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """The imaginary part (float32 for complex64); zeros of `a`'s dtype for real arrays.
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The imaginary part.
+    """
+    a = as_array(a, "imag")
+    if a.dtype is not dt.complex64:
+        from nuvec.ops.creation import zeros_like
+
+        return zeros_like(a, stream=stream)
+    return record1(IMAG, (a,), to_stream(stream))
+
+
+def stop_gradient(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """The identity, but no gradient flows through it (vjp and jvp see a constant).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array equal to `a`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.grad(lambda x: (x * mx.stop_gradient(x)).sum())(mx.array([3.0])).tolist()
+        [3.0]
+    """
+    return record1(STOP_GRADIENT, (as_array(a, "stop_gradient"),), to_stream(stream))

@@ -80,8 +80,7 @@ def logsumexp(p, x):
     x = widened(x)
     e, m = _shifted_exp(x, p.axes)
     total = np.sum(e, axis=p.axes, keepdims=True)
-    with np.errstate(divide="ignore"):
-        out = np.log(total) + np.where(np.isfinite(m), m, 0)
+    out = np.log(total) + np.where(np.isfinite(m), m, 0)
     return np.where(np.isinf(m), m, out)
 
 

@@ -1,0 +1,77 @@
+"""Rule rows of `nuvec.ops.unary`: every primitive, float64 inputs in each function's safe
+domain."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nuvec as mx
+from nuvec.ops import unary as u
+from nuvec.testing import OpSpec
+
+
+def uniform(low: float, high: float, shape=(2, 3)):
+    return lambda rng: [rng.uniform(low, high, size=shape)]
+
+
+def smooth(name, fn, cls, low=-2.0, high=2.0, **options) -> OpSpec:
+    return OpSpec(name, fn, uniform(low, high), [cls], **options)
+
+
+def complex_input(rng):
+    return [(rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))).astype(np.complex64)]
+
+
+SPECS = [
+    smooth("exp", mx.exp, u.Exp),
+    smooth("expm1", mx.expm1, u.Expm1),
+    smooth("log", mx.log, u.Log, 0.2, 3.0),
+    smooth("log2", mx.log2, u.Log, 0.2, 3.0),
+    smooth("log10", mx.log10, u.Log, 0.2, 3.0),
+    smooth("log1p", mx.log1p, u.Log1p, -0.5, 3.0),
+    smooth("sqrt", mx.sqrt, u.Sqrt, 0.2, 3.0),
+    smooth("rsqrt", mx.rsqrt, u.Rsqrt, 0.2, 3.0),
+    smooth("square", mx.square, u.Square),
+    smooth("sin", mx.sin, u.Sin),
+    smooth("cos", mx.cos, u.Cos),
+    smooth("tan", mx.tan, u.Tan, -1.2, 1.2),
+    smooth("arcsin", mx.arcsin, u.ArcSin, -0.9, 0.9),
+    smooth("arccos", mx.arccos, u.ArcCos, -0.9, 0.9),
+    smooth("arctan", mx.arctan, u.ArcTan),
+    smooth("sinh", mx.sinh, u.Sinh),
+    smooth("cosh", mx.cosh, u.Cosh),
+    smooth("tanh", mx.tanh, u.Tanh),
+    smooth("arcsinh", mx.arcsinh, u.ArcSinh),
+    smooth("arccosh", mx.arccosh, u.ArcCosh, 1.2, 3.0),
+    smooth("arctanh", mx.arctanh, u.ArcTanh, -0.8, 0.8),
+    smooth("sigmoid", mx.sigmoid, u.Sigmoid, -4.0, 4.0),
+    smooth("erf", mx.erf, u.Erf),
+    smooth("erfinv", mx.erfinv, u.ErfInv, -0.9, 0.9),
+    smooth("abs", mx.abs, u.Abs, 0.1, 2.0),
+    smooth("abs_negative", mx.abs, u.Abs, -2.0, -0.1),
+    smooth("negative", mx.negative, u.Negative),
+    # piecewise constant: zero derivative away from the steps (which random inputs avoid)
+    smooth("sign", lambda x: mx.sign(x) * x, u.Sign),
+    smooth("floor", lambda x: mx.floor(x) + x, u.Floor),
+    smooth("ceil", mx.ceil, u.Ceil),
+    smooth("round", mx.round, u.Round),
+    smooth("round_decimals", lambda x: mx.round(x, 1) * x, u.Round),
+    smooth("trunc", mx.trunc, u.Trunc),
+    # a float32 round trip loses digits that the float64 checks would see: vmap only here, its
+    # rules are checked in tests/ops/test_unary.py
+    smooth("astype_float32_back", lambda x: mx.astype(mx.astype(x, mx.float32), mx.float64),
+           u.AsType, grad=False),
+    smooth("degrees_radians", lambda x: mx.square(mx.radians(mx.degrees(x))), u.Square),
+    smooth("nan_to_num", lambda x: mx.nan_to_num(mx.log(x)), u.Log, 0.2, 3.0),
+    OpSpec("astype_to_int", lambda x: mx.astype(x, mx.int32), uniform(-5, 5), [u.AsType],
+           grad=False),
+    # stop_gradient hides its input from differentiation, so finite differences disagree by
+    # design; its rules are checked in tests/ops/test_unary.py
+    OpSpec("stop_gradient", mx.stop_gradient, uniform(-2, 2), [u.StopGradient], grad=False),
+    OpSpec("logical_not", mx.logical_not,
+           lambda rng: [rng.integers(0, 2, size=(2, 3)).astype(bool)], [u.LogicalNot]),
+    OpSpec("conjugate", mx.conj, complex_input, [u.Conjugate], grad=False),
+    OpSpec("real", mx.real, complex_input, [u.Real], grad=False),
+    OpSpec("imag", mx.imag, complex_input, [u.Imag], grad=False),
+    OpSpec("abs_complex", mx.abs, complex_input, [u.Abs], grad=False),
+]
