@@ -1,4 +1,7 @@
-"""Shape operations: reshape, transpose, broadcast, expand/squeeze, and their relatives."""
+"""Shape operations: reshape, transpose, broadcast, expand/squeeze, flatten and relatives.
+
+Slicing lives in `nuvec.ops.slicing`, joining and splitting in `nuvec.ops.join`.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,18 @@ from typing import Any, Sequence
 
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, normalize_axis
-from nuvec.ops.families import Linear, apply, move_batch_to_front
 from nuvec.graph.primitive import Primitive
+from nuvec.ops.arguments import as_array, check_shape, normalize_axis
+from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
+from nuvec.ops.families import Linear, apply, move_batch_to_front
 
-__all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "moveaxis"]
+__all__ = [
+    "reshape", "flatten", "unflatten", "transpose", "swapaxes", "moveaxis", "expand_dims",
+    "squeeze", "broadcast_to", "broadcast_arrays", "broadcast_shapes", "atleast_1d",
+    "atleast_2d", "atleast_3d",
+]
+
+Shape = tuple[int, ...]
 
 
 class Reshape(Linear, Primitive):
@@ -100,71 +110,276 @@ class BroadcastTo(Linear, Primitive):
 def reshape(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Array:
     """`a` with a new shape of the same size; one dimension may be -1 (inferred).
 
+    Args:
+        a: the input array.
+        shape: the new shape (an int for 1-D).
+
+    Returns:
+        The reshaped array (`a` itself when the shape is unchanged).
+
     Raises:
         ValueError: if the sizes differ or more than one dimension is -1.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.reshape(mx.array([1, 2, 3, 4]), (2, -1)).shape
+        (2, 2)
     """
     a = as_array(a, "reshape")
+    shape = _infer_shape(a, shape, "reshape")
+    if shape == a.shape:
+        return a
+    return record1(Reshape(shape), (a,), to_stream(stream))
+
+
+def _infer_shape(a: Array, shape: Any, op: str) -> Shape:
     if isinstance(shape, int):
         shape = (shape,)
-    shape = tuple(int(d) for d in shape)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
     if shape.count(-1) > 1:
-        raise ValueError(f"reshape: only one dimension can be -1, got {shape}")
+        raise ValueError(f"{op}: only one dimension can be -1, got {shape}")
     if -1 in shape:
         known = 1
         for d in shape:
             if d != -1:
                 known *= d
         if known == 0 or a.size % known:
-            raise ValueError(f"reshape: cannot reshape array of shape {a.shape} into {shape}")
+            raise ValueError(f"{op}: cannot reshape array of shape {a.shape} into {shape}")
         shape = tuple(a.size // known if d == -1 else d for d in shape)
-    check_shape(shape, "reshape")
+    check_shape(shape, op)
     size = 1
     for d in shape:
         size *= d
     if size != a.size:
-        raise ValueError(f"reshape: cannot reshape array of shape {a.shape} into {shape}")
-    if shape == a.shape:
-        return a
-    return record1(Reshape(shape), (a,), to_stream(stream))
+        raise ValueError(f"{op}: cannot reshape array of shape {a.shape} into {shape}")
+    return shape
+
+
+def flatten(a: Any, /, start_axis: int = 0, end_axis: int = -1, *, stream: Any = None) -> Array:
+    """`a` with axes `start_axis` through `end_axis` (inclusive) merged into one.
+
+    A 0-d array becomes shape (1,).
+
+    Args:
+        a: the input array.
+        start_axis: the first axis to merge.
+        end_axis: the last axis to merge (inclusive; negative counts from the end).
+
+    Returns:
+        The array with the merged axis.
+
+    Raises:
+        ValueError: if an axis is out of range or `end_axis` comes before `start_axis`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.flatten(mx.zeros((2, 3, 4)), 1).shape
+        (2, 12)
+    """
+    a = as_array(a, "flatten")
+    if a.ndim == 0:
+        return reshape(a, (1,), stream=stream)
+    lo = normalize_axis(start_axis, a.ndim, "flatten")
+    hi = normalize_axis(end_axis, a.ndim, "flatten")
+    if hi < lo:
+        raise ValueError(f"flatten: end_axis {end_axis} must come after start_axis {start_axis} "
+                         f"for shape {a.shape}")
+    return reshape(a, (*a.shape[:lo], -1 if a.size else _prod(a.shape[lo:hi + 1]),
+                       *a.shape[hi + 1:]), stream=stream)
+
+
+def _prod(xs: Sequence[int]) -> int:
+    n = 1
+    for d in xs:
+        n *= d
+    return n
+
+
+def unflatten(a: Any, /, axis: int, shape: Sequence[int], *, stream: Any = None) -> Array:
+    """`a` with axis `axis` split into `shape` (one entry may be -1).
+
+    Args:
+        a: the input array.
+        axis: the axis to split.
+        shape: the sizes replacing it; their product is the axis' size.
+
+    Returns:
+        The array with `len(shape) - 1` more dimensions.
+
+    Raises:
+        ValueError: if `shape` is empty or its size does not match the axis.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.unflatten(mx.zeros((2, 12)), 1, (3, -1)).shape
+        (2, 3, 4)
+    """
+    a = as_array(a, "unflatten")
+    ax = normalize_axis(axis, a.ndim, "unflatten")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not shape:
+        raise ValueError("unflatten: shape must not be empty")
+    part = _infer_shape(_Sized(a.shape[ax]), shape, "unflatten")
+    return reshape(a, (*a.shape[:ax], *part, *a.shape[ax + 1:]), stream=stream)
+
+
+class _Sized:
+    """Something with a shape and size (to reuse reshape's -1 inference on one axis)."""
+
+    def __init__(self, n: int):
+        self.size, self.shape = n, (n,)
 
 
 def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:
     """Permutes the axes of `a` (reverses them when `axes` is None).
 
+    Args:
+        a: the input array.
+        axes: output axis i is input axis `axes[i]`.
+
+    Returns:
+        The transposed array.
+
     Raises:
         ValueError: if `axes` is not a permutation of the array's axes.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.transpose(mx.zeros((2, 3, 4)), (2, 0, 1)).shape
+        (4, 2, 3)
     """
     a = as_array(a, "transpose")
     if axes is None:
         perm = tuple(range(a.ndim - 1, -1, -1))
     else:
+        axes = tuple(axes)
+        if len(axes) != a.ndim:
+            raise ValueError(f"transpose: axes {axes} are not a permutation for shape {a.shape}")
         perm = tuple(normalize_axis(x, a.ndim, "transpose") for x in axes)
-        if len(perm) != a.ndim or sorted(perm) != list(range(a.ndim)):
-            raise ValueError(
-                f"transpose: axes {tuple(axes)} are not a permutation for shape {a.shape}"
-            )
+        if sorted(perm) != list(range(a.ndim)):
+            raise ValueError(f"transpose: axes {axes} are not a permutation for shape {a.shape}")
     if perm == tuple(range(a.ndim)):
         return a
     return record1(Transpose(perm), (a,), to_stream(stream))
 
 
+def swapaxes(a: Any, /, axis1: int, axis2: int, *, stream: Any = None) -> Array:
+    """`a` with axes `axis1` and `axis2` exchanged.
+
+    Args:
+        a: the input array.
+        axis1: one axis.
+        axis2: the other axis.
+
+    Returns:
+        The array with the two axes swapped.
+
+    Raises:
+        ValueError: if an axis is out of range.
+    """
+    a = as_array(a, "swapaxes")
+    i = normalize_axis(axis1, a.ndim, "swapaxes")
+    j = normalize_axis(axis2, a.ndim, "swapaxes")
+    perm = list(range(a.ndim))
+    perm[i], perm[j] = j, i
+    return transpose(a, perm, stream=stream)
+
+
+def moveaxis(a: Any, /, source: int, destination: int, *, stream: Any = None) -> Array:
+    """`a` with axis `source` moved to position `destination`.
+
+    Args:
+        a: the input array.
+        source: the axis to move.
+        destination: its position in the result.
+
+    Returns:
+        The array with the axis moved (the other axes keep their order).
+
+    Raises:
+        ValueError: if an axis is out of range.
+    """
+    a = as_array(a, "moveaxis")
+    src = normalize_axis(source, a.ndim, "moveaxis")
+    dst = normalize_axis(destination, a.ndim, "moveaxis")
+    order = [i for i in range(a.ndim) if i != src]
+    order.insert(dst, src)
+    return transpose(a, order, stream=stream)
+
+
 def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Array:
     """`a` broadcast to `shape` (NumPy's rule).
+
+    Args:
+        a: an array or a scalar.
+        shape: the target shape.
+
+    Returns:
+        The broadcast array (`a` itself when the shape is unchanged).
 
     Raises:
         ValueError: if `a`'s shape cannot be broadcast to `shape`.
     """
     a = as_array(a, "broadcast_to")
     shape = check_shape(shape, "broadcast_to")
-    if broadcast_shapes(a.shape, shape, op="broadcast_to") != shape:
+    if len(shape) < a.ndim or _broadcast_shapes(a.shape, shape, op="broadcast_to") != shape:
         raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to {shape}")
     if shape == a.shape:
         return a
     return record1(BroadcastTo(shape), (a,), to_stream(stream))
 
 
+def broadcast_shapes(*shapes: Sequence[int]) -> Shape:
+    """The shape that `shapes` broadcast to together (NumPy's rule).
+
+    Args:
+        *shapes: one or more shapes (sequences of ints).
+
+    Returns:
+        The broadcast shape as a tuple.
+
+    Raises:
+        ValueError: if no shape is given or the shapes do not broadcast.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.broadcast_shapes((2, 1), (3,))
+        (2, 3)
+    """
+    if not shapes:
+        raise ValueError("broadcast_shapes: at least one shape is required")
+    return _broadcast_shapes(*(check_shape(s, "broadcast_shapes") for s in shapes))
+
+
+def broadcast_arrays(*arrays: Any, stream: Any = None) -> tuple[Array, ...]:
+    """The arrays broadcast to their common shape.
+
+    Args:
+        *arrays: arrays (or scalars).
+
+    Returns:
+        A tuple of arrays, all of the broadcast shape.
+
+    Raises:
+        ValueError: if the shapes do not broadcast together.
+    """
+    arrays_ = [as_array(a, "broadcast_arrays") for a in arrays]
+    shape = _broadcast_shapes(*(a.shape for a in arrays_), op="broadcast_arrays")
+    return tuple(broadcast_to(a, shape, stream=stream) for a in arrays_)
+
+
 def expand_dims(a: Any, /, axis: int | Sequence[int], *, stream: Any = None) -> Array:
     """`a` with size-1 dimensions inserted at `axis` (positions in the result).
+
+    Args:
+        a: the input array.
+        axis: an int or a sequence of ints.
+
+    Returns:
+        The array with `len(axis)` more dimensions.
 
     Raises:
         ValueError: if an axis is out of range or repeated.
@@ -183,6 +398,13 @@ def expand_dims(a: Any, /, axis: int | Sequence[int], *, stream: Any = None) -> 
 
 def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any = None) -> Array:
     """`a` without size-1 dimensions (all of them, or those in `axis`).
+
+    Args:
+        a: the input array.
+        axis: the axes to remove (each must have size 1); None removes every size-1 axis.
+
+    Returns:
+        The squeezed array.
 
     Raises:
         ValueError: if a listed axis does not have size 1.
@@ -203,11 +425,51 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
     return record1(Reshape(shape), (a,), to_stream(stream))
 
 
-def moveaxis(a: Any, /, source: int, destination: int, *, stream: Any = None) -> Array:
-    """`a` with axis `source` moved to position `destination`."""
-    a = as_array(a, "moveaxis")
-    src = normalize_axis(source, a.ndim, "moveaxis")
-    dst = normalize_axis(destination, a.ndim, "moveaxis")
-    order = [i for i in range(a.ndim) if i != src]
-    order.insert(dst, src)
-    return transpose(a, order, stream=stream)
+def _atleast(ndim: int, arys: tuple[Any, ...], stream: Any) -> Array | list[Array]:
+    op = f"atleast_{ndim}d"
+    out = []
+    for x in arys:
+        x = as_array(x, op)
+        if x.ndim < ndim:
+            # MLX/NumPy: 0-d -> (1,..); 1-D (n,) -> (1, n) / (1, n, 1); 2-D (m, n) -> (m, n, 1)
+            shape = {0: (1,) * ndim, 1: ((1, *x.shape) if ndim == 2 else (1, *x.shape, 1)),
+                     2: (*x.shape, 1)}[x.ndim]
+            x = reshape(x, shape, stream=stream)
+        out.append(x)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys: Any, stream: Any = None) -> Array | list[Array]:
+    """Each input with at least one dimension (0-d becomes `(1,)`).
+
+    Args:
+        *arys: arrays or scalars.
+
+    Returns:
+        One array for one input, else a list of arrays.
+    """
+    return _atleast(1, arys, stream)
+
+
+def atleast_2d(*arys: Any, stream: Any = None) -> Array | list[Array]:
+    """Each input with at least two dimensions (`(n,)` becomes `(1, n)`).
+
+    Args:
+        *arys: arrays or scalars.
+
+    Returns:
+        One array for one input, else a list of arrays.
+    """
+    return _atleast(2, arys, stream)
+
+
+def atleast_3d(*arys: Any, stream: Any = None) -> Array | list[Array]:
+    """Each input with at least three dimensions: `(n,)` -> `(1, n, 1)`, `(m, n)` -> `(m, n, 1)`.
+
+    Args:
+        *arys: arrays or scalars.
+
+    Returns:
+        One array for one input, else a list of arrays.
+    """
+    return _atleast(3, arys, stream)
