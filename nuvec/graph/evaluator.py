@@ -18,6 +18,7 @@ import numpy as np
 from nuvec.graph.array import Array, Node
 from nuvec.graph.device import DeviceType, Stream, backend_for
 from nuvec.graph.memory import allocate, owned_bytes
+from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
 
 _claim_lock = threading.Lock()
@@ -58,39 +59,18 @@ def _check_computable(node: Node) -> None:
 
 
 def _unevaluated(roots: list[Node], waits: set[_Batch]) -> list[Node]:
-    """Unevaluated, unclaimed nodes the roots need, inputs first; other batches go in `waits`.
+    """Unevaluated, unclaimed nodes the roots need, inputs first; other batches go in `waits`."""
 
-    The evaluator's own iterative depth-first walk (toposort's, with the test inlined, since
-    this is the per-op hot path).
-    """
-    order: list[Node] = []
-    seen: set[int] = set()
-    for root in roots:
-        if id(root) in seen or root.data is not None:
-            continue
-        seen.add(id(root))
-        if root.pending is not None:
-            waits.add(root.pending)
-            continue
-        _check_computable(root)
-        stack = [(root, 0)]
-        while stack:
-            node, i = stack[-1]
-            inputs = node.inputs
-            if i < len(inputs):
-                stack[-1] = (node, i + 1)
-                child = inputs[i]._node
-                if child.data is None and id(child) not in seen:
-                    seen.add(id(child))
-                    if child.pending is not None:
-                        waits.add(child.pending)
-                    else:
-                        _check_computable(child)
-                        stack.append((child, 0))
-            else:
-                stack.pop()
-                order.append(node)
-    return order
+    def expand(node: Node) -> bool:
+        if node.data is not None:
+            return False
+        if node.pending is not None:
+            waits.add(node.pending)
+            return False
+        _check_computable(node)
+        return True
+
+    return toposort(roots, expand)
 
 
 def _claim(roots: list[Node]) -> tuple[list[Node], _Batch, set[_Batch]]:
