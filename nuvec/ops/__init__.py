@@ -23,3 +23,13 @@ from nuvec.ops.statistics import *  # noqa: F401,F403
 from nuvec.ops.unary import *  # noqa: F401,F403
 
 from nuvec.ops import methods as _methods  # noqa: F401,E402  (installs Array operators)
+import sys as _sys  # noqa: E402
+
+# The public names are the families' functions, never the family modules (`nuvec.ops.matmul`
+# the module is shadowed here by `matmul` the function, so read the modules from sys.modules).
+__all__ = sorted({
+    name
+    for module_name, module in list(_sys.modules.items())
+    if module_name.startswith("nuvec.ops.") and module_name.count(".") == 2
+    for name in getattr(module, "__all__", ())
+})

@@ -1,5 +1,364 @@
-"""Quantization and gathered products: quantize, dequantize, quantized_matmul, gather_mm, gather_qmm, block_masked_mm, segmented_mm."""
+"""Quantization: quantize, dequantize, quantized_matmul (and, re-exported from
+`nuvec.ops.gathered`, the gathered, masked and segmented products).
+
+MLX's affine scheme: per group of `group_size` values along the last axis, `w ~ scale * q + bias`
+with `q` in `[0, 2**bits - 1]`; codes form a little-endian bit stream per row, stored as uint32
+(3-, 5- and 6-bit codes straddle words), so weights load in either library.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record, record1
+from nuvec.graph.device import to_stream
+from nuvec.graph.primitive import Primitive
+from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.families import apply, batch_size, move_batch_to_front
+from nuvec.ops.gathered import block_masked_mm, gather_mm, gather_qmm, segmented_mm
+
+__all__ = [
+    "quantize",
+    "dequantize",
+    "quantized_matmul",
+    "gather_mm",
+    "gather_qmm",
+    "block_masked_mm",
+    "segmented_mm",
+]
+
+GROUP_SIZES = (32, 64, 128)
+BITS = (2, 3, 4, 5, 6, 8)
+
+
+def check_quantization_params(op: str, group_size: int, bits: int) -> None:
+    """Raises ValueError unless `group_size` and `bits` are ones MLX's affine mode supports."""
+    if group_size not in GROUP_SIZES:
+        raise ValueError(f"{op}: group_size must be 32, 64 or 128, got {group_size}")
+    if bits not in BITS:
+        raise ValueError(f"{op}: bits must be 2, 3, 4, 5, 6 or 8, got {bits}")
+
+
+def check_quantization_mode(op: str, mode: str) -> None:
+    """Raises ValueError for any mode but MLX's "affine" (the only one nuvec implements)."""
+    if mode != "affine":
+        raise ValueError(f"{op}: only the 'affine' quantization mode is supported, got {mode!r}")
+
+
+class _Grouped(Primitive):
+    """Parameters shared by the quantization primitives: `group_size` and `bits`."""
+
+    __slots__ = ("group_size", "bits")
+    abstract = True
+
+    def __init__(self, group_size: int, bits: int):
+        self.group_size, self.bits = group_size, bits
+
+    def params(self):
+        return (self.group_size, self.bits)
+
+
+class Quantize(_Grouped):
+    """`w -> (w_q, scales, biases)`; piecewise constant, so it has no derivative rule."""
+
+    __slots__ = ()
+
+    def output_specs(self, inputs):
+        w = inputs[0]
+        lead, k = w.shape[:-1], w.shape[-1]
+        groups = (*lead, k // self.group_size)
+        return (((*lead, k * self.bits // 32), dt.uint32), (groups, w.dtype), (groups, w.dtype))
+
+    def vmap(self, inputs, axes):
+        outs = record(self, (move_batch_to_front(inputs[0], axes[0]),), to_stream(None))
+        return outs, [0, 0, 0]
+
+
+class Dequantize(_Grouped):
+    """`(w_q, scales, biases) -> scales * q + biases`; linear in scales and biases."""
+
+    __slots__ = ()
+
+    def output_specs(self, inputs):
+        w, scales = inputs[0], inputs[1]
+        return (((*w.shape[:-1], w.shape[-1] * 32 // self.bits), scales.dtype),)
+
+    def _codes(self, primals: Any) -> Array:
+        """The integer codes `q` as floats, grouped: `[..., groups, group_size]`."""
+        from nuvec.ops.creation import ones_like, zeros_like
+        from nuvec.ops.shape import reshape
+
+        w, scales = primals[0], primals[1]
+        q = apply(self, w, ones_like(scales), zeros_like(scales))
+        return reshape(q, (*scales.shape, self.group_size))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from nuvec.ops.binary import multiply
+        from nuvec.ops.reduction import sum as reduce_sum
+        from nuvec.ops.shape import reshape
+
+        scales = primals[1]
+        g = reshape(cotangents[0], (*scales.shape, self.group_size))
+        grads: list[Array | None] = []
+        for i in argnums:
+            if i == 0:
+                grads.append(None)
+            elif i == 1:
+                grads.append(reduce_sum(multiply(g, self._codes(primals)), axis=-1))
+            else:
+                grads.append(reduce_sum(g, axis=-1))
+        return grads
+
+    def jvp(self, primals, tangents, outputs):
+        from nuvec.ops.binary import add, multiply
+        from nuvec.ops.shape import broadcast_to, expand_dims, reshape
+
+        _, ts, tb = tangents
+        scales = primals[1]
+        grouped = (*scales.shape, self.group_size)
+        parts = []
+        if ts is not None:
+            parts.append(multiply(self._codes(primals), expand_dims(ts, -1)))
+        if tb is not None:
+            parts.append(broadcast_to(expand_dims(tb, -1), grouped))
+        if not parts:
+            return [None]
+        total = parts[0] if len(parts) == 1 else add(parts[0], parts[1])
+        return [reshape(total, outputs[0].shape)]
+
+    def vmap(self, inputs, axes):
+        size = batch_size(inputs, axes)
+        moved = [move_batch_to_front(x, a, size) for x, a in zip(inputs, axes)]
+        return [apply(self, *moved)], [0]
+
+
+class QuantizedMatmul(Primitive):
+    """`x @ dequantize(w).T` (or `x @ dequantize(w)`); differentiable in `x` only.
+
+    Inputs: `x [..., M, K]` (or `[K]`), `w [..., N, K*bits/32]` with scales and biases of the
+    same batch shape; when `w` has batch axes, `x` has the same ones (the op broadcasts).
+    """
+
+    __slots__ = ("group_size", "bits", "transpose")
+
+    def __init__(self, group_size: int, bits: int, transpose: bool):
+        self.group_size, self.bits, self.transpose = group_size, bits, transpose
+
+    def params(self):
+        return (self.group_size, self.bits, self.transpose)
+
+    def output_specs(self, inputs):
+        x, w = inputs[0], inputs[1]
+        n = w.shape[-2] if self.transpose else w.shape[-1] * 32 // self.bits
+        return (((*x.shape[:-1], n), x.dtype),)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        _, w, scales, biases = primals
+        flipped = QuantizedMatmul(self.group_size, self.bits, not self.transpose)
+        return [apply(flipped, cotangents[0], w, scales, biases) if i == 0 else None
+                for i in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        if tangents[0] is None:
+            return [None]
+        return [apply(self, tangents[0], *primals[1:])]
+
+    def vmap(self, inputs, axes):
+        from nuvec.ops.shape import reshape, squeeze
+
+        x, w, scales, biases = inputs
+        x_axis, weight_axes = axes[0], axes[1:]
+        if all(a is None for a in weight_axes):
+            x = move_batch_to_front(x, x_axis)
+            return [apply(self, x, w, scales, biases)], [0]
+        size = batch_size(inputs, axes)
+        w, scales, biases = (move_batch_to_front(t, a, size)
+                             for t, a in zip((w, scales, biases), weight_axes))
+        vector = x.ndim - (x_axis is not None) == 1
+        if x_axis is None:
+            x = reshape(x, (1, *x.shape))
+        else:
+            x = move_batch_to_front(x, x_axis)
+        if vector:
+            x = reshape(x, (x.shape[0], 1, x.shape[-1]))
+        # Align the logical batch axes of x and of the weights behind the vmapped axis.
+        extra = x.ndim - w.ndim
+        if extra > 0:
+            w, scales, biases = (reshape(t, (t.shape[0], *([1] * extra), *t.shape[1:]))
+                                 for t in (w, scales, biases))
+        elif extra < 0:
+            x = reshape(x, (x.shape[0], *([1] * -extra), *x.shape[1:]))
+        out = quantized_matmul(x, w, scales, biases, self.transpose, self.group_size, self.bits)
+        return [squeeze(out, -2) if vector else out], [0]
+
+
+def quantize(
+    w: Any, /, group_size: int = 64, bits: int = 4, mode: str = "affine", *, stream: Any = None
+) -> tuple[Array, Array, Array]:
+    """Quantizes `w` per group of `group_size` values along the last axis (MLX's affine mode).
+
+    Each group gets a scale and a bias such that `w ~ scale * q + bias`, `q` an integer in
+    `[0, 2**bits - 1]`; MLX chooses them so that the group's edge value of largest magnitude
+    is represented exactly (and zero stays zero when a group touches it).
+
+    Args:
+        w: a floating array with at least 2 dimensions; its last axis divisible by `group_size`.
+        group_size: values per scale and bias: 32, 64 or 128.
+        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        mode: the quantization mode; only "affine".
+
+    Returns:
+        `(w_q, scales, biases)`: `w_q` uint32 `[..., K * bits / 32]`, scales and biases
+        `[..., K / group_size]` of `w`'s dtype.
+
+    Raises:
+        TypeError: if `w` is not floating.
+        ValueError: for an unsupported group size, bit width or mode, `w.ndim < 2`, or a last
+            axis not divisible by `group_size`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> w_q, scales, biases = mx.quantize(mx.ones((4, 64)), group_size=64, bits=4)
+        >>> w_q.shape, w_q.dtype == mx.uint32, scales.shape
+        ((4, 8), True, (4, 1))
+    """
+    check_quantization_mode("quantize", mode)
+    check_quantization_params("quantize", group_size, bits)
+    w = as_array(w, "quantize")
+    if not w.dtype.is_floating:
+        raise TypeError(f"quantize: only real floating arrays can be quantized, got {w.dtype.name}")
+    if w.ndim < 2:
+        raise ValueError(f"quantize: w must have at least 2 dimensions, got shape {w.shape}")
+    if w.shape[-1] % group_size:
+        raise ValueError(
+            f"quantize: the last axis of w must be divisible by group_size {group_size}, "
+            f"got shape {w.shape}"
+        )
+    outs = record(Quantize(group_size, bits), (w,), to_stream(stream))
+    return outs[0], outs[1], outs[2]
+
+
+def check_packed_weights(op: str, w: Array, scales: Array, biases: Array, group_size: int,
+                         bits: int) -> None:
+    """MLX's checks of a packed weight against its scales and biases."""
+    if w.dtype is not dt.uint32:
+        raise TypeError(f"{op}: the quantized weights must be uint32, got {w.dtype.name}")
+    if w.ndim < 2:
+        raise ValueError(f"{op}: the quantized weights must have at least 2 dimensions, "
+                         f"got shape {w.shape}")
+    if scales.shape != biases.shape:
+        raise ValueError(f"{op}: scales and biases must have the same shape, got "
+                         f"{scales.shape} and {biases.shape}")
+    if scales.ndim != w.ndim or scales.shape[:-1] != w.shape[:-1]:
+        raise ValueError(f"{op}: scales of shape {scales.shape} do not match weights of "
+                         f"shape {w.shape}")
+    if w.shape[-1] * 32 != scales.shape[-1] * group_size * bits:
+        raise ValueError(
+            f"{op}: weights of shape {w.shape} and scales of shape {scales.shape} are "
+            f"incompatible with group_size={group_size} and bits={bits}"
+        )
+    for name, a in (("scales", scales), ("biases", biases)):
+        if not a.dtype.is_floating:
+            raise TypeError(f"{op}: {name} must be real floating, got {a.dtype.name}")
+
+
+def dequantize(
+    w: Any, /, scales: Any, biases: Any, group_size: int = 64, bits: int = 4,
+    mode: str = "affine", *, stream: Any = None,
+) -> Array:
+    """Restores `scales * q + biases` from quantized weights (the inverse of `quantize`).
+
+    Args:
+        w: uint32 `[..., K * bits / 32]`, as `quantize` returns.
+        scales: `[..., K / group_size]`, floating.
+        biases: as `scales`.
+        group_size: values per scale and bias: 32, 64 or 128.
+        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        mode: the quantization mode; only "affine".
+
+    Returns:
+        `[..., K]` of the scales' and biases' promoted dtype.
+
+    Raises:
+        TypeError: for non-uint32 weights or non-floating scales/biases.
+        ValueError: for unsupported parameters or mismatched shapes.
+
+    Example:
+        >>> import nuvec as mx
+        >>> w = mx.ones((2, 32))
+        >>> mx.dequantize(*mx.quantize(w, 32, 8), group_size=32, bits=8).tolist() == w.tolist()
+        True
+    """
+    from nuvec.ops.unary import astype
+
+    check_quantization_mode("dequantize", mode)
+    check_quantization_params("dequantize", group_size, bits)
+    s = to_stream(stream)
+    w, scales, biases = (as_array(a, "dequantize") for a in (w, scales, biases))
+    check_packed_weights("dequantize", w, scales, biases, group_size, bits)
+    out_type = dt.promote_types(scales.dtype, biases.dtype)
+    scales, biases = astype(scales, out_type, stream=s), astype(biases, out_type, stream=s)
+    return record1(Dequantize(group_size, bits), (w, scales, biases), s)
+
+
+def quantized_matmul(
+    x: Any, w: Any, /, scales: Any, biases: Any, transpose: bool = True, group_size: int = 64,
+    bits: int = 4, mode: str = "affine", *, stream: Any = None,
+) -> Array:
+    """`x @ dequantize(w).T` (`transpose=True`) or `x @ dequantize(w)`, without forming `w`.
+
+    Args:
+        x: floating `[..., K]`.
+        w: packed uint32 weights `[..., N, K*bits/32]` (`transpose`) or `[..., K, N*bits/32]`.
+        scales: `[..., rows, columns / group_size]` of the packed matrix; biases alike.
+        transpose: multiply by the transposed weights (the layout of linear layers).
+        group_size: values per scale and bias: 32, 64 or 128.
+        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        mode: the quantization mode; only "affine".
+
+    Returns:
+        `[..., N]` of the promoted dtype of `x`, scales and biases. Batch axes of `x` and `w`
+        (beyond the last two) broadcast.
+
+    Raises:
+        TypeError: for non-floating inputs or non-uint32 weights.
+        ValueError: for unsupported parameters, mismatched shapes or a 1-D `x` with batched
+            weights.
+
+    Example:
+        >>> import nuvec as mx
+        >>> w_q, s, b = mx.quantize(mx.ones((3, 64)))
+        >>> mx.quantized_matmul(mx.ones((2, 64)), w_q, s, b).tolist()
+        [[64.0, 64.0, 64.0], [64.0, 64.0, 64.0]]
+    """
+    from nuvec.ops.shape import broadcast_to
+    from nuvec.ops.unary import astype
+
+    op = "quantized_matmul"
+    check_quantization_mode(op, mode)
+    check_quantization_params(op, group_size, bits)
+    s = to_stream(stream)
+    x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
+    check_packed_weights(op, w, scales, biases, group_size, bits)
+    inner = w.shape[-1] * 32 // bits if transpose else w.shape[-2]
+    if x.ndim < 1 or x.shape[-1] != inner:
+        raise ValueError(
+            f"{op}: the last axis of x (shape {x.shape}) must match the {inner} columns of the "
+            f"dequantized weights (packed shape {w.shape}, transpose={transpose})"
+        )
+    out_type = dt.promote_types(x.dtype, dt.promote_types(scales.dtype, biases.dtype))
+    if not out_type.is_floating:
+        raise TypeError(f"{op}: x must be real floating, got {x.dtype.name}")
+    x, scales, biases = (astype(a, out_type, stream=s) for a in (x, scales, biases))
+    if w.ndim > 2:
+        if x.ndim < 2:
+            raise ValueError(f"{op}: x must have at least 2 dimensions with batched weights, "
+                             f"got shapes {x.shape} and {w.shape}")
+        batch = broadcast_shapes(x.shape[:-2], w.shape[:-2], op=op)
+        if x.shape[:-2] != batch:
+            x = broadcast_to(x, (*batch, *x.shape[-2:]), stream=s)
+        if w.shape[:-2] != batch:
+            w, scales, biases = (broadcast_to(a, (*batch, *a.shape[-2:]), stream=s)
+                                 for a in (w, scales, biases))
+    return record1(QuantizedMatmul(group_size, bits, bool(transpose)), (x, w, scales, biases), s)

@@ -1,3 +1,165 @@
-"""CPU kernels of `nuvec.ops.quantized`."""
+"""CPU kernels of `nuvec.ops.quantized`: bit-stream packing and blocked quantized products.
+
+Codes are a little-endian bit stream per row stored as uint32 (MLX's layout): code `i` of a row
+occupies bits `[i * bits, (i + 1) * bits)`, so 3-, 5- and 6-bit codes straddle bytes and words.
+"""
 
 from __future__ import annotations
+
+import numpy as np
+
+from nuvec.backends.numpy.registry import kernel
+from nuvec.ops import quantized as q
+
+# Rows of weights dequantized at once by quantized_matmul: about 32 MiB of float32 per block.
+_BLOCK_ELEMENTS = 1 << 23
+
+
+def _work_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+
+
+def unpack(w: np.ndarray, bits: int) -> np.ndarray:
+    """uint32 words `[..., P]` -> uint8 codes `[..., P * 32 / bits]`."""
+    data = np.ascontiguousarray(w).astype("<u4", copy=False).view(np.uint8)
+    if bits == 8:
+        return data
+    if 8 % bits == 0:
+        shifts = np.arange(0, 8, bits, dtype=np.uint8)
+        codes = (data[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+        return codes.reshape(*data.shape[:-1], -1)
+    stream = np.unpackbits(data, axis=-1, bitorder="little")
+    stream = stream.reshape(*data.shape[:-1], -1, bits)
+    weights = np.left_shift(np.uint8(1), np.arange(bits, dtype=np.uint8))
+    return (stream * weights).sum(axis=-1, dtype=np.uint8)
+
+
+def pack(codes: np.ndarray, bits: int) -> np.ndarray:
+    """uint8 codes `[..., K]` (K * bits a multiple of 32) -> uint32 words `[..., K * bits / 32]`."""
+    if bits == 8:
+        data = codes
+    elif 8 % bits == 0:
+        per = 8 // bits
+        shifts = np.arange(0, 8, bits, dtype=np.uint8)
+        grouped = codes.reshape(*codes.shape[:-1], -1, per)
+        data = (grouped << shifts).sum(axis=-1, dtype=np.uint8)
+    else:
+        stream = (codes[..., None] >> np.arange(bits, dtype=np.uint8)) & np.uint8(1)
+        stream = stream.reshape(*codes.shape[:-1], -1)
+        data = np.packbits(stream, axis=-1, bitorder="little")
+    return np.ascontiguousarray(data).view("<u4").astype(np.uint32, copy=False)
+
+
+@kernel(q.Quantize)
+def quantize(p, w):
+    work = _work_dtype(w.dtype)
+    *lead, k = w.shape
+    groups = w.astype(work).reshape(*lead, k // p.group_size, p.group_size)
+    n_bins = work.type((1 << p.bits) - 1)
+    w_max, w_min = groups.max(axis=-1), groups.min(axis=-1)
+    # MLX's rule: the edge of larger magnitude is represented exactly (code 0) and, through
+    # the rounded q0, zero lands on a code when the group straddles it.
+    low_edge = np.abs(w_min) > np.abs(w_max)
+    scales = np.maximum((w_max - w_min) / n_bins, work.type(1e-7))
+    scales = np.where(low_edge, scales, -scales)
+    edge = np.where(low_edge, w_min, w_max)
+    q0 = np.rint(edge / scales)
+    nonzero = q0 != 0
+    scales = np.where(nonzero, edge / np.where(nonzero, q0, 1), scales)
+    biases = np.where(nonzero, edge, 0).astype(work)
+    codes = np.rint((groups - biases[..., None]) / scales[..., None])
+    codes = np.clip(codes, 0, n_bins).astype(np.uint8).reshape(*lead, k)
+    return pack(codes, p.bits), scales.astype(w.dtype), biases.astype(w.dtype)
+
+
+def dequantize_array(w: np.ndarray, scales: np.ndarray, biases: np.ndarray, group_size: int,
+                     bits: int, work: np.dtype) -> np.ndarray:
+    """`scales * q + biases` of packed `w`, in `work` precision."""
+    codes = unpack(w, bits)
+    grouped = codes.reshape(*codes.shape[:-1], -1, group_size).astype(work)
+    out = grouped * scales.astype(work)[..., None] + biases.astype(work)[..., None]
+    return out.reshape(codes.shape)
+
+
+@kernel(q.Dequantize)
+def dequantize(p, w, scales, biases):
+    return dequantize_array(w, scales, biases, p.group_size, p.bits, _work_dtype(scales.dtype))
+
+
+def _scaled_planes(w: np.ndarray, scales: np.ndarray, group_size: int, bits: int,
+                   work: np.dtype) -> np.ndarray:
+    """`scales * q` of power-of-2-bit weights in plane order: `[..., rows, per, words]`.
+
+    Plane `j` holds the code at bit offset `j * bits` of every word, i.e. column
+    `word * per + j`. Whole-plane shifts keep every NumPy loop long and contiguous; the
+    caller permutes the other operand's columns to match instead of interleaving the weights,
+    and adds the biases' contribution with one small product.
+    """
+    per = 32 // bits
+    s_rep = np.repeat(scales.astype(work, copy=False), group_size // per, axis=-1)
+    out = np.empty((*w.shape[:-1], per, w.shape[-1]), dtype=work)
+    code = np.empty(w.shape, dtype=np.uint32)
+    mask = np.uint32((1 << bits) - 1)
+    for j in range(per):
+        np.right_shift(w, np.uint32(j * bits), out=code)
+        np.bitwise_and(code, mask, out=code)
+        # Converts and scales in one pass.
+        np.multiply(code, s_rep, out=out[..., j, :], dtype=work, casting="unsafe")
+    return out
+
+
+def _to_planes(a: np.ndarray, per: int) -> np.ndarray:
+    """Columns `word * per + j` of `a` reordered as `j * words + word` (plane order)."""
+    return np.swapaxes(a.reshape(*a.shape[:-1], -1, per), -1, -2).reshape(a.shape)
+
+
+def _from_planes(a: np.ndarray, per: int) -> np.ndarray:
+    return np.swapaxes(a.reshape(*a.shape[:-1], per, -1), -1, -2).reshape(a.shape)
+
+
+def _group_sums(x: np.ndarray, group_size: int) -> np.ndarray:
+    return x.reshape(*x.shape[:-1], -1, group_size).sum(axis=-1)
+
+
+@kernel(q.QuantizedMatmul)
+def quantized_matmul(p, x, w, scales, biases):
+    work = _work_dtype(x.dtype)
+    vector = x.ndim == 1
+    xw = x.astype(work, copy=False)
+    xw = xw[None] if vector else xw
+    rows = w.shape[-2]
+    columns = w.shape[-1] * 32 // p.bits
+    planes = 32 % p.bits == 0
+    per = 32 // p.bits
+    b_work = biases.astype(work, copy=False)
+    if planes and p.transpose:
+        # x @ (s q + b)^T = x_planes @ (s q)_planes^T + (group sums of x) @ b^T
+        out = _group_sums(xw, p.group_size) @ np.swapaxes(b_work, -1, -2)
+        xw = _to_planes(xw, per)
+    elif planes:
+        # x @ (s q + b) = x @ (s q)_planes + (x @ b) repeated over each group's columns
+        bias = np.repeat(xw @ b_work, p.group_size // per, axis=-1)
+        out = np.broadcast_to(bias[..., None, :], (*bias.shape[:-1], per, bias.shape[-1]))
+        out = out.reshape(*bias.shape[:-1], -1).copy()
+    else:
+        n = rows if p.transpose else columns
+        out = np.zeros((*np.broadcast_shapes(xw.shape[:-2], w.shape[:-2]), xw.shape[-2], n),
+                       dtype=work)
+    step = max(1, _BLOCK_ELEMENTS // max(columns, 1))
+    # Dequantize a block of weight rows at a time, then one BLAS product per block.
+    for start in range(0, rows, step):
+        stop = min(rows, start + step)
+        part, s_part = w[..., start:stop, :], scales[..., start:stop, :]
+        if planes:
+            block = _scaled_planes(part, s_part, p.group_size, p.bits, work)
+            block = block.reshape(*part.shape[:-1], -1)
+        else:
+            block = dequantize_array(part, s_part, biases[..., start:stop, :], p.group_size,
+                                     p.bits, work)
+        if p.transpose:
+            out[..., start:stop] += xw @ np.swapaxes(block, -1, -2)
+        else:
+            out += xw[..., start:stop] @ block
+    if planes and not p.transpose:
+        out = _from_planes(out, per)
+    return out[..., 0, :] if vector else out

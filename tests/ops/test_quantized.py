@@ -1,0 +1,317 @@
+"""Quantization and gathered products against NumPy float64 references and MLX's packing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.testing import assert_allclose
+
+BITS = [2, 3, 4, 5, 6, 8]
+GROUPS = [32, 64, 128]
+
+
+def _pack_reference(codes: np.ndarray, bits: int) -> np.ndarray:
+    """MLX's layout written out with Python ints: code i at bits [i*bits, (i+1)*bits)."""
+    rows = []
+    for row in codes:
+        stream = 0
+        for i, c in enumerate(row.tolist()):
+            stream |= int(c) << (i * bits)
+        words = row.size * bits // 32
+        rows.append([(stream >> (32 * j)) & 0xFFFFFFFF for j in range(words)])
+    return np.array(rows, dtype=np.uint32)
+
+
+def _dequantize_reference(codes, scales, biases, group_size):
+    grouped = codes.reshape(*codes.shape[:-1], -1, group_size).astype(np.float64)
+    out = grouped * scales[..., None].astype(np.float64) + biases[..., None].astype(np.float64)
+    return out.reshape(codes.shape)
+
+
+@pytest.mark.parametrize("bits", BITS)
+def test_dequantize_reads_mlx_layout(bits):
+    rng = np.random.default_rng(bits)
+    codes = rng.integers(0, 2**bits, size=(3, 64))
+    scales = rng.uniform(0.5, 2, size=(3, 2)).astype(np.float32)
+    biases = rng.standard_normal((3, 2)).astype(np.float32)
+    w = mx.array(_pack_reference(codes, bits))
+    out = mx.dequantize(w, mx.array(scales), mx.array(biases), 32, bits)
+    assert_allclose(out, _dequantize_reference(codes, scales, biases, 32), dtype=mx.float32)
+
+
+@pytest.mark.parametrize("bits", BITS)
+def test_quantize_packs_mlx_layout_exactly(bits):
+    # Values on an exactly representable grid quantize without error. The minimum has the
+    # larger magnitude, so MLX's rule makes it the bias (with a positive scale).
+    rng = np.random.default_rng(10 + bits)
+    codes = rng.integers(0, 2**bits, size=(4, 64))
+    codes[:, 0], codes[:, 1] = 0, 2**bits - 1  # every group spans the full range
+    codes[:, 32], codes[:, 33] = 0, 2**bits - 1
+    low = -1.0 - 0.25 * (2**bits - 1)
+    w = (low + codes * 0.25).astype(np.float32)
+    w_q, scales, biases = mx.quantize(mx.array(w), 32, bits)
+    assert w_q.dtype == mx.uint32 and w_q.shape == (4, 64 * bits // 32)
+    np.testing.assert_array_equal(np.asarray(w_q), _pack_reference(codes, bits))
+    assert_allclose(scales, np.full((4, 2), 0.25), dtype=mx.float32)
+    assert_allclose(biases, np.full((4, 2), low), dtype=mx.float32)
+
+
+def test_quantize_larger_maximum_gives_a_negative_scale():
+    w = np.tile(np.linspace(-1, 3, 32, dtype=np.float32), (1, 1))
+    _, scales, biases = mx.quantize(mx.array(w), 32, 2)
+    assert scales.item() < 0 and biases.item() == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("group_size", GROUPS)
+@pytest.mark.parametrize("bits", BITS)
+def test_round_trip_within_one_step(bits, group_size):
+    rng = np.random.default_rng(bits * group_size)
+    w = rng.standard_normal((6, 256)).astype(np.float32)
+    restored = np.asarray(mx.dequantize(*mx.quantize(mx.array(w), group_size, bits),
+                                        group_size=group_size, bits=bits))
+    groups = w.reshape(6, -1, group_size)
+    step = (groups.max(-1) - groups.min(-1)) / (2**bits - 1)
+    error = np.abs(restored - w).reshape(groups.shape).max(-1)
+    assert (error <= step * 1.0001).all()
+    # Rounding to the nearest code: the typical error is about a quarter step.
+    assert np.abs(restored - w).mean() < 0.5 * step.mean()
+
+
+def test_quantize_keeps_zero_and_edges():
+    w = np.zeros((2, 32), np.float32)
+    w[0, :] = np.linspace(-1, 3, 32)
+    w_q, s, b = mx.quantize(mx.array(w), 32, 4)
+    restored = np.asarray(mx.dequantize(w_q, s, b, 32, 4))
+    assert restored[1].tolist() == [0.0] * 32
+    assert restored[0, -1] == pytest.approx(3.0, abs=1e-6)  # the larger-magnitude edge is exact
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float32, mx.float64])
+def test_quantize_dtypes(dtype):
+    w = mx.array(np.random.default_rng(0).standard_normal((2, 3, 64)), dtype)
+    w_q, s, b = mx.quantize(w)
+    assert (w_q.shape, s.shape, b.shape) == ((2, 3, 8), (2, 3, 1), (2, 3, 1))
+    assert s.dtype == dtype and b.dtype == dtype
+    assert mx.dequantize(w_q, s, b).dtype == dtype
+
+
+def _quantized(rng, shape, group_size=64, bits=4):
+    w = mx.array(rng.standard_normal(shape).astype(np.float32))
+    w_q, s, b = mx.quantize(w, group_size, bits)
+    wide = [mx.astype(a, mx.float64) for a in (s, b)]
+    return w_q, s, b, np.asarray(mx.dequantize(w_q, *wide, group_size, bits))
+
+
+@pytest.mark.parametrize("bits", [3, 4, 8])
+@pytest.mark.parametrize("transpose", [True, False], ids=["transpose", "plain"])
+def test_quantized_matmul_matches_dequantized_product(bits, transpose):
+    rng = np.random.default_rng(bits)
+    w_q, s, b, dense = _quantized(rng, (96, 128), 32, bits)
+    k = 128 if transpose else 96
+    x = rng.standard_normal((2, 5, k)).astype(np.float32)
+    out = mx.quantized_matmul(mx.array(x), w_q, s, b, transpose, 32, bits)
+    ref = x.astype(np.float64) @ (dense.T if transpose else dense)
+    assert_allclose(out, ref, dtype=mx.float32, rtol=1e-4, atol=1e-4)
+
+
+def test_quantized_matmul_vector_batched_weights_and_promotion():
+    rng = np.random.default_rng(1)
+    w_q, s, b, dense = _quantized(rng, (3, 4, 64))
+    x = rng.standard_normal((2, 1, 5, 64))
+    out = mx.quantized_matmul(mx.array(x, mx.float64), w_q, s, b)
+    assert_allclose(out, x @ np.swapaxes(dense, -1, -2), dtype=mx.float64, rtol=1e-6, atol=1e-6)
+    w2, s2, b2, dense2 = _quantized(rng, (4, 64))
+    v = rng.standard_normal(64).astype(np.float32)
+    assert_allclose(mx.quantized_matmul(mx.array(v), w2, s2, b2), dense2 @ v,
+                    dtype=mx.float32, rtol=1e-4, atol=1e-4)
+    half = mx.quantized_matmul(mx.array(v, mx.float16), w2, s2, b2)
+    assert half.dtype == mx.float32  # promoted with the float32 scales, as MLX
+
+
+def test_quantized_matmul_reads_views():
+    rng = np.random.default_rng(6)
+    w_q, s, b, dense = _quantized(rng, (3, 64))
+    x = rng.standard_normal((64, 8)).astype(np.float32)
+    view = mx.array(x).T[::2]  # transposed, then step-sliced: [4, 64]
+    assert_allclose(mx.quantized_matmul(view, w_q, s, b), x.T[::2] @ dense.T,
+                    dtype=mx.float32, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_quantized_matmul_low_precision(dtype):
+    rng = np.random.default_rng(7)
+    w = mx.array(rng.standard_normal((4, 64)), dtype)
+    w_q, s, b = mx.quantize(w)
+    x = mx.array(rng.standard_normal((2, 64)), dtype)
+    out = mx.quantized_matmul(x, w_q, s, b)
+    dense = np.asarray(mx.dequantize(w_q, s, b)).astype(np.float64)
+    assert_allclose(out, np.asarray(x).astype(np.float64) @ dense.T, dtype=dtype,
+                    rtol=2e-2, atol=5e-2)
+
+
+def test_quantized_matmul_empty_rows():
+    w_q, s, b = mx.quantize(mx.ones((4, 64)))
+    assert mx.quantized_matmul(mx.zeros((0, 64)), w_q, s, b).shape == (0, 4)
+
+
+def test_quantized_matmul_grad_is_the_flipped_product():
+    rng = np.random.default_rng(2)
+    w_q, s, b, dense = _quantized(rng, (3, 64))
+    x = mx.array(rng.standard_normal((2, 64)).astype(np.float32))
+    g = mx.grad(lambda x: mx.sum(mx.quantized_matmul(x, w_q, s, b)))(x)
+    assert_allclose(g, np.broadcast_to(dense.sum(0), (2, 64)), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape", [(64,), (2, 3, 64)], ids=["vector", "batched"])
+def test_quantized_matmul_vmap_over_weights(x_shape):
+    rng = np.random.default_rng(8)
+    w_q, s, b, dense = _quantized(rng, (3, 4, 64))  # a stack of 3 weight matrices
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    out = mx.vmap(lambda w, s, b: mx.quantized_matmul(mx.array(x), w, s, b))(w_q, s, b)
+    ref = np.stack([x @ dense[i].T for i in range(3)])
+    assert_allclose(out, ref, dtype=mx.float32, rtol=1e-4, atol=1e-4)
+
+
+def test_gather_mm_matches_numpy():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5, 2)).astype(np.float32)
+    lhs, rhs = np.array([[5], [0]]), np.array([3, 1, 1])
+    out = mx.gather_mm(mx.array(a), mx.array(b), mx.array(lhs), mx.array(rhs))
+    flat_a = a.reshape(-1, 4, 5)
+    li, ri = np.broadcast_arrays(lhs, rhs)
+    assert_allclose(out, flat_a[li] @ b[ri], dtype=mx.float32)
+    # default indices: arange over the other operand's batch
+    out = mx.gather_mm(mx.ones((3, 2, 5)), mx.array(b), None, mx.array([2]))
+    assert_allclose(out, np.ones((3, 2, 5)) @ b[2], dtype=mx.float32, rtol=1e-5, atol=1e-5)
+
+
+def test_gather_mm_vectors_and_no_indices():
+    a, b = np.ones((3, 2), np.float32), np.ones((2, 2, 4), np.float32)
+    out = mx.gather_mm(mx.array(a[0]), mx.array(b), mx.array([0]), mx.array([1]))
+    assert out.shape == (1, 4) and out.tolist() == [[2.0] * 4]
+    assert_allclose(mx.gather_mm(mx.array(a), mx.array(b[0])), a @ b[0])
+
+
+def test_gather_qmm_matches_loop():
+    rng = np.random.default_rng(4)
+    w_q, s, b, dense = _quantized(rng, (3, 6, 64))
+    x = rng.standard_normal((2, 4, 64)).astype(np.float32)
+    lhs, rhs = np.array([1, 0, 1]), np.array([2, 2, 0])
+    out = mx.gather_qmm(mx.array(x), w_q, s, b, mx.array(lhs), mx.array(rhs))
+    ref = np.stack([x[i] @ dense[j].T for i, j in zip(lhs, rhs)])
+    assert_allclose(out, ref, dtype=mx.float32, rtol=1e-4, atol=1e-4)
+
+
+def _tile(mask, rows, cols, block):
+    return np.kron(mask, np.ones((block, block)))[:rows, :cols]
+
+
+@pytest.mark.parametrize("block", [32, 64])
+def test_block_masked_mm_matches_numpy(block):
+    rng = np.random.default_rng(block)
+    m, k, n = 70, 40, 33
+    a, b = rng.standard_normal((2, m, k)), rng.standard_normal((k, n))
+    tm, tk, tn = (-(-d // block) for d in (m, k, n))
+    out_mask = rng.random((tm, tn)) > 0.3
+    lhs_mask = rng.uniform(0, 2, (2, tm, tk))
+    rhs_mask = rng.random((tk, tn)) > 0.2
+    out = mx.block_masked_mm(mx.array(a, mx.float64), mx.array(b, mx.float64), block,
+                             mx.array(out_mask), mx.array(lhs_mask, mx.float64),
+                             mx.array(rhs_mask))
+    ref = ((a * np.stack([_tile(x, m, k, block) for x in lhs_mask]))
+           @ (b * _tile(rhs_mask, k, n, block))) * _tile(out_mask, m, n, block)
+    assert_allclose(out, ref, dtype=mx.float64)
+
+
+def test_block_masked_mm_without_masks_is_matmul():
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 2), np.float32)
+    assert_allclose(mx.block_masked_mm(mx.array(a), mx.array(b)), a @ b)
+
+
+def test_segmented_mm_matches_numpy():
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 10)), rng.standard_normal((10, 4))
+    segments = np.array([[0, 4], [4, 10], [2, 2], [7, 9]])
+    out = mx.segmented_mm(mx.array(a, mx.float32), mx.array(b, mx.float32), mx.array(segments))
+    ref = np.stack([a[:, s:e] @ b[s:e] for s, e in segments])
+    assert_allclose(out, ref, dtype=mx.float32, rtol=1e-5, atol=1e-5)
+
+
+W_Q, SCALES, BIASES = mx.quantize(mx.ones((4, 64)))
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: mx.quantize(mx.ones((2, 64)), 16), ValueError, "^quantize: group_size"),
+        (lambda: mx.quantize(mx.ones((2, 64)), 64, 7), ValueError, "^quantize: bits"),
+        (lambda: mx.quantize(mx.ones((2, 64)), mode="mxfp4"), ValueError, "^quantize: only"),
+        (lambda: mx.quantize(mx.ones((2, 64), mx.int32)), TypeError, "^quantize: only real"),
+        (lambda: mx.quantize(mx.ones((64,))), ValueError, "^quantize: w must have"),
+        (lambda: mx.quantize(mx.ones((2, 48))), ValueError, "^quantize: the last axis"),
+        (lambda: mx.dequantize(mx.ones((4, 8)), SCALES, BIASES), TypeError,
+         "^dequantize: the quantized weights must be uint32"),
+        (lambda: mx.dequantize(W_Q, SCALES, BIASES[:2]), ValueError,
+         "^dequantize: scales and biases"),
+        (lambda: mx.dequantize(W_Q, SCALES[:2], BIASES[:2]), ValueError,
+         "^dequantize: scales of shape"),
+        (lambda: mx.dequantize(W_Q, SCALES, BIASES, 32), ValueError,
+         "^dequantize: weights of shape"),
+        (lambda: mx.dequantize(W_Q[0], SCALES[0], BIASES[0]), ValueError,
+         "^dequantize: the quantized weights must have"),
+        (lambda: mx.dequantize(W_Q, mx.ones((4, 1), mx.int32), mx.ones((4, 1), mx.int32)),
+         TypeError, "^dequantize: scales must be real"),
+        (lambda: mx.quantized_matmul(mx.ones((2, 32)), W_Q, SCALES, BIASES), ValueError,
+         "^quantized_matmul: the last axis of x"),
+        (lambda: mx.quantized_matmul(mx.ones((2, 64)), W_Q, SCALES, BIASES, bits=3), ValueError,
+         "^quantized_matmul: weights of shape"),
+        (lambda: mx.quantized_matmul(mx.ones((2, 64), mx.int32), W_Q,
+                                     mx.ones((4, 1), mx.int32), mx.ones((4, 1), mx.int32)),
+         TypeError, "^quantized_matmul: scales must be real"),
+        (lambda: mx.quantized_matmul(mx.ones((64,)), mx.stack([W_Q, W_Q]),
+                                     mx.stack([SCALES, SCALES]), mx.stack([BIASES, BIASES])),
+         ValueError, "^quantized_matmul: x must have at least 2"),
+        (lambda: mx.gather_mm(mx.array(1.0), mx.ones((2, 2)), mx.array([0])), ValueError,
+         "^gather_mm: operands"),
+        (lambda: mx.gather_mm(mx.ones((2, 3)), mx.ones((2, 2)), mx.array([0])), ValueError,
+         "^gather_mm: the last axis"),
+        (lambda: mx.gather_mm(mx.ones((2, 2), mx.int32), mx.ones((2, 2), mx.int32),
+                              mx.array([0])), TypeError, "^gather_mm: operands must be real"),
+        (lambda: mx.gather_mm(mx.ones((2, 2)), mx.ones((2, 2)), mx.array([0.0])), TypeError,
+         "^gather_mm: indices"),
+        (lambda: mx.gather_mm(mx.ones((3, 2, 2)), mx.ones((3, 2, 2)), mx.array([0, 1]),
+                              mx.array([0, 1, 2])), ValueError, "^gather_mm: shapes"),
+        (lambda: mx.gather_qmm(mx.ones((64,)), W_Q, SCALES, BIASES, mx.array([0])), ValueError,
+         "^gather_qmm: x must have"),
+        (lambda: mx.gather_qmm(mx.ones((1, 64)), W_Q, SCALES, BIASES, bits=5,
+                               rhs_indices=mx.array([0])), ValueError, "^gather_qmm: weights"),
+        (lambda: mx.block_masked_mm(mx.ones((4, 4)), mx.ones((4, 4)), 16, mx.array([[True]])),
+         ValueError, "^block_masked_mm: block_size"),
+        (lambda: mx.block_masked_mm(mx.ones((4, 4)), mx.ones((3, 4)), 32, mx.array([[True]])),
+         ValueError, "^block_masked_mm: the last axis"),
+        (lambda: mx.block_masked_mm(mx.array(1.0), mx.ones((3, 4)), 32, mx.array([[True]])),
+         ValueError, "^block_masked_mm: operands must have"),
+        (lambda: mx.block_masked_mm(mx.ones((4, 4)), mx.ones((4, 4)), 32,
+                                    mx.ones((2, 2), mx.bool_)),
+         ValueError, "^block_masked_mm: mask_out must have tile shape"),
+        (lambda: mx.block_masked_mm(mx.ones((4, 4), mx.int32), mx.ones((4, 4), mx.int32), 32,
+                                    mx.array([[True]])), TypeError, "^block_masked_mm: operands"),
+        (lambda: mx.segmented_mm(mx.ones((2, 3, 4)), mx.ones((4, 2)), mx.array([[0, 1]])),
+         ValueError, "^segmented_mm: operands must be 2-D"),
+        (lambda: mx.segmented_mm(mx.ones((3, 4)), mx.ones((3, 2)), mx.array([[0, 1]])),
+         ValueError, "^segmented_mm: inner"),
+        (lambda: mx.segmented_mm(mx.ones((3, 4)), mx.ones((4, 2)), mx.array([0, 1, 2])),
+         ValueError, "^segmented_mm: segments must have shape"),
+        (lambda: mx.segmented_mm(mx.ones((3, 4)), mx.ones((4, 2)), mx.array([[0.0, 1.0]])),
+         TypeError, "^segmented_mm: segments must be integers"),
+        (lambda: mx.segmented_mm(mx.ones((3, 4), mx.int32), mx.ones((4, 2), mx.int32),
+                                 mx.array([[0, 1]])), TypeError, "^segmented_mm: operands"),
+    ],
+    ids=lambda v: v.strip("^") if isinstance(v, str) else "",
+)
+def test_rejected_inputs(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

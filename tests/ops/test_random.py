@@ -1,0 +1,287 @@
+"""nuvec.random: Threefry bits, determinism of keys, samplers' statistics and their errors.
+
+Statistical tests use fixed keys and generous thresholds (several standard errors), so they test
+the distributions, not particular numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.backends.numpy.random import threefry2x32
+
+N = 20_000
+
+
+def _np(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def _ks(samples: np.ndarray, cdf) -> float:
+    """The Kolmogorov-Smirnov statistic of `samples` against `cdf`."""
+    x = np.sort(samples)
+    f = cdf(x)
+    n = x.size
+    return float(max(np.max(np.arange(1, n + 1) / n - f), np.max(f - np.arange(n) / n)))
+
+
+KS_LIMIT = 1.95 / math.sqrt(N)  # well above the 1% critical value 1.63 / sqrt(N)
+_erf = np.vectorize(math.erf)
+
+
+def _normal_cdf(x):
+    return 0.5 * (1 + _erf(x / math.sqrt(2)))
+
+
+@pytest.mark.parametrize(
+    "key, counter, expected",
+    [
+        ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+        ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+    ],
+    ids=["zeros", "ones", "pi"],
+)
+def test_threefry_known_answers(key, counter, expected):
+    # The known-answer vectors of Random123's threefry2x32_20.
+    k0, k1, x0, x1 = (np.array([v], np.uint32) for v in (*key, *counter))
+    y0, y1 = threefry2x32(k0, k1, x0, x1)
+    assert (int(y0[0]), int(y1[0])) == expected
+
+
+def test_key_holds_the_seed_bits():
+    k = mx.random.key((5 << 32) + 7)
+    assert k.dtype == mx.uint32 and k.shape == (2,)
+    assert k.tolist() == [5, 7]
+
+
+def test_same_key_same_numbers_whatever_the_order():
+    k = mx.random.key(42)
+    a = mx.random.uniform(shape=(5, 7), key=k)
+    b = mx.random.normal((3,), key=k)
+    mx.eval(b)  # evaluate in the other order, on another stream
+    c = mx.random.uniform(shape=(5, 7), key=k, stream=mx.new_stream(mx.cpu))
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+    assert not np.array_equal(np.asarray(a)[0, :3], np.asarray(b))
+
+
+def test_split_gives_distinct_independent_keys():
+    keys = mx.random.split(mx.random.key(0), 3)
+    assert keys.shape == (3, 2) and keys.dtype == mx.uint32
+    draws = [_np(mx.random.uniform(shape=(N,), key=keys[i])) for i in range(3)]
+    assert len({tuple(np.asarray(keys[i]).tolist()) for i in range(3)}) == 3
+    for i in range(3):
+        for j in range(i):
+            assert abs(np.corrcoef(draws[i], draws[j])[0, 1]) < 4 / math.sqrt(N)
+
+
+def test_seed_repeats_the_global_sequence_and_calls_advance_it():
+    mx.random.seed(7)
+    first = [_np(mx.random.uniform(shape=(4,))) for _ in range(2)]
+    mx.random.seed(7)
+    again = [_np(mx.random.uniform(shape=(4,))) for _ in range(2)]
+    np.testing.assert_array_equal(first[0], again[0])
+    np.testing.assert_array_equal(first[1], again[1])
+    assert not np.array_equal(first[0], first[1])
+
+
+@pytest.mark.parametrize("width, dtype", [(1, mx.uint8), (2, mx.uint16), (4, mx.uint32)])
+def test_bits_widths_are_uniform_bytes(width, dtype):
+    b = mx.random.bits((N,), width, key=mx.random.key(1))
+    assert b.dtype == dtype and b.shape == (N,)
+    low_byte = np.asarray(b).astype(np.int64) & 0xFF
+    counts = np.bincount(low_byte, minlength=256)
+    chi2 = float(np.sum((counts - N / 256) ** 2 / (N / 256)))
+    assert chi2 < 255 + 6 * math.sqrt(2 * 255)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float32, mx.float64])
+def test_uniform_range_moments_and_fit(dtype):
+    x = mx.random.uniform(-2, 3, (N,), dtype, key=mx.random.key(2))
+    assert x.dtype == dtype
+    v = _np(x)
+    assert v.min() >= -2 and v.max() < 3
+    assert abs(v.mean() - 0.5) < 5 * 5 / math.sqrt(12 * N)
+    if dtype in (mx.float32, mx.float64):
+        assert _ks(v, lambda t: (t + 2) / 5) < KS_LIMIT
+
+
+def test_uniform_broadcasts_array_bounds():
+    low = mx.array([0.0, 10.0])
+    x = _np(mx.random.uniform(low, low + 1, (1000, 2), key=mx.random.key(3)))
+    assert x[:, 0].min() >= 0 and x[:, 0].max() < 1
+    assert x[:, 1].min() >= 10 and x[:, 1].max() < 11
+
+
+def test_uniform_empty_and_scalar_shapes():
+    assert mx.random.uniform(shape=(0, 3), key=mx.random.key(0)).shape == (0, 3)
+    assert mx.random.uniform(key=mx.random.key(0)).shape == ()
+
+
+def test_normal_moments_and_fit():
+    v = _np(mx.random.normal((N,), key=mx.random.key(4)))
+    assert abs(v.mean()) < 5 / math.sqrt(N)
+    assert abs(v.std() - 1) < 0.03
+    assert _ks(v, _normal_cdf) < KS_LIMIT
+
+
+def test_normal_loc_scale_and_float64():
+    x = mx.random.normal((N,), mx.float64, loc=3.0, scale=2.0, key=mx.random.key(5))
+    assert x.dtype == mx.float64
+    v = _np(x)
+    assert abs(v.mean() - 3) < 5 * 2 / math.sqrt(N)
+    assert abs(v.std() - 2) < 0.06
+
+
+def test_randint_range_and_chi_square():
+    x = mx.random.randint(-3, 7, (N,), key=mx.random.key(6))
+    assert x.dtype == mx.int32
+    v = np.asarray(x)
+    assert v.min() == -3 and v.max() == 6
+    counts = np.bincount(v + 3, minlength=10)
+    chi2 = float(np.sum((counts - N / 10) ** 2 / (N / 10)))
+    assert chi2 < 9 + 6 * math.sqrt(18)
+
+
+def test_randint_dtype():
+    assert mx.random.randint(0, 3, (4,), mx.uint8, key=mx.random.key(0)).dtype == mx.uint8
+
+
+def test_bernoulli_mean_shape_and_dtype():
+    x = mx.random.bernoulli(0.3, (N,), key=mx.random.key(7))
+    assert x.dtype == mx.bool_
+    assert abs(_np(x).mean() - 0.3) < 5 * math.sqrt(0.21 / N)
+    p = mx.array([[0.0, 1.0]])
+    y = np.asarray(mx.random.bernoulli(p, key=mx.random.key(8)))
+    assert y.shape == (1, 2) and y.tolist() == [[False, True]]
+
+
+def test_truncated_normal_bounds_and_mean():
+    v = _np(mx.random.truncated_normal(-1.0, 2.0, (N,), key=mx.random.key(9)))
+    assert v.min() >= -1 and v.max() <= 2
+
+    def phi(t):
+        return math.exp(-t * t / 2) / math.sqrt(2 * math.pi)
+
+    mass = _normal_cdf(2.0) - _normal_cdf(-1.0)
+    assert abs(v.mean() - (phi(-1) - phi(2)) / mass) < 0.03
+
+
+def test_gumbel_moments_and_fit():
+    v = _np(mx.random.gumbel((N,), key=mx.random.key(10)))
+    assert abs(v.mean() - np.euler_gamma) < 0.05
+    assert abs(v.var() - math.pi**2 / 6) < 0.1
+    assert _ks(v, lambda t: np.exp(-np.exp(-t))) < KS_LIMIT
+
+
+def test_laplace_moments():
+    v = _np(mx.random.laplace((N,), loc=1.0, scale=2.0, key=mx.random.key(11)))
+    assert abs(v.mean() - 1) < 0.1
+    assert abs(v.var() - 8) < 0.6
+
+
+def test_categorical_frequencies():
+    probs = np.array([0.2, 0.3, 0.5])
+    x = mx.random.categorical(mx.array(np.log(probs)), shape=(N,), key=mx.random.key(12))
+    assert x.dtype == mx.uint32
+    counts = np.bincount(np.asarray(x), minlength=3)
+    chi2 = float(np.sum((counts - N * probs) ** 2 / (N * probs)))
+    assert chi2 < 2 + 6 * 2
+
+
+def test_categorical_num_samples_and_axis():
+    logits = mx.array([[0.0, 50.0], [50.0, 0.0]])
+    s = mx.random.categorical(logits, num_samples=4, key=mx.random.key(13))
+    assert s.tolist() == [[1, 1, 1, 1], [0, 0, 0, 0]]
+    t = mx.random.categorical(logits, axis=0, key=mx.random.key(13))
+    assert t.tolist() == [1, 0]
+
+
+def test_categorical_empty_outputs():
+    assert mx.random.categorical(mx.zeros((2, 3)), num_samples=0).shape == (2, 0)
+    assert mx.random.categorical(mx.zeros((0, 3))).shape == (0,)
+
+
+def test_multivariate_normal_covariance():
+    cov = np.array([[2.0, 0.5], [0.5, 1.0]])
+    x = mx.random.multivariate_normal(mx.array([1.0, -1.0]), mx.array(cov), (N,),
+                                      key=mx.random.key(14))
+    assert x.shape == (N, 2) and x.dtype == mx.float32
+    v = _np(x)
+    np.testing.assert_allclose(v.mean(axis=0), [1, -1], atol=0.05)
+    np.testing.assert_allclose(np.cov(v.T), cov, atol=0.08)
+
+
+def test_permutation_of_int_and_array_axis():
+    p = np.asarray(mx.random.permutation(50, key=mx.random.key(15)))
+    assert sorted(p.tolist()) == list(range(50)) and p.tolist() != list(range(50))
+    a = np.arange(12).reshape(3, 4)
+    q = np.asarray(mx.random.permutation(mx.array(a), axis=1, key=mx.random.key(16)))
+    assert sorted(q[0].tolist()) == [0, 1, 2, 3]
+    np.testing.assert_array_equal(q, a[:, q[0]])  # whole columns move together
+
+
+def test_vmap_over_keys_matches_a_loop():
+    keys = mx.random.split(mx.random.key(17), 4)
+    batched = mx.vmap(lambda k: mx.random.normal((3,), key=k))(keys)
+    for i in range(4):
+        np.testing.assert_array_equal(np.asarray(batched[i]),
+                                      np.asarray(mx.random.normal((3,), key=keys[i])))
+
+
+def test_gradient_flows_through_parameters_not_keys():
+    k = mx.random.key(18)
+
+    def f(low):
+        return mx.sum(mx.random.uniform(low, low + 2.0, (5,), key=k))
+
+    g = mx.grad(f)(mx.array(1.0))
+    assert abs(g.item() - 5.0) < 1e-5
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: mx.random.uniform(key=mx.array([1, 2])), ValueError, "^uniform: expected a key"),
+        (lambda: mx.random.normal(key=mx.zeros((3,), mx.uint32)), ValueError, "^normal: expected"),
+        (lambda: mx.random.split(mx.array([1.0, 2.0])), ValueError, "^split: expected a key"),
+        (lambda: mx.random.split(mx.random.key(0), -1), ValueError, "^split: num"),
+        (lambda: mx.random.bits((2,), 3), ValueError, "^bits: width"),
+        (lambda: mx.random.bits((-1,)), ValueError, "^bits: negative"),
+        (lambda: mx.random.uniform(shape=(2,), dtype=mx.int32), TypeError, "^uniform: can only"),
+        (lambda: mx.random.uniform(mx.zeros((3,)), 1, (2,)), ValueError, "^uniform: "),
+        (lambda: mx.random.normal((1,), loc=mx.zeros((3,))), ValueError, "^normal: cannot"),
+        (lambda: mx.random.normal((2,), mx.int32), TypeError, "^normal: can only"),
+        (lambda: mx.random.randint(0, 2, (2,), mx.float32), TypeError, "^randint: dtype"),
+        (lambda: mx.random.bernoulli(mx.zeros((3,)), (2,)), ValueError, "^bernoulli: "),
+        (lambda: mx.random.truncated_normal(0, 1, (2,), mx.int8), TypeError,
+         "^truncated_normal: can only"),
+        (lambda: mx.random.gumbel((2,), mx.uint8), TypeError, "^gumbel: can only"),
+        (lambda: mx.random.laplace((2,), mx.int32), TypeError, "^laplace: can only"),
+        (lambda: mx.random.categorical(mx.zeros((2, 3)), shape=(2,), num_samples=2), ValueError,
+         "^categorical: at most one"),
+        (lambda: mx.random.categorical(mx.zeros((2, 3)), shape=(3,)), ValueError,
+         "^categorical: shape"),
+        (lambda: mx.random.categorical(mx.array(1.0)), ValueError, "^categorical: logits"),
+        (lambda: mx.random.categorical(mx.zeros((2, 0))), ValueError, "^categorical: axis -1"),
+        (lambda: mx.random.categorical(mx.zeros((2, 3)), axis=2), ValueError, "^categorical: axis"),
+        (lambda: mx.random.categorical(mx.zeros((2, 3)), num_samples=-1), ValueError,
+         "^categorical: num_samples"),
+        (lambda: mx.random.multivariate_normal(mx.zeros((2,)), mx.eye(3)), ValueError,
+         "^multivariate_normal: mean"),
+        (lambda: mx.random.multivariate_normal(mx.zeros((2,)), mx.eye(2), dtype=mx.float16),
+         TypeError, "^multivariate_normal: dtype"),
+        (lambda: mx.random.permutation(-1), ValueError, "^permutation: length"),
+        (lambda: mx.random.permutation(mx.array(3)), ValueError, "^permutation: cannot"),
+        (lambda: mx.random.permutation(mx.zeros((2,)), axis=1), ValueError,
+         "^permutation: axis"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_rejected_inputs(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
