@@ -1,5 +1,305 @@
-"""Discrete Fourier transforms behind nuvec.fft."""
+"""Discrete Fourier transforms behind `nuvec.fft`: one `FFT` primitive and MLX's functions.
+
+Results are complex64 (float32 for the inverse real transforms), as in MLX, whatever the input
+precision. Nothing here is exported at the top level (MLX's `mx.fft.*`).
+"""
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
+import numpy as np
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record1
+from nuvec.graph.device import stream as stream_context
+from nuvec.graph.device import to_stream
+from nuvec.graph.primitive import Primitive
+from nuvec.ops.arguments import as_array
+from nuvec.ops.binary import multiply
+from nuvec.ops.families import Linear, apply, move_batch_to_front
+from nuvec.ops.unary import astype
+
 __all__: list[str] = []
+
+
+def _ops() -> Any:
+    import nuvec.ops
+
+    return nuvec.ops
+
+
+class FFT(Linear, Primitive):
+    """The DFT over `axes`: complex to complex, real to half-spectrum (`real`), or back.
+
+    `sizes` are the logical transform lengths (the output lengths of an inverse real
+    transform, the input lengths otherwise). The input already has the transformed shape.
+    Cotangents follow the transpose convention (MLX's and JAX's): the DFT matrices are
+    symmetric, so complex transforms pull back through themselves.
+    """
+
+    __slots__ = ("axes", "inverse", "real", "sizes")
+
+    def __init__(self, axes: tuple[int, ...], inverse: bool, real: bool, sizes: tuple[int, ...]):
+        self.axes, self.inverse, self.real, self.sizes = tuple(axes), inverse, real, tuple(sizes)
+
+    def params(self):
+        return (self.axes, self.inverse, self.real, self.sizes)
+
+    def output_specs(self, inputs):
+        shape = list(inputs[0].shape)
+        if self.real:
+            last = self.axes[-1]
+            shape[last] = self.sizes[-1] if self.inverse else self.sizes[-1] // 2 + 1
+        out = dt.float32 if self.real and self.inverse else dt.complex64
+        return ((tuple(shape), out),)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ct = cotangents[0]
+        if not self.real:
+            return [apply(self, ct)]
+        complex_fft = FFT(self.axes, self.inverse, False, self.sizes)
+        last = self.axes[-1]
+        if not self.inverse:
+            n = self.sizes[-1]
+            padded = _resize(ct, last, n)
+            return [_ops().real(apply(complex_fft, padded))]
+        n = self.sizes[-1]
+        half = primals[0].shape[last]
+        full = apply(complex_fft, astype(ct, dt.complex64))
+        weights = np.full(half, 2.0, np.float32)
+        weights[0] = 1.0
+        if n % 2 == 0:
+            weights[-1] = 1.0
+        shape = [1] * ct.ndim
+        shape[last] = half
+        mask = _ops().array(weights.reshape(shape), dt.complex64)
+        return [multiply(mask, _resize(full, last, half))]
+
+    def vmap(self, inputs, axes):
+        x = move_batch_to_front(inputs[0], axes[0])
+        moved = FFT(tuple(a + 1 for a in self.axes), self.inverse, self.real, self.sizes)
+        return [apply(moved, x)], [0]
+
+
+def _resize(x: Array, axis: int, size: int) -> Array:
+    """`x` truncated or zero-padded at the end of `axis` to `size`."""
+    have = x.shape[axis]
+    if have > size:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(0, size)
+        return x[tuple(index)]
+    if have < size:
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (0, size - have)
+        return _ops().pad(x, widths)
+    return x
+
+
+def _transform(
+    op: str, a: Any, sizes: Sequence[int] | None, axes: Sequence[int], real: bool, inverse: bool,
+    stream: Any,
+) -> Array:
+    """Checks, resizes and casts the input and records one `FFT` (MLX's `fft_impl`)."""
+    a = as_array(a, op)
+    if a.ndim < 1:
+        raise ValueError(f"{op}: requires an array with at least one dimension, got shape ()")
+    axes = [int(x) for x in axes]
+    if sizes is not None and len(sizes) != len(axes):
+        raise ValueError(f"{op}: s and axes have different sizes ({len(sizes)} and {len(axes)})")
+    if not axes:
+        return a
+    for x in axes:
+        if not -a.ndim <= x < a.ndim:
+            raise ValueError(f"{op}: axis {x} is out of bounds for an array with {a.ndim} "
+                             "dimensions")
+    valid = [x % a.ndim for x in axes]
+    if len(set(valid)) != len(valid):
+        raise ValueError(f"{op}: repeated axis in {tuple(axes)}")
+    if sizes is None:
+        sizes = [a.shape[x] for x in valid]
+        if real and inverse:
+            sizes[-1] = (sizes[-1] - 1) * 2
+    sizes = [int(n) for n in sizes]
+    if any(n <= 0 for n in sizes):
+        raise ValueError(f"{op}: invalid transform sizes {tuple(sizes)}; each must be positive")
+    s = to_stream(stream)
+    with stream_context(s):
+        x = a
+        for axis, n in zip(valid, sizes):
+            x = _resize(x, axis, n // 2 + 1 if real and inverse and axis == valid[-1] else n)
+        want = dt.float32 if real and not inverse else dt.complex64
+        if x.dtype.kind == "c" and want is dt.float32:  # MLX drops the imaginary part
+            x = _ops().real(x)
+        if x.dtype is not want:
+            x = astype(x, want)
+        return record1(FFT(tuple(valid), inverse, real, tuple(sizes)), (x,), s)
+
+
+def _one(op: str, a: Any, n: int | None, axis: int, real: bool, inverse: bool, stream: Any):
+    return _transform(op, a, None if n is None else [n], [axis], real, inverse, stream)
+
+
+def _many(
+    op: str, a: Any, s: Sequence[int] | None, axes: Sequence[int] | None, real: bool,
+    inverse: bool, stream: Any,
+) -> Array:
+    if axes is None:
+        if s is not None:
+            raise ValueError(f"{op}: axes must not be None when s is given")
+        ndim = as_array(a, op).ndim
+        axes = list(range(ndim))
+    return _transform(op, a, None if s is None else list(s), list(axes), real, inverse, stream)
+
+
+def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+    """One-dimensional discrete Fourier transform along `axis`.
+
+    Args:
+        a: the input (real inputs are converted to complex64).
+        n: the transform length; `a` is truncated or zero-padded along `axis` to `n`
+            (default `a.shape[axis]`).
+        axis: the axis to transform.
+
+    Returns:
+        A complex64 array.
+
+    Raises:
+        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.fft(mx.array([1.0, 1.0])).tolist()
+        [(2+0j), 0j]
+    """
+    return _one("fft", a, n, axis, False, False, stream)
+
+
+def ifft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+    """One-dimensional inverse DFT along `axis` (scaled by 1/n); see `fft`."""
+    return _one("ifft", a, n, axis, False, True, stream)
+
+
+def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+    """DFT of a real input along `axis`: the `n // 2 + 1` non-negative frequencies.
+
+    Complex inputs are cast to real (the imaginary part is dropped, as in MLX); the input is
+    computed in float32. See `fft` for `n` and `axis`.
+    """
+    return _one("rfft", a, n, axis, True, False, stream)
+
+
+def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+    """The inverse of `rfft`: a float32 signal of length `n` along `axis`.
+
+    `a` is truncated or zero-padded along `axis` to `n // 2 + 1`; the default `n` is
+    `2 * (a.shape[axis] - 1)`. The imaginary parts of the zero (and, for even `n`, the
+    Nyquist) frequencies are ignored.
+    """
+    return _one("irfft", a, n, axis, True, True, stream)
+
+
+def fft2(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
+    stream: Any = None,
+) -> Array:
+    """Two-dimensional DFT over `axes` (default the last two); `s` gives their lengths.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
+    return _many("fft2", a, s, axes, False, False, stream)
+
+
+def ifft2(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
+    stream: Any = None,
+) -> Array:
+    """Two-dimensional inverse DFT; see `fft2`."""
+    return _many("ifft2", a, s, axes, False, True, stream)
+
+
+def rfft2(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
+    stream: Any = None,
+) -> Array:
+    """Two-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies."""
+    return _many("rfft2", a, s, axes, True, False, stream)
+
+
+def irfft2(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
+    stream: Any = None,
+) -> Array:
+    """The inverse of `rfft2`: a float32 array with lengths `s` along `axes`."""
+    return _many("irfft2", a, s, axes, True, True, stream)
+
+
+def fftn(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
+    stream: Any = None,
+) -> Array:
+    """n-dimensional DFT over `axes` (default all axes); `s` gives their lengths.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
+    return _many("fftn", a, s, axes, False, False, stream)
+
+
+def ifftn(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
+    stream: Any = None,
+) -> Array:
+    """n-dimensional inverse DFT; see `fftn`."""
+    return _many("ifftn", a, s, axes, False, True, stream)
+
+
+def rfftn(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
+    stream: Any = None,
+) -> Array:
+    """n-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies."""
+    return _many("rfftn", a, s, axes, True, False, stream)
+
+
+def irfftn(
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
+    stream: Any = None,
+) -> Array:
+    """The inverse of `rfftn`: a float32 array with lengths `s` along `axes`."""
+    return _many("irfftn", a, s, axes, True, True, stream)
+
+
+def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: Any) -> Array:
+    a = as_array(a, op)
+    if axes is None:
+        axes = list(range(a.ndim))
+    elif isinstance(axes, int):
+        axes = [axes]
+    if not axes:
+        return a
+    shifts = []
+    for x in axes:
+        if not -a.ndim <= x < a.ndim:
+            raise ValueError(f"{op}: axis {x} is out of bounds for an array with {a.ndim} "
+                             "dimensions")
+        size = a.shape[x]
+        shifts.append((size + 1) // 2 if inverse else size // 2)
+    return _ops().roll(a, tuple(shifts), tuple(axes), stream=stream)
+
+
+def fftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:
+    """Moves the zero frequency to the centre of `axes` (default all): a roll by size // 2.
+
+    Raises:
+        ValueError: if an axis is out of range.
+    """
+    return _shift("fftshift", a, axes, False, stream)
+
+
+def ifftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:
+    """The inverse of `fftshift`: a roll by (size + 1) // 2 along `axes` (default all)."""
+    return _shift("ifftshift", a, axes, True, stream)

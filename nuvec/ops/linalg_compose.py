@@ -1,0 +1,374 @@
+"""Linear algebra built from other operations: norms, pinv, triangular solves and inverses,
+`cholesky_inv`, `lu` and `cross` (MLX's compositions). Their derivatives and batching come
+from the operations they use. Nothing here is exported at the top level.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record, record1
+from nuvec.graph.device import stream as stream_context
+from nuvec.graph.device import to_stream
+from nuvec.ops.arguments import as_array, broadcast_shapes, normalize_axis
+from nuvec.ops.binary import multiply, subtract
+from nuvec.ops.linalg import INVERSE, LU_FACTOR, SLOGDET, SVD, mm, mT, ops, triangle
+from nuvec.ops.linalg_functions import check_matrix, determinant_input, solve_batched
+from nuvec.ops.shape import expand_dims, moveaxis, reshape
+from nuvec.ops.unary import astype, negative
+
+__all__: list[str] = []
+
+
+def _at_least_float(a: Array) -> Array:
+    return a if a.dtype.is_inexact else astype(a, dt.promote_types(a.dtype, dt.float32))
+
+
+def _norm_axes(a: Array, axis: Any) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(a.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = tuple(normalize_axis(x, a.ndim, "norm") for x in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"norm: repeated axis in {axes}")
+    return out
+
+
+def _l2(a: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+    o = ops()
+    sq = multiply(o.abs(a), o.abs(a)) if a.dtype.kind == "c" else o.square(a)
+    return o.sqrt(o.sum(sq, axis=axes, keepdims=keepdims))
+
+
+def _vector_norm(a: Array, ord: float, axes: tuple[int, ...], keepdims: bool) -> Array:
+    o = ops()
+    dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
+    if ord == 2:
+        return _l2(a, axes, keepdims)
+    if ord == 0:
+        return astype(o.sum(o.not_equal(a, 0), axis=axes, keepdims=keepdims), dtype)
+    if ord == 1:
+        return astype(o.sum(o.abs(a), axis=axes, keepdims=keepdims), dtype)
+    if ord == math.inf:
+        return astype(o.max(o.abs(a), axis=axes, keepdims=keepdims), dtype)
+    if ord == -math.inf:
+        return astype(o.min(o.abs(a), axis=axes, keepdims=keepdims), dtype)
+    magnitude = astype(o.abs(a), dtype)
+    total = o.sum(o.power(magnitude, ord), axis=axes, keepdims=keepdims)
+    return o.power(total, 1.0 / ord)
+
+
+def _singular_values(a: Array, axes: tuple[int, ...]) -> Array:
+    """Singular values of the matrices spanned by `axes` (row axis, column axis)."""
+    row, col = axes
+    x = moveaxis(moveaxis(a, row, -1), col if col < row else col - 1, -1)
+    x = astype(_at_least_float(x), dt.float32) if x.dtype not in (dt.float32, dt.float64) else x
+    return record1(SVD(False), (x,), to_stream(None))
+
+
+def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Array:
+    o = ops()
+    row, col = axes
+    if ord in ("fro", "f") or ord is None:
+        return _l2(a, axes, keepdims)
+    if ord in ("nuc", 2, -2):
+        s = _singular_values(a, axes)
+        out = o.sum(s, axis=-1) if ord == "nuc" else (o.max if ord == 2 else o.min)(s, axis=-1)
+        return expand_dims(out, sorted(axes)) if keepdims else out
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm")
+    dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
+    if ord in (1, -1):
+        inner, outer = row, col
+    elif ord in (math.inf, -math.inf):
+        inner, outer = col, row
+    else:
+        raise ValueError(f"norm: invalid ord {ord} for a matrix norm")
+    pick = o.max if ord > 0 else o.min
+    out = pick(o.sum(o.abs(a), axis=inner, keepdims=True), axis=outer, keepdims=True)
+    if not keepdims:
+        out = reshape(out, tuple(d for i, d in enumerate(out.shape) if i not in axes))
+    return astype(out, dtype)
+
+
+def norm(
+    a: Any, /, ord: int | float | str | None = None, axis: int | Sequence[int] | None = None,
+    keepdims: bool = False, *, stream: Any = None,
+) -> Array:
+    """Matrix or vector norm (MLX's `linalg.norm`).
+
+    | ord   | matrices (2 axes)             | vectors (1 axis)             |
+    |-------|-------------------------------|------------------------------|
+    | None  | Frobenius                     | 2-norm                       |
+    | 'fro' | Frobenius                     | --                           |
+    | 'nuc' | sum of singular values        | --                           |
+    | inf   | max(sum(abs(x), axis=col))    | max(abs(x))                  |
+    | -inf  | min(sum(abs(x), axis=col))    | min(abs(x))                  |
+    | 0     | --                            | number of nonzeros           |
+    | 1, -1 | max/min(sum(abs(x), axis=row))| sum(abs(x)**ord)**(1/ord)    |
+    | 2, -2 | largest/smallest singular val.| as above                     |
+    | other | --                            | sum(abs(x)**ord)**(1/ord)    |
+
+    With `ord=None` and `axis=None` the 2-norm of all elements is returned, whatever the
+    number of dimensions; with `ord` given and `axis=None`, `a` must be 1-D or 2-D.
+
+    Args:
+        a: the input; integer inputs give float32 results.
+        ord: the order, see the table.
+        axis: one axis (vector norm) or two axes (matrix norm); default all axes.
+        keepdims: keep the reduced axes as size-1 dimensions.
+
+    Raises:
+        ValueError: for more than two axes, an out-of-range or repeated axis, or an order
+            that does not apply to the number of axes.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.norm(mx.array([3.0, 4.0])).item()
+        5.0
+    """
+    a = as_array(a, "norm")
+    with stream_context(to_stream(stream)):
+        return _norm(a, ord, axis, keepdims)
+
+
+def _norm(a: Array, ord: Any, axis: Any, keepdims: bool) -> Array:
+    axes = _norm_axes(a, axis)
+    if ord is None and axis is None:
+        out = _l2(reshape(a, (a.size,)), (0,), False)
+        return reshape(out, (1,) * a.ndim) if keepdims else out
+    if len(axes) > 2 or not axes:
+        raise ValueError(f"norm: expected 1 or 2 axes, got {len(axes)} for shape {a.shape}")
+    if isinstance(ord, str) and len(axes) != 2:
+        raise ValueError(f"norm: ord {ord!r} is only supported for matrices, got {len(axes)} axis")
+    if ord is not None and not isinstance(ord, (str, int, float)):
+        raise TypeError(f"norm: ord must be a number, a string or None, got {type(ord).__name__}")
+    if len(axes) == 1:
+        return _vector_norm(a, 2 if ord is None else ord, axes, keepdims)
+    return _matrix_norm(a, ord, axes, keepdims)
+
+
+def solve_triangular(a: Any, b: Any, *, upper: bool = False, stream: Any = None) -> Array:
+    """Solves A X = B for triangular A, reading only the `upper` (or lower) triangle of `a`.
+
+    Args:
+        a: array of shape (..., n, n).
+        b: a vector (n,) or matrices (..., n, r); the inputs must promote to float32/float64.
+        upper: use the upper triangle of `a` (default the lower one).
+
+    Returns:
+        X of shape (..., n) for a vector `b`, else (..., n, r).
+
+    Raises:
+        TypeError: if the inputs do not promote to float32/float64.
+        ValueError: if the shapes do not match.
+    """
+    return solve_batched("solve_triangular", a, b, stream, upper=bool(upper))
+
+
+def tri_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
+    """The inverse of each triangular matrix in `a`, reading only the `upper` (or lower)
+    triangle.
+
+    Raises:
+        TypeError: if `a` is not float32/float64.
+        ValueError: if `a` has fewer than 2 dimensions or is not square.
+    """
+    a = check_matrix("tri_inv", a)
+    s = to_stream(stream)
+    return record1(INVERSE, (triangle(a, bool(upper)),), s)
+
+
+def cholesky_inv(L: Any, upper: bool = False, *, stream: Any = None) -> Array:  # noqa: N803
+    """The inverse of A from its Cholesky factor: (L L^T)^{-1}, or (U^T U)^{-1} if `upper`.
+
+    Args:
+        L: float32/float64 triangular factors (..., n, n); only that triangle is read.
+        upper: `L` holds upper factors.
+
+    Raises:
+        TypeError: if `L` is not float32/float64.
+        ValueError: if `L` has fewer than 2 dimensions or is not square.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.cholesky_inv(mx.array([[2.0, 0.0], [0.0, 1.0]])).tolist()
+        [[0.25, 0.0], [0.0, 1.0]]
+    """
+    L = check_matrix("cholesky_inv", L)
+    inv_factor = record1(INVERSE, (triangle(L, bool(upper)),), to_stream(stream))
+    if upper:
+        return mm(inv_factor, mT(inv_factor))
+    return mm(mT(inv_factor), inv_factor)
+
+
+def lu(a: Any, *, stream: Any = None) -> tuple[Array, Array, Array]:
+    """The LU factorization with partial pivoting of each matrix in `a`.
+
+    Args:
+        a: float32 or float64 array of shape (..., m, n).
+
+    Returns:
+        (p, L, U): row indices p (..., m) as uint32, unit lower-triangular L (..., m, k) and
+        upper-triangular U (..., k, n), k = min(m, n), such that A = L[p, :] @ U
+        (`take_along_axis(L, p[..., None], axis=-2) @ U` for batches).
+
+    Raises:
+        TypeError: if `a` is not float32/float64.
+        ValueError: if `a` has fewer than 2 dimensions.
+    """
+    a = check_matrix("lu", a, square=False)
+    packed, _, rows = record(LU_FACTOR, (a,), to_stream(stream))
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lower, upper = triangle(packed, False, 1), triangle(packed, True)
+    if n > k:
+        lower = lower[..., :, :k]
+    if m > k:
+        upper = upper[..., :k, :]
+    lower = ops().add(lower, ops().eye(m, k, dtype=a.dtype))
+    return rows, lower, upper
+
+
+def pinv(a: Any, *, stream: Any = None) -> Array:
+    """The Moore-Penrose pseudo-inverse of each matrix in `a`, through the SVD.
+
+    Singular values below `10 * max(m, n) * eps * max(S)` are treated as zero (MLX's cutoff).
+
+    Args:
+        a: float32 or float64 array of shape (..., m, n).
+
+    Returns:
+        The pseudo-inverses, of shape (..., n, m).
+
+    Raises:
+        TypeError: if `a` is not float32/float64.
+        ValueError: if `a` has fewer than 2 dimensions.
+    """
+    a = check_matrix("pinv", a, square=False)
+    o = ops()
+    u, s, vt = record(SVD(True), (a,), to_stream(stream))
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u_k = u[..., :, :k] if m > k else u
+    vt_k = vt[..., :k, :] if n > k else vt
+    rcond = 10.0 * max(m, n) * dt.finfo(a.dtype).eps
+    cutoff = multiply(rcond, o.max(s, axis=-1, keepdims=True))
+    keep = o.greater(s, cutoff)
+    safe = o.where(keep, s, 1.0)
+    inverse = o.where(keep, o.reciprocal(safe), 0.0)
+    return mm(multiply(mT(vt_k), expand_dims(inverse, -2)), mT(u_k))
+
+
+def cross(a: Any, b: Any, axis: int = -1, *, stream: Any = None) -> Array:
+    """The cross product of 3-vectors (2-vectors are extended with a zero z) along `axis`.
+
+    Args:
+        a, b: arrays whose `axis` has size 2 or 3; other axes broadcast.
+        axis: the axis holding the vectors.
+
+    Returns:
+        The cross products, with size 3 along `axis`, in the promoted dtype.
+
+    Raises:
+        ValueError: if `axis` is out of range or does not have size 2 or 3.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.cross(mx.array([1.0, 0.0, 0.0]), mx.array([0.0, 1.0, 0.0])).tolist()
+        [0.0, 0.0, 1.0]
+    """
+    a, b = as_array(a, "cross"), as_array(b, "cross")
+    for x in (a, b):
+        if not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"cross: axis {axis} is out of bounds for an array with {x.ndim} "
+                             "dimensions")
+        if x.shape[axis] not in (2, 3):
+            raise ValueError(f"cross: axis {axis} must have size 2 or 3, got shape {x.shape}")
+    with stream_context(to_stream(stream)):
+        return _cross(a, b, axis)
+
+
+def _cross(a: Array, b: Array, axis: int) -> Array:
+    o = ops()
+    out_type = dt.promote_types(a.dtype, b.dtype)
+    a3 = list(a.shape)
+    a3[axis] = 3
+    b3 = list(b.shape)
+    b3[axis] = 3
+    shape = list(broadcast_shapes(a3, b3, op="cross"))
+    ax = axis % len(shape)
+    parts = []
+    for x in (a, b):
+        size = x.shape[axis]
+        shape[ax] = size
+        x = o.broadcast_to(astype(x, out_type), tuple(shape))
+        pieces = o.split(x, size, axis=ax)
+        if size == 2:
+            pieces.append(None)
+        parts.append(pieces)
+    (a0, a1, a2), (b0, b1, b2) = parts
+
+    def term(x: Array | None, y: Array | None, u: Array | None, v: Array | None) -> Array:
+        """x*y - u*v with missing (zero) z components dropped."""
+        left = multiply(x, y) if x is not None and y is not None else None
+        right = multiply(u, v) if u is not None and v is not None else None
+        if left is None and right is None:
+            return o.zeros_like(a0)
+        if right is None:
+            return left
+        return negative(right) if left is None else subtract(left, right)
+
+    out = [term(a1, b2, a2, b1), term(a2, b0, a0, b2), term(a0, b1, a1, b0)]
+    return o.concatenate(out, axis=ax)
+
+
+def det(a: Any, *, stream: Any = None) -> Array:
+    """The determinant of each square matrix in `a`.
+
+    Matrices up to 3x3 use the cofactor formula (exact, and smooth through singular
+    matrices); larger ones sign * exp(logabsdet) from `slogdet` (MLX's split).
+
+    Args:
+        a: array of shape (..., n, n); integers and booleans compute in float32.
+
+    Returns:
+        The determinants, of shape (...). Singular matrices larger than 3x3 give 0 with a NaN
+        gradient.
+
+    Raises:
+        TypeError: if `a` is complex or a half-precision float.
+        ValueError: if `a` is not a batch of square matrices.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.det(mx.array([[2.0, 1.0], [1.0, 3.0]])).item()
+        5.0
+    """
+    a = determinant_input("det", a, stream)
+    n = a.shape[-1]
+    s = to_stream(stream)
+    with stream_context(s):
+        if n > 3:
+            sign, logabs = record(SLOGDET, (a,), s)
+            return multiply(sign, ops().exp(logabs))
+        if n == 0:
+            return ops().ones(a.shape[:-2], a.dtype)
+
+        def e(i: int, j: int) -> Array:
+            return a[..., i, j]
+
+        if n == 1:
+            return e(0, 0)
+        if n == 2:
+            return subtract(multiply(e(0, 0), e(1, 1)), multiply(e(0, 1), e(1, 0)))
+
+        def minor(i: int, j: int, k: int, m: int) -> Array:
+            return subtract(multiply(e(1, i), e(2, j)), multiply(e(1, k), e(2, m)))
+
+        first = multiply(e(0, 0), minor(1, 2, 2, 1))
+        second = multiply(e(0, 1), minor(0, 2, 2, 0))
+        third = multiply(e(0, 2), minor(0, 1, 1, 0))
+        return ops().add(subtract(first, second), third)

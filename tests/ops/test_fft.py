@@ -1,0 +1,158 @@
+"""Conformance of `nuvec.fft` against `numpy.fft` (complex128 references), errors, gradients."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp
+
+F = mx.fft
+RNG = np.random.default_rng(7)
+TOL = dict(rtol=2e-5, atol=2e-5)
+
+
+def _load_specs():
+    path = Path(__file__).parents[1] / "transforms" / "spec_fft.py"
+    spec = importlib.util.spec_from_file_location("spec_fft_for_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.GRAD_SPECS
+
+
+def signal(shape, complex_=False):
+    x = RNG.standard_normal(shape)
+    return x + 1j * RNG.standard_normal(shape) if complex_ else x
+
+
+ONE_D = [
+    ("fft", {}, False), ("fft", {"n": 9}, True), ("fft", {"n": 3, "axis": 0}, True),
+    ("ifft", {}, True), ("ifft", {"n": 4, "axis": -2}, False),
+    ("rfft", {}, False), ("rfft", {"n": 7}, False), ("rfft", {"n": 4, "axis": 0}, False),
+    ("irfft", {}, True), ("irfft", {"n": 9}, True), ("irfft", {"n": 3, "axis": 0}, True),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,complex_", ONE_D,
+                         ids=[f"{n}-{k}-complex={c}" for n, k, c in ONE_D])
+def test_one_dimensional_matches_numpy(name, kwargs, complex_):
+    x = signal((5, 6), complex_)
+    out = getattr(F, name)(mx.array(x), **kwargs)
+    expected = getattr(np.fft, name)(x, **kwargs)
+    dtype = mx.float32 if name == "irfft" else mx.complex64
+    assert_allclose(out, expected, dtype=dtype, **TOL)
+
+
+MULTI = [
+    ("fft2", {}), ("fft2", {"s": (3, 8), "axes": (0, 2)}), ("ifft2", {"axes": (-1, 0)}),
+    ("fftn", {}), ("fftn", {"s": (2, 5), "axes": (1, 2)}), ("ifftn", {"axes": (0,)}),
+    ("rfft2", {}), ("rfft2", {"s": (4, 5), "axes": (2, 0)}), ("rfftn", {}),
+    ("irfft2", {}), ("irfft2", {"s": (3, 7), "axes": (0, 1)}), ("irfftn", {}),
+    ("irfftn", {"s": (4, 2, 5), "axes": (0, 1, 2)}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", MULTI, ids=[f"{n}-{k}" for n, k in MULTI])
+def test_multi_dimensional_matches_numpy(name, kwargs):
+    complex_ = name.startswith(("i", "fft"))
+    x = signal((3, 4, 6), complex_)
+    out = getattr(F, name)(mx.array(x), **kwargs)
+    expected = getattr(np.fft, name)(x, **kwargs)
+    dtype = mx.float32 if name.startswith("irfft") else mx.complex64
+    assert_allclose(out, expected, dtype=dtype, rtol=5e-5, atol=5e-5)
+
+
+@pytest.mark.parametrize("dtype", [mx.float64, mx.float16, mx.int32, mx.bool_, mx.complex64],
+                         ids=lambda d: d.name)
+def test_fft_input_dtypes_give_complex64(dtype):
+    x = (RNG.standard_normal(8) * 3).astype(dtype.np) if dtype is not mx.bool_ else \
+        RNG.random(8) > 0.5
+    out = F.fft(mx.array(x, dtype))
+    assert_allclose(out, np.fft.fft(np.asarray(mx.array(x, dtype)).astype(np.complex128)),
+                    dtype=mx.complex64, **TOL)
+
+
+def test_rfft_of_complex_input_drops_the_imaginary_part():
+    x = signal(6, True)
+    assert_allclose(F.rfft(mx.array(x)), np.fft.rfft(x.real), dtype=mx.complex64, **TOL)
+
+
+def test_round_trips():
+    x = signal((4, 6))
+    assert_allclose(F.irfftn(F.rfftn(mx.array(x)), s=x.shape, axes=(0, 1)), x, **TOL)
+    assert_allclose(F.ifft(F.fft(mx.array(x))), x.astype(np.complex128), **TOL)
+
+
+def test_views_and_size_one():
+    x = signal((6, 4))
+    view = mx.array(x).T[:, ::2]
+    assert_allclose(F.fft(view), np.fft.fft(x.T[:, ::2]), **TOL)
+    assert_allclose(F.fft(mx.array([2.5])), np.array([2.5 + 0j]), **TOL)
+    assert_allclose(F.irfft(mx.array([1.0 + 0j, 2.0]), n=2), np.fft.irfft([1.0, 2.0], n=2), **TOL)
+
+
+def test_empty_axes_return_the_input():
+    a = mx.array([1.0, 2.0])
+    assert F.fftn(a, axes=[]) is a
+
+
+def test_fftn_default_covers_all_axes_and_fft2_none_axes():
+    x = signal((2, 3, 4), True)
+    assert_allclose(F.fftn(mx.array(x)), np.fft.fftn(x), rtol=5e-5, atol=5e-5)
+    assert_allclose(F.fft2(mx.array(x), axes=None), np.fft.fftn(x), rtol=5e-5, atol=5e-5)
+
+
+@pytest.mark.parametrize("shape,axes", [((5,), None), ((4, 5), (0,)), ((4, 5), (-1, 0))],
+                         ids=str)
+def test_fftshift_and_inverse(shape, axes):
+    x = signal(shape).astype(np.float32)
+    shifted = F.fftshift(mx.array(x), axes)
+    assert_allclose(shifted, np.fft.fftshift(x, axes), rtol=0, atol=0)
+    assert_allclose(F.ifftshift(shifted, axes), x, rtol=0, atol=0)
+
+
+ERRORS = [
+    (lambda: F.fft(mx.array(1.0)), ValueError, "fft"),
+    (lambda: F.fft(mx.array([1.0, 2.0]), axis=1), ValueError, "fft"),
+    (lambda: F.rfft(mx.array([1.0, 2.0]), n=0), ValueError, "rfft"),
+    (lambda: F.irfft(mx.array([1.0 + 0j])), ValueError, "irfft"),
+    (lambda: F.fft2(mx.zeros((2, 2)), axes=(0, 0)), ValueError, "fft2"),
+    (lambda: F.fftn(mx.zeros((2, 2)), s=(2, 2)), ValueError, "fftn"),
+    (lambda: F.ifft2(mx.zeros((2, 2)), s=(2,)), ValueError, "ifft2"),
+    (lambda: F.rfftn(mx.zeros((2, 2)), axes=(0, 2)), ValueError, "rfftn"),
+    (lambda: F.fftshift(mx.zeros((2, 2)), axes=(3,)), ValueError, "fftshift"),
+    (lambda: F.fft("signal"), TypeError, "fft"),
+]
+
+
+@pytest.mark.parametrize("call,error,op", ERRORS, ids=[f"{i}-{e[2]}" for i, e in enumerate(ERRORS)])
+def test_rejected_inputs(call, error, op):
+    with pytest.raises(error, match=f"^{op}: "):
+        call()
+
+
+@pytest.mark.parametrize("spec", _load_specs(), ids=lambda s: s.name)
+def test_gradients_at_float32_tolerance(spec):
+    # Transforms compute in complex64, so the float64 tolerances of the rule table do not apply;
+    # the FFT is linear, so a large step has no truncation error.
+    args = spec.arrays(np.random.default_rng(0))
+    check_grads(spec.fn, args, eps=1e-2, rtol=1e-4, atol=1e-4)
+    check_jvp_vjp(spec.fn, args, rtol=1e-5, atol=1e-5)
+
+
+def test_grad_of_power_spectrum():
+    x = signal(8)
+
+    def loss(a):
+        z = F.rfft(a)
+        return mx.sum(mx.real(z) * mx.real(z) + mx.real(z * -1j) * mx.real(z * -1j))
+
+    def power(v):
+        return np.sum(np.abs(np.fft.rfft(v)) ** 2)
+
+    numeric = np.array([(power(x + 1e-6 * e) - power(x - 1e-6 * e)) / 2e-6 for e in np.eye(8)])
+    assert_allclose(mx.grad(loss)(mx.array(x)), numeric, rtol=1e-3, atol=1e-3)
