@@ -63,7 +63,8 @@ from nuvec.graph.primitive import TransformError
 from nuvec.graph.transforms import grad, jvp, value_and_grad, vjp, vmap
 from nuvec.graph.custom import checkpoint, custom_function, depends
 from nuvec.ops import *  # noqa: F401,F403
-from nuvec import fft, linalg  # noqa: E402  (the mx.fft and mx.linalg namespaces)
+import nuvec.fft as fft  # noqa: E402  (after the star import, which binds nuvec.ops.fft)
+import nuvec.linalg as linalg  # noqa: E402  (likewise nuvec.ops.linalg)
 import nuvec.random as random  # noqa: E402  (after the star import, which binds nuvec.ops.random)
 from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
 from nuvec import utils  # noqa: E402

@@ -1,0 +1,355 @@
+"""Scaled dot-product attention: the `Attention` primitive, its fallback graph (MLX's, with
+sinks folded into the softmax, a causal offset and a sliding window), and the execution of a
+plan (vector or tiled nodes on a GPU, the composition in row blocks elsewhere).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, wide
+from nuvec.fast.planner import (
+    AttentionOptions,
+    Group,
+    RouteKey,
+    Target,
+    gqa_decode,
+    key_range,
+    plan,
+    row_blocks,
+    tiled_head,
+    tk1_variant,
+    vector_head,
+)
+from nuvec.fast.softmax import SOFTMAX
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record
+from nuvec.graph.custom import depends
+from nuvec.graph.device import DeviceType, stream as stream_context, to_stream
+from nuvec.ops.arguments import as_array
+
+__all__ = ["scaled_dot_product_attention"]
+
+OP = "scaled_dot_product_attention"
+
+
+def _invalid(msg: str) -> ValueError:
+    return ValueError(f"{OP}: {msg}")
+
+
+def attention_target(dtype: dt.Dtype, size: int, stream: Any = None) -> Target:
+    """Where attention over `dtype` runs: a GPU for the kernels' dtypes on a GPU stream (or
+    a GPU `Target`), else the CPU."""
+    if isinstance(stream, Target):
+        gpu = stream.kind == "gpu"
+        cls = stream.gpu_class
+    else:
+        s = to_stream(stream)
+        gpu = s.device.type is DeviceType.gpu
+        cls = getattr(s.backend if gpu else None, "gpu_class", "g")
+        cls = cls() if callable(cls) else cls
+    if gpu and dtype in (dt.float16, dt.bfloat16, dt.float32) and 0 < max(size, 1) < 2**32 - 1:
+        return Target("gpu", cls)
+    return Target("cpu")
+
+
+def attention_key(qs, ks, vs, dtype: dt.Dtype, options: AttentionOptions,
+                  target: Target) -> RouteKey:
+    """The routing key of a call from its shapes, dtype and options, validated as the op
+    validates them (the mask's and the sinks' shapes and dtypes)."""
+    qs, ks, vs = tuple(qs), tuple(ks), tuple(vs)
+    if any(len(s) != 4 for s in (qs, ks, vs)):
+        raise _invalid(f"q, k and v must be 4-D, got {list(qs)}, {list(ks)} and {list(vs)}")
+    if ks[0] != qs[0] or vs[0] != qs[0] or qs[3] != ks[3] or ks[1] != vs[1] or ks[2] != vs[2]:
+        raise _invalid(f"incompatible shapes {list(qs)}, {list(ks)} and {list(vs)}")
+    if ks[1] == 0 or qs[1] % ks[1] != 0:
+        raise _invalid(f"the query heads ({qs[1]}) must be a multiple of the key heads "
+                       f"({ks[1]})")
+    floating(OP, dtype)
+    m = options.mask
+    bool_mask = False
+    if m is None:
+        kind = "none"
+    elif isinstance(m, str):
+        if m != "causal":
+            raise _invalid(f"the mask must be None, 'causal' or an array, got {m!r}")
+        kind = "causal"
+    else:
+        if m.ndim > 4:
+            raise _invalid(f"the mask must have at most 4 dimensions, got {list(m.shape)}")
+        if m.dtype is not dt.bool_ and dt.promote_types(m.dtype, dtype) is not dtype:
+            raise _invalid(f"a {m.dtype.name} mask does not promote to {dtype.name}")
+        full = (qs[0], qs[1], qs[2], ks[2])
+        if not all(a == b or a == 1 for a, b in zip(reversed(m.shape), reversed(full))):
+            raise _invalid(f"the mask {list(m.shape)} does not broadcast to {list(full)}")
+        kind, bool_mask = "array", m.dtype is dt.bool_
+    s = options.sinks
+    if s is not None and (s.ndim != 1 or s.size != qs[1]
+                          or dt.promote_types(s.dtype, dtype) is not dtype):
+        raise _invalid(f"sinks must be [{qs[1]}] of a type promoting to {dtype.name}")
+    w = options.window
+    if w is not None and (not isinstance(w, int) or w < 1):
+        raise _invalid(f"the window must be at least 1, got {w}")
+    cap = options.max_score_bytes
+    if cap is not None and (not isinstance(cap, int) or cap < 1):
+        raise _invalid(f"max_score_bytes must be a positive integer, got {cap!r}")
+    return RouteKey(qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], vs[3], dtype, kind, bool_mask,
+                    s is not None, w, cap, target)
+
+
+def attention_graph(inputs, scale: float, causal: bool, has_mask: bool, has_sinks: bool,
+                    offset: int | None = None, window: int | None = None) -> Array:
+    """MLX's attention fallback from ordinary operations, with sinks folded into the softmax.
+
+    Under `causal`, query `i` sees keys up to `i + offset` (`offset` defaults to `Lk - Lq`,
+    the queries being the last positions), and with a `window` only the `window` keys up to
+    that one. Masked scores take the dtype's lowest value (a row that sees no key averages
+    every key); an additive mask is added.
+    """
+    ops = mx()
+    q, k, v = inputs[0], inputs[1], inputs[2]
+    dtype = q.dtype
+    b, hq, lq, d = q.shape
+    hkv, lk, dv = k.shape[1], k.shape[2], v.shape[3]
+    rep = hq // hkv
+    q = ops.multiply(q, scale)
+    if rep > 1:
+        q = ops.reshape(q, (b, hkv, rep, lq, d))
+        k, v = ops.expand_dims(k, 2), ops.expand_dims(v, 2)
+    scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
+    mask = None
+    if causal:
+        off = lk - lq if offset is None else offset
+        qi = ops.expand_dims(ops.arange(off, off + lq, dtype=dt.int32), 1)
+        ki = ops.expand_dims(ops.arange(lk, dtype=dt.int32), 0)
+        mask = ops.greater_equal(qi, ki)
+        if window is not None:
+            # Key `j` is in the window of query position `p` when `j > p - window`.
+            mask = ops.logical_and(mask, ops.greater(ki, ops.subtract(qi, window)))
+    elif has_mask:
+        mask = inputs[3]
+        if rep > 1:
+            mask = ops.reshape(mask, (b, hkv, rep, lq, lk))
+    if mask is not None:
+        if mask.dtype is dt.bool_:
+            scores = ops.where(mask, scores, float(dt.finfo(dtype).min))
+        else:
+            scores = ops.add(scores, mask)
+    if scores.size == 0:
+        probs = scores  # nothing to normalise (no keys: the output is the empty sum, zeros)
+    elif has_sinks:
+        # softmax over [sink, scores...], without the sink's column.
+        s = wide(scores)
+        shape = (1, hkv, rep, 1, 1) if rep > 1 else (1, hq, 1, 1)
+        sink = ops.reshape(ops.astype(inputs[-1], s.dtype), shape)
+        m = ops.stop_gradient(ops.maximum(ops.max(s, axis=-1, keepdims=True), sink))
+        e = ops.exp(ops.subtract(s, m))
+        denom = ops.add(ops.sum(e, axis=-1, keepdims=True), ops.exp(ops.subtract(sink, m)))
+        probs = ops.astype(ops.divide(e, denom), dtype)
+    else:
+        probs = one(SOFTMAX, [scores])
+    out = ops.matmul(probs, v)
+    return ops.reshape(out, (b, hq, lq, dv)) if rep > 1 else out
+
+
+def attention_config(op: "Attention", inputs) -> bool:
+    """Whether a recorded node's kernel choice fits its inputs (the planner's choices always
+    do; this guards nodes built directly)."""
+    q, k, v = inputs[0], inputs[1], inputs[2]
+    lq, lk, d, dv = q.shape[2], k.shape[2], q.shape[3], v.shape[3]
+    gqa = q.shape[1] // k.shape[1]
+    if lq == 0 or lk == 0:
+        return False
+    if op.passes == 0:
+        return tiled_head(d, dv) and (not op.causal or lq <= lk) and not op.gqa_kernel \
+            and not op.tk1
+    if op.passes not in (1, 2):
+        return False
+    vector = lq <= 8 and lq <= lk and vector_head(d, dv) and (d != 512 or lq == 1)
+    two = op.passes == 1 or (
+        1 <= op.blocks <= 1024 and 32 * gqa * lq <= 1024
+        and (not op.gqa_kernel or (lq == 1 and not op.mask and not op.sinks
+                                   and gqa_decode(gqa, d, dv)))
+        and (not op.tk1 or (not op.gqa_kernel and tk1_variant(q.dtype, d, dv))))
+    return vector and two and (op.passes == 2 or (not op.gqa_kernel and not op.tk1))
+
+
+class Attention(FastOp):
+    """`(q, k, v[, mask][, sinks])`: scaled dot-product attention as one kernel.
+
+    `passes` is 1 or 2 for the vector kernels (`blocks` key partitions in the first of two,
+    `gqa_kernel` the grouped-query decode kernel, `tk1` its one-key-per-step variant) or 0
+    for the tiled kernel; set by the planner.
+    """
+
+    __slots__ = ("scale", "causal", "mask", "sinks", "passes", "blocks", "gqa_kernel", "tk1")
+    op = OP
+
+    def __init__(self, scale: float, causal: bool = False, mask: bool = False,
+                 sinks: bool = False, passes: int = 0, blocks: int = 1,
+                 gqa_kernel: bool = False, tk1: bool = False):
+        self.scale = as_f32_bits(scale)
+        self.causal, self.mask, self.sinks = bool(causal), bool(mask), bool(sinks)
+        self.passes, self.blocks = int(passes), int(blocks)
+        self.gqa_kernel, self.tk1 = bool(gqa_kernel), bool(tk1)
+
+    def params(self):
+        return (self.scale, self.causal, self.mask, self.sinks, self.passes, self.blocks,
+                self.gqa_kernel, self.tk1)
+
+    def arity(self, inputs):
+        return 3 + int(self.mask) + int(self.sinks)
+
+    def valid(self, inputs):
+        q, k, v = inputs[0], inputs[1], inputs[2]
+        if any(a.ndim != 4 or a.dtype is not q.dtype for a in (q, k, v)):
+            raise _invalid("q, k and v must be 4-D arrays of one dtype")
+        qs, ks, vs = q.shape, k.shape, v.shape
+        shapes = (ks[0] == qs[0] and vs[0] == qs[0] and qs[3] == ks[3] and ks[1] == vs[1]
+                  and ks[2] == vs[2] and ks[1] > 0 and qs[1] % ks[1] == 0)
+        mask_ok = not self.mask or (
+            inputs[3].shape == (qs[0], qs[1], qs[2], ks[2])
+            and inputs[3].dtype in (dt.bool_, q.dtype))
+        sinks_ok = not self.sinks or (
+            inputs[-1].ndim == 1 and inputs[-1].size == qs[1] and inputs[-1].dtype is q.dtype)
+        return shapes and mask_ok and sinks_ok and attention_config(self, inputs)
+
+    def specs(self, inputs):
+        q, v = inputs[0], inputs[2]
+        return [((*q.shape[:3], v.shape[3]), q.dtype)]
+
+    def fallback(self, inputs):
+        return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks)]
+
+
+class Call:
+    """One validated attention call, ready to run parts of."""
+
+    def __init__(self, key: RouteKey, scale: float, q, k, v, mask, sinks):
+        self.key, self.scale = key, as_f32_bits(scale)
+        self.q, self.k, self.v, self.mask, self.sinks = q, k, v, mask, sinks
+
+    def slices(self, rows: tuple[int, int], keys: tuple[int, int]):
+        """Queries `rows`, keys `keys` and the mask's matching part."""
+        key = self.key
+        whole_q, whole_k = rows == (0, key.lq), keys == (0, key.lk)
+        q = self.q if whole_q else self.q[:, :, rows[0]:rows[1]]
+        k, v = self.k, self.v
+        if not whole_k:
+            k, v = k[:, :, keys[0]:keys[1]], v[:, :, keys[0]:keys[1]]
+        mask = self.mask
+        if mask is not None and not (whole_q and whole_k):
+            mask = mask[:, :, rows[0]:rows[1], keys[0]:keys[1]]
+        return q, k, v, mask
+
+    def _inputs(self, q, k, v, mask) -> list[Array]:
+        inputs = [q, k, v]
+        if mask is not None:
+            inputs.append(mask)
+        if self.sinks is not None:
+            inputs.append(self.sinks)
+        return inputs
+
+    def fused(self, start: int, end: int, keys: int, passes: int = 0, blocks: int = 1,
+              gqa_kernel: bool = False, tk1: bool = False) -> Array:
+        """One kernel node over query rows `start..end` and the first `keys` keys."""
+        q, k, v, mask = self.slices((start, end), (0, keys))
+        op = Attention(self.scale, self.key.mask == "causal", mask is not None,
+                       self.sinks is not None, passes, blocks, gqa_kernel, tk1)
+        return record(op, self._inputs(q, k, v, mask), to_stream(None))[0]
+
+    def group(self, g: Group) -> Array:
+        """One dispatch group of the vector schedule."""
+        if g.kind is not None:
+            kd = g.kind
+            return self.fused(g.start, g.end, g.keys, kd.passes, kd.blocks, kd.gqa_kernel,
+                              kd.tk1)
+        q, k, v, mask = self.slices((g.start, g.end), (0, g.keys))
+        key = self.key
+        return attention_graph(self._inputs(q, k, v, mask), self.scale, key.mask == "causal",
+                               mask is not None, self.sinks is not None,
+                               g.start + key.lk - key.lq)
+
+    def composed(self, start: int, end: int, after: Array | None) -> Array:
+        """The composition over query rows `start..end` with the keys those rows see,
+        evaluated after `after` when given (so one block's scores are live at a time)."""
+        key = self.key
+        lo, hi = key_range(key, start, end)
+        q, k, v, mask = self.slices((start, end), (lo, hi))
+        if after is not None:
+            q = depends([q], [after])[0]
+        return attention_graph(self._inputs(q, k, v, mask), self.scale, key.mask == "causal",
+                               mask is not None, self.sinks is not None,
+                               start + key.lk - key.lq - lo, key.window)
+
+    def run(self) -> Array:
+        key = self.key
+        route = plan(key).route
+        if route.kind == "tiled":
+            return self.fused(0, key.lq, key.lk)
+        if route.kind == "vector":
+            outs = [self.group(g) for g in route.groups]
+        else:
+            outs = []
+            for s, e in row_blocks(key, route.rows):
+                outs.append(self.composed(s, e, outs[-1] if outs else None))
+            if not outs:
+                outs = [self.composed(0, key.lq, None)]
+        return outs[0] if len(outs) == 1 else mx().concatenate(outs, axis=2)
+
+
+def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: Any = None,
+                                 sinks: Any = None, window: int | None = None,
+                                 max_score_bytes: int | None = None,
+                                 stream: Any = None) -> Array:
+    """`softmax(q @ k^T * scale + mask) @ v` per head, with grouped-query heads.
+
+    Args:
+        q: queries `[B, Hq, Lq, D]`.
+        k: keys `[B, Hkv, Lk, D]`, `Hq` a multiple of `Hkv`.
+        v: values `[B, Hkv, Lk, Dv]`.
+        scale: multiplies the scores.
+        mask: None; "causal" (query `i` sees keys `0..i + Lk - Lq`, the queries being the last
+            `Lq` positions); or an array broadcastable to `[B, Hq, Lq, Lk]`, boolean (true
+            attends) or additive.
+        sinks: per-query-head logits `[Hq]` that join each softmax without a value.
+        window: with the causal mask, each query sees only its last `window` keys.
+        max_score_bytes: the most bytes of scores the composition holds at once (it then
+            runs over blocks of query rows); the planner's choice otherwise.
+        stream: stream or device.
+
+    Returns:
+        `[B, Hq, Lq, Dv]` in the promoted dtype of `q`, `k` and `v`.
+
+    Raises:
+        ValueError: for shapes that do not fit, a bad mask, sinks, window or cap.
+        TypeError: if the promoted dtype is not floating-point.
+
+    Example:
+        >>> q = mx.ones((1, 2, 3, 4))
+        >>> mx.fast.scaled_dot_product_attention(q, q, q, scale=0.5, mask="causal").shape
+        (1, 2, 3, 4)
+    """
+    with stream_context(to_stream(stream)):
+        q, k, v = (as_array(a, OP) for a in (q, k, v))
+        if any(a.ndim != 4 for a in (q, k, v)):
+            raise _invalid(f"q, k and v must be 4-D, got {list(q.shape)}, {list(k.shape)} "
+                           f"and {list(v.shape)}")
+        dtype = dt.promote_types(dt.promote_types(q.dtype, k.dtype), v.dtype)
+        if mask is not None and not isinstance(mask, str):
+            mask = as_array(mask, OP)
+        if sinks is not None:
+            sinks = as_array(sinks, OP)
+        options = AttentionOptions(mask, sinks, window, max_score_bytes)
+        key = attention_key(q.shape, k.shape, v.shape, dtype, options,
+                            attention_target(dtype, q.size))
+        ops = mx()
+        q, k, v = (ops.astype(a, dtype) for a in (q, k, v))
+        full = None
+        if key.mask == "array":
+            m = mask if mask.dtype is dt.bool_ else ops.astype(mask, dtype)
+            full = ops.broadcast_to(m, (key.b, key.hq, key.lq, key.lk))
+        if sinks is not None:
+            sinks = ops.astype(sinks, dtype)
+        return Call(key, float(scale), q, k, v, full, sinks).run()
+

@@ -1,0 +1,220 @@
+"""The `FastOp` primitive family: input checks, kernel-or-fallback recording, default rules.
+
+A fused operation is recorded as one node when a kernel takes it (a GPU stream with a
+float16/bfloat16/float32 input, or a CPU stream for the ops with a direct NumPy kernel); anywhere
+else its fallback graph of ordinary operations is built. Rules not written by a subclass
+differentiate or batch that fallback graph; `run_on_cpu` computes a node through it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, leaf, record
+from nuvec.graph.device import DeviceType, default_stream, stream as stream_context, to_stream
+from nuvec.graph.primitive import Primitive
+
+KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
+# The dtypes a recorded node takes: the GPU kernels' and float64 (computed with NumPy).
+NODE_FLOATS = (*KERNEL_FLOATS, dt.float64)
+_U32_MAX = 2**32 - 1
+
+
+def mx() -> Any:
+    """The ordinary operations (imported when a graph is built, not at import time)."""
+    import nuvec.ops as ops
+
+    return ops
+
+
+def floating(op: str, dtype: dt.Dtype) -> None:
+    """Raises TypeError unless `dtype` is a floating-point type."""
+    if not dtype.is_floating:
+        raise TypeError(f"{op}: unsupported dtype {dtype.name}, expected a floating-point type")
+
+
+def scalar(value: float, dtype: dt.Dtype) -> Array:
+    """A 0-d evaluated array of `value` in `dtype`."""
+    return leaf(np.asarray(value, dtype=dtype.np), dtype)
+
+
+def check_param(op: str, what: str, p: Array, x: Array) -> None:
+    """Raises ValueError unless `p` is 1-D with the size of `x`'s last axis."""
+    if p.ndim != 1 or p.size != x.shape[-1]:
+        raise ValueError(
+            f"{op}: {what} must be 1-D with {x.shape[-1]} elements, got shape {p.shape}"
+        )
+
+
+def as_f32_bits(value: float) -> float:
+    """`value` rounded to float32, as the seed stores parameters (`f32::to_bits`)."""
+    return float(np.float32(value))
+
+
+def wide(x: Array) -> Array:
+    """`x` in float32 at least (float64 stays float64), as the fallbacks compute."""
+    return x if x.dtype in (dt.float32, dt.float64) else mx().astype(x, dt.float32)
+
+
+def on_gpu(dtype: dt.Dtype, size: int) -> bool:
+    """Whether a GPU kernel covers `dtype` on the current stream."""
+    return (
+        to_stream(None).device.type is DeviceType.gpu
+        and dtype in KERNEL_FLOATS
+        and 0 < size < _U32_MAX
+    )
+
+
+def kernel_takes(op: FastOp, x: Array) -> bool:
+    """Whether `op` on `x` is recorded as one node on the current stream."""
+    if on_gpu(x.dtype, x.size):
+        return True
+    s = to_stream(None)
+    return (
+        s.device.type is DeviceType.cpu
+        and op.cpu_fused
+        and x.dtype.is_floating
+        and x.size > 0
+    )
+
+
+def record_or_fallback(op: FastOp, inputs: Sequence[Array]) -> list[Array]:
+    """Records `op` as one node for a kernel, or builds its fallback graph."""
+    inputs = list(inputs)
+    if kernel_takes(op, inputs[0]):
+        return record(op, inputs, to_stream(None))
+    return op.fallback(inputs)
+
+
+def one(op: FastOp, inputs: Sequence[Array]) -> Array:
+    """The only output of `record_or_fallback(op, inputs)`."""
+    return record_or_fallback(op, inputs)[0]
+
+
+def front(inputs: Sequence[Array], axes: Sequence[int | None], i: int) -> Array:
+    """Input `i` with its batch axis first (broadcast along a new one when unbatched)."""
+    from nuvec.ops.families import batch_size, move_batch_to_front
+
+    return move_batch_to_front(inputs[i], axes[i], batch_size(inputs, axes))
+
+
+class FastOp(Primitive):
+    """A fused operation: checks, output specs, a fallback graph and rules.
+
+    Subclasses define `op` (the public name used in messages), `arity(inputs)` (the expected
+    input count), `valid(inputs)` (the seed's `check`: whether kernels and fallbacks take the
+    inputs), `specs(inputs)` and `fallback(inputs)`. `cpu_fused` marks ops with a direct NumPy
+    kernel, which the CPU records as one node; `row_wise` ops batch as one node (batch first).
+    """
+
+    __slots__ = ()
+    abstract = True
+    op = "fast"
+    cpu_fused = False
+    row_wise = False
+
+    def valid(self, inputs: Sequence[Array]) -> bool:
+        return True
+
+    def specs(self, inputs: Sequence[Array]) -> list[tuple[tuple[int, ...], dt.Dtype]]:
+        x = inputs[0]
+        return [(x.shape, x.dtype)]
+
+    def output_specs(self, inputs):
+        n = self.arity(inputs)
+        if len(inputs) != n or inputs[0].ndim == 0:
+            raise ValueError(f"{self.op}: {n} inputs expected, got {len(inputs)}")
+        x = inputs[0]
+        if x.dtype not in NODE_FLOATS:
+            raise TypeError(f"{self.op}: unsupported dtype {x.dtype.name}, expected a "
+                            "floating-point type")
+        if not self.valid(inputs):
+            shown = [(a.dtype.name, a.shape) for a in inputs]
+            raise ValueError(f"{self.op}: invalid inputs {shown}")
+        return self.specs(inputs)
+
+    # -- rules through the fallback graph ----------------------------------------------
+    def _traced(self, inputs: Sequence[Array], active: list[int]):
+        from nuvec.graph.transforms import _mark, _trace
+
+        starts = _mark([inputs[i] for i in active])
+
+        def run(*ps: Array) -> list[Array]:
+            full = list(inputs)
+            for p, i in zip(ps, active):
+                full[i] = p
+            return self.fallback(full)
+
+        return starts, _trace(run, starts)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return self.fallback_vjp(primals, cotangents, argnums)
+
+    def fallback_vjp(self, primals, cotangents, argnums) -> list[Array | None]:
+        """Reverse mode through the fallback graph, for the wanted floating inputs."""
+        from nuvec.graph.transforms import backward
+
+        active = [i for i in argnums if primals[i].dtype.is_inexact]
+        if not active:
+            return [None] * len(argnums)
+        starts, outs = self._traced(primals, active)
+        grads = backward(outs, list(cotangents), starts)
+        found = dict(zip(active, grads))
+        return [found.get(i) for i in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        from nuvec.graph.transforms import forward
+
+        active = [
+            i for i, t in enumerate(tangents) if t is not None and primals[i].dtype.is_inexact
+        ]
+        if not active:
+            return [None] * len(outputs)
+        starts, outs = self._traced(primals, active)
+        return forward(outs, starts, [tangents[i] for i in active])
+
+    def batch_first(self, inputs: Sequence[Array], axes: Sequence[int | None]) -> list[int]:
+        """The inputs that go batch-first into one node, or [] to batch the fallback."""
+        if self.row_wise and all(a is None for a in axes[1:]):
+            return [0]
+        return []
+
+    def vmap(self, inputs, axes):
+        moved = self.batch_first(inputs, axes)
+        if moved:
+            full = list(inputs)
+            for i in moved:
+                full[i] = front(inputs, axes, i)
+            outs = record_or_fallback(self, full)
+            return outs, [0] * len(outs)
+        from nuvec.graph.transforms import vmap as batched
+
+        outs = batched(lambda *xs: self.fallback(list(xs)), in_axes=tuple(axes))(*inputs)
+        return list(outs), [0] * len(outs)
+
+
+def run_on_cpu(
+    operands: Sequence[np.ndarray], f: Callable[[list[Array]], Sequence[Array]]
+) -> list[np.ndarray]:
+    """Builds a graph with `f` over evaluated `operands` on the CPU stream and computes it.
+
+    The caller's default stream is restored afterwards, even when `f` or the evaluation
+    raises. Returns the outputs' data as NumPy arrays.
+    """
+    from nuvec.graph.evaluator import eval as evaluate
+
+    leaves = [leaf(np.ascontiguousarray(a), dt.from_numpy_dtype(np.asarray(a).dtype))
+              for a in operands]
+    with stream_context(default_stream(DeviceType.cpu)):
+        outputs = list(f(leaves))
+    evaluate(outputs)
+    return [np.asarray(o) for o in outputs]
+
+
+def cpu_fallback_kernel(p: FastOp, *operands: np.ndarray) -> Any:
+    """A fused node computed through its fallback graph on the CPU."""
+    outs = run_on_cpu(operands, p.fallback)
+    return outs[0] if len(outs) == 1 else tuple(outs)

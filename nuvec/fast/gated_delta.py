@@ -1,0 +1,267 @@
+"""The gated delta rule (linear attention with a decaying, delta-updated state).
+
+Per step `t` and value head: `S = S * g_t`, `S += k_t (beta_t (v_t - S k_t))^T`, `y_t = S q_t`,
+with `S` of shape `[Dv, Dk]`. `gated_delta` returns the outputs and the final state,
+`gated_delta_steps` every step's state, `gated_delta_slots` reads and writes states in a pool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record
+from nuvec.graph.device import stream as stream_context, to_stream
+from nuvec.fast.base import KERNEL_FLOATS, NODE_FLOATS, FastOp, floating, mx, on_gpu, wide
+from nuvec.ops.arguments import as_array
+
+__all__ = ["gated_delta", "gated_delta_steps", "gated_delta_slots", "gated_delta_update"]
+
+
+def gated_delta_graph(inputs, steps: bool) -> list[Array]:
+    """The rule step by step from ordinary operations (mlx-lm's `gated_delta_ops`)."""
+    ops = mx()
+    q, k, v, g, beta, state = inputs
+    b, t, hk, dk = q.shape
+    hv, dv = v.shape[2], v.shape[3]
+
+    def heads(x: Array) -> Array:
+        # Each key head serves `Hv / Hk` consecutive value heads.
+        if hv == hk:
+            return x
+        wide_x = ops.broadcast_to(ops.expand_dims(x, 3), (b, t, hk, hv // hk, dk))
+        return ops.reshape(wide_x, (b, t, hv, dk))
+
+    qh, kh = heads(wide(q)), heads(wide(k))
+    vw, gw, bw = wide(v), wide(g), wide(beta)
+    s = wide(state)
+    ys, states = [], []
+    for i in range(t):
+        qt, kt, vt = (ops.take(a, i, axis=1) for a in (qh, kh, vw))
+        kt = ops.expand_dims(kt, 2)
+        s = ops.multiply(s, ops.reshape(ops.take(gw, i, axis=1), (b, hv, 1, 1)))
+        kv_mem = ops.sum(ops.multiply(s, kt), axis=-1)
+        delta = ops.multiply(ops.subtract(vt, kv_mem),
+                             ops.expand_dims(ops.take(bw, i, axis=1), -1))
+        s = ops.add(s, ops.multiply(kt, ops.expand_dims(delta, -1)))
+        y = ops.sum(ops.multiply(s, ops.expand_dims(qt, 2)), axis=-1)
+        ys.append(ops.astype(y, q.dtype))
+        if steps:
+            states.append(ops.astype(s, state.dtype))
+    y = ops.stack(ys, axis=1) if ys else ops.zeros((b, 0, hv, dv), q.dtype)
+    if not steps:
+        return [y, ops.astype(s, state.dtype)]
+    s = ops.stack(states, axis=1) if states else ops.zeros((b, 0, hv, dv, dk), state.dtype)
+    return [y, s]
+
+
+class _Delta(FastOp):
+    __slots__ = ()
+    abstract = True
+    op = "gated_delta"
+
+    def state_ok(self, inputs, b, hv, dv, dk) -> bool:
+        state = inputs[5]
+        return state.shape == (b, hv, dv, dk) and state.dtype in NODE_FLOATS
+
+    def valid(self, inputs):
+        q, k, v, g, beta = inputs[:5]
+        if q.ndim != 4 or v.ndim != 4 or q.shape != k.shape:
+            raise ValueError("gated_delta: q and k must be [B, T, Hk, Dk] and v [B, T, Hv, Dv]")
+        b, t, hk, dk = q.shape
+        hv, dv = v.shape[2], v.shape[3]
+        return (
+            k.dtype is q.dtype and v.dtype is q.dtype
+            and v.shape[:2] == (b, t)
+            and hk > 0 and hv % hk == 0 and dk % 32 == 0
+            and g.shape == (b, t, hv) and beta.shape == (b, t, hv)
+            and g.dtype in NODE_FLOATS and beta.dtype in NODE_FLOATS
+            and self.state_ok(inputs, b, hv, dv, dk)
+        )
+
+
+class GatedDelta(_Delta):
+    """`(q, k, v, g, beta, state)`: the outputs and the final state (or every step's)."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: bool):
+        self.steps = bool(steps)
+
+    def params(self):
+        return (self.steps,)
+
+    def arity(self, inputs):
+        return 6
+
+    def specs(self, inputs):
+        q, v, state = inputs[0], inputs[2], inputs[5]
+        shape = (state.shape[0], q.shape[1], *state.shape[1:]) if self.steps else state.shape
+        return [(v.shape, q.dtype), (shape, state.dtype)]
+
+    def fallback(self, inputs):
+        return gated_delta_graph(inputs, self.steps)
+
+
+class GatedDeltaSlots(_Delta):
+    """`(q, k, v, g, beta, pool, slots)`: the outputs and the pool with updated slot states."""
+
+    __slots__ = ()
+
+    def arity(self, inputs):
+        return 7
+
+    def state_ok(self, inputs, b, hv, dv, dk):
+        pool, slots = inputs[5], inputs[6]
+        return (pool.ndim == 4 and pool.shape[1:] == (hv, dv, dk) and slots.shape == (b,)
+                and slots.dtype is dt.int32 and pool.dtype in NODE_FLOATS)
+
+    def specs(self, inputs):
+        q, v, pool = inputs[0], inputs[2], inputs[5]
+        return [(v.shape, q.dtype), (pool.shape, pool.dtype)]
+
+    def fallback(self, inputs):
+        ops = mx()
+        pool, slots = inputs[5], inputs[6]
+        states = ops.take(pool, slots, axis=0)
+        y, new = gated_delta_graph([*inputs[:5], states], False)
+        at = ops.broadcast_to(ops.reshape(slots, (-1, 1, 1, 1)), new.shape)
+        return [y, ops.put_along_axis(pool, at, new, axis=0)]
+
+
+def _kernel(q, v, others) -> bool:
+    return (on_gpu(q.dtype, q.size) and q.dtype is v.dtype and q.shape[3] % 32 == 0
+            and all(a.dtype in KERNEL_FLOATS for a in others))
+
+
+def _run(op: FastOp, inputs: list[Array]) -> tuple[Array, Array]:
+    q, v = inputs[0], inputs[2]
+    if _kernel(q, v, inputs[3:6]):
+        y, s = record(op, inputs, to_stream(None))
+    else:
+        y, s = op.fallback(inputs)
+    return y, s
+
+
+def _checked(q, k, v, g, beta, state, op: str = "gated_delta") -> list[Array]:
+    arrays = [as_array(a, op) for a in (q, k, v, g, beta, state)]
+    for a in arrays:
+        floating("gated_delta", a.dtype)
+    q, k, v, g, beta, state = arrays
+    if q.ndim != 4 or q.shape != k.shape or v.ndim != 4:
+        raise ValueError(f"gated_delta: q and k must be [B, T, Hk, Dk] and v [B, T, Hv, Dv], "
+                         f"got {q.shape}, {k.shape}, {v.shape}")
+    b, t, hk, dk = q.shape
+    hv, dv = v.shape[2], v.shape[3]
+    if v.shape[:2] != (b, t) or hk == 0 or hv % hk:
+        raise ValueError(f"gated_delta: v must be [{b}, {t}, Hv, Dv] with Hv a multiple of "
+                         f"{hk}, got {v.shape}")
+    if g.shape != (b, t, hv) or beta.shape != (b, t, hv):
+        raise ValueError(f"gated_delta: g and beta must be [{b}, {t}, {hv}], got {g.shape} "
+                         f"and {beta.shape}")
+    if state.shape != (b, hv, dv, dk):
+        raise ValueError(f"gated_delta: state must be [{b}, {hv}, {dv}, {dk}], got "
+                         f"{state.shape}")
+    return arrays
+
+
+def gated_delta(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, *,
+                stream: Any = None) -> tuple[Array, Array]:
+    """The gated delta rule over `T` steps from `state`.
+
+    Args:
+        q, k: `[B, T, Hk, Dk]` queries and keys.
+        v: `[B, T, Hv, Dv]` values, `Hv` a multiple of `Hk` (each key head serves
+            `Hv / Hk` consecutive value heads).
+        g: `[B, T, Hv]` decays.
+        beta: `[B, T, Hv]` update strengths.
+        state: `[B, Hv, Dv, Dk]` initial state.
+        stream: stream or device.
+
+    Returns:
+        `(y, state)`: outputs `[B, T, Hv, Dv]` in `q`'s dtype and the final state in the
+        state's dtype (computed in float32 at least).
+
+    Raises:
+        ValueError: if the shapes do not fit.
+        TypeError: if an input is not floating-point.
+    """
+    with stream_context(to_stream(stream)):
+        return _run(GatedDelta(False), _checked(q, k, v, g, beta, state))
+
+
+def gated_delta_steps(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, *,
+                      stream: Any = None) -> tuple[Array, Array]:
+    """As `gated_delta`, returning the state after every step, `[B, T, Hv, Dv, Dk]`."""
+    with stream_context(to_stream(stream)):
+        return _run(GatedDelta(True), _checked(q, k, v, g, beta, state))
+
+
+def gated_delta_slots(q: Any, k: Any, v: Any, g: Any, beta: Any, pool: Any, slots: Any, *,
+                      stream: Any = None) -> tuple[Array, Array]:
+    """As `gated_delta`, with sequence `b`'s state read from and written to `pool[slots[b]]`.
+
+    Args:
+        q, k, v, g, beta: as `gated_delta`.
+        pool: `[S, Hv, Dv, Dk]` states.
+        slots: `[B]` integer slots.
+        stream: stream or device.
+
+    Returns:
+        `(y, pool)`: the outputs and the pool with the slots' final states.
+
+    Raises:
+        ValueError, TypeError: as `gated_delta`, or for a bad pool or slots.
+    """
+    with stream_context(to_stream(stream)):
+        ops = mx()
+        q, pool, slots = (as_array(a, "gated_delta_slots") for a in (q, pool, slots))
+        b = q.shape[0] if q.ndim else 0
+        if pool.ndim != 4 or slots.shape != (b,) or not slots.dtype.is_integer:
+            raise ValueError(
+                f"gated_delta_slots: pool must be [slots, Hv, Dv, Dk] and slots [{b}] "
+                f"integers, got {pool.shape} and {slots.dtype.name} {slots.shape}"
+            )
+        slots = ops.astype(slots, dt.int32)
+        arrays = _checked(q, k, v, g, beta, ops.take(pool, slots, axis=0))
+        return _run(GatedDeltaSlots(), [*arrays[:5], pool, slots])
+
+
+def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
+                       state: Any = None, mask: Any = None, use_kernel: bool = True, *,
+                       stream: Any = None) -> tuple[Array, Array]:
+    """mlx-lm's gated delta update from the gate projections.
+
+    `beta = sigmoid(b)`, `g = exp(-exp(A_log) * softplus(a + dt_bias))`; with a `mask`
+    (`[B, T]`, true where a step is real) masked steps leave the state unchanged.
+
+    Args:
+        q, k: `[B, T, Hk, Dk]`.
+        v: `[B, T, Hv, Dv]`.
+        a, b: `[B, T, Hv]` gate projections.
+        A_log, dt_bias: `[Hv]` per-head parameters.
+        state: `[B, Hv, Dv, Dk]`, or `None` for zeros.
+        mask: optional `[B, T]` boolean mask.
+        use_kernel: accepted for mlx-lm compatibility (the fused node is chosen where a
+            kernel exists).
+        stream: stream or device.
+
+    Returns:
+        `(y, state)` as `gated_delta`.
+    """
+    with stream_context(to_stream(stream)):
+        ops = mx()
+        q, v, a, b = (as_array(x, "gated_delta_update") for x in (q, v, a, b))
+        beta = ops.sigmoid(b)
+        softplus = ops.logaddexp(ops.add(a, dt_bias), 0.0)
+        gate = ops.multiply(ops.exp(ops.astype(A_log, dt.float32)), softplus)
+        g = ops.astype(ops.exp(ops.negative(gate)), a.dtype)
+        if state is None:
+            bsz, hv, dv = q.shape[0], v.shape[2], v.shape[3]
+            state = ops.zeros((bsz, hv, dv, q.shape[3]), q.dtype)
+        if mask is not None:
+            m = ops.expand_dims(as_array(mask, "gated_delta_update"), -1)
+            # A masked step neither decays nor updates the state.
+            g = ops.where(m, g, ops.ones_like(g))
+            beta = ops.where(m, beta, ops.zeros_like(beta))
+        return gated_delta(q, k, v, g, beta, state)

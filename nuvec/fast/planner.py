@@ -1,0 +1,419 @@
+"""The attention planner: which kernel (or composition) runs one attention call.
+
+A pure function of the target (CPU, or a GPU and its class), the dtype, the shapes and the
+options: `plan` maps a validated `RouteKey` to a `Route`; `plan_attention` is the public view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from nuvec.graph import dtypes as dt
+
+__all__ = [
+    "AttentionOptions",
+    "AttentionPlan",
+    "Composed",
+    "ComposedBlocks",
+    "Target",
+    "Tiled",
+    "Vector",
+    "plan_attention",
+]
+
+KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
+# Score bytes one row block of the CPU composition may hold when no cap is given: small
+# enough that a block's scores stay in cache between the softmax passes.
+CPU_SCORE_BYTES = 1 << 21
+# Queries the vector kernels take per call; lanes of one query in the two-pass kernel.
+VECTOR_QUERIES = 8
+SIMD = 32
+THREADS = 1024
+# Keys from which one pass over the keys is split into two.
+TWO_PASS_KEYS = 1024
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where attention runs: `kind` "cpu" or "gpu"; `gpu_class` sizes the two-pass kernel
+    ("s" small, "g" general, "d" large), as MLX's architecture letter does."""
+
+    kind: str = "cpu"
+    gpu_class: str = "g"
+
+    def __post_init__(self):
+        if self.kind not in ("cpu", "gpu") or self.gpu_class not in ("s", "g", "d"):
+            raise ValueError(f"plan_attention: unknown target {self.kind!r}/{self.gpu_class!r}")
+
+
+CPU = Target()
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionOptions:
+    """The options of an attention call.
+
+    Attributes:
+        mask: None, "causal" or an array (boolean: true attends; else added to the scores).
+        sinks: per-query-head sink logits `[Hq]`, or None.
+        window: with the causal mask, each query sees only its last `window` keys.
+        max_score_bytes: the most bytes of scores a composition may hold at once.
+    """
+
+    mask: Any = None
+    sinks: Any = None
+    window: int | None = None
+    max_score_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class RouteKey:
+    """A validated attention call: what the planner decides from."""
+
+    b: int
+    hq: int
+    hkv: int
+    lq: int
+    lk: int
+    d: int
+    dv: int
+    dtype: dt.Dtype
+    mask: str  # "none", "causal" or "array"
+    bool_mask: bool
+    sinks: bool
+    window: int | None
+    cap: int | None
+    target: Target
+
+
+# -- public kernel choices -------------------------------------------------------------
+@dataclass(frozen=True)
+class Vector:
+    """The vector kernels: `passes` over the keys (1 or 2), `blocks` key partitions of the
+    first of two passes, `dispatches` kernel launches (query row groups)."""
+
+    passes: int
+    blocks: int
+    dispatches: int
+
+
+@dataclass(frozen=True)
+class Tiled:
+    """The tiled (flash) kernel over query and key tiles."""
+
+
+@dataclass(frozen=True)
+class Composed:
+    """The composition of ordinary operations over every query row at once."""
+
+
+@dataclass(frozen=True)
+class ComposedBlocks:
+    """The composition over blocks of `rows` query rows, one block's scores live at a time."""
+
+    rows: int
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    """What runs an attention call.
+
+    Attributes:
+        kernel: `Vector`, `Tiled`, `Composed` or `ComposedBlocks`.
+        scratch_bytes: scratch memory of the kernel (the two-pass kernel's partial results).
+        max_intermediate_bytes: the largest intermediate held at once (scores or scratch).
+        capped: whether `max_score_bytes` made the composition's row blocks smaller.
+        rejected: `(kernel, reason)` for each kernel not chosen.
+    """
+
+    kernel: Vector | Tiled | Composed | ComposedBlocks
+    scratch_bytes: int
+    max_intermediate_bytes: int
+    capped: bool
+    rejected: tuple[tuple[str, str], ...] = ()
+
+
+# -- internal routes -------------------------------------------------------------------
+@dataclass(frozen=True)
+class GroupVector:
+    passes: int
+    blocks: int
+    gqa_kernel: bool
+    tk1: bool
+
+
+@dataclass(frozen=True)
+class Group:
+    """Query rows `start..end` over keys `0..keys`, by a vector kernel or composed (`kind`
+    None)."""
+
+    start: int
+    end: int
+    keys: int
+    kind: GroupVector | None
+
+
+@dataclass(frozen=True)
+class Route:
+    """`kind` "vector" (with `groups`), "tiled" or "composed" (with `rows` per block)."""
+
+    kind: str
+    groups: tuple[Group, ...] = ()
+    rows: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    route: Route
+    scratch: int
+    max_intermediate: int
+    capped: bool
+    rejected: tuple[tuple[str, str], ...] = field(default=())
+
+
+def vector_head(d: int, dv: int) -> bool:
+    """Head sizes the vector kernels take."""
+    return d == dv and d in (64, 96, 128, 256, 512)
+
+
+def tiled_head(d: int, dv: int) -> bool:
+    """Head sizes the tiled kernel takes."""
+    return d == dv and d in (64, 80, 128)
+
+
+def tk1_variant(dtype: dt.Dtype, d: int, dv: int) -> bool:
+    """Whether the two-pass kernel has a one-key-per-step variant for these types."""
+    return dtype in (dt.float16, dt.bfloat16) and d == dv and d in (64, 128)
+
+
+def gqa_decode(gqa: int, d: int, dv: int) -> bool:
+    """Head groupings the grouped-query decode kernel takes."""
+    return d == dv and ((gqa == 8 and d in (64, 128)) or (gqa in (12, 16) and d == 128))
+
+
+def elem_bytes(dtype: dt.Dtype) -> int:
+    """Bytes per score element: the scores are accumulated in float32 at least."""
+    return max(dtype.size, 4)
+
+
+def key_range(key: RouteKey, start: int, end: int) -> tuple[int, int]:
+    """The keys `lo..hi` that query rows `start..end` see (the causal prefix cut to the
+    window); every key for rows that see none, as the unblocked composition averages them."""
+    if key.mask != "causal" or key.lk == 0:
+        return 0, key.lk
+    hi = key.lk + end - key.lq
+    if hi <= 0:
+        return 0, key.lk
+    hi = min(hi, key.lk)
+    lo = 0
+    if key.window is not None:
+        lo = min(max(start + key.lk - key.lq - key.window + 1, 0), hi - 1)
+    return lo, hi
+
+
+def row_blocks(key: RouteKey, rows: int) -> Iterator[tuple[int, int]]:
+    """Blocks of at most `rows` query rows; under the causal mask the rows that see no key
+    (when Lq > Lk) never share a block with rows that see some."""
+    rows = max(rows, 1)
+    blind = key.lq - key.lk if key.mask == "causal" and key.lq > key.lk else 0
+    for lo, hi in ((0, blind), (blind, key.lq)):
+        for s in range(lo, hi, rows):
+            yield s, min(s + rows, hi)
+
+
+def block_bytes(key: RouteKey, rows: int) -> int:
+    """Bytes of the widest block of scores of the composition in blocks of `rows`."""
+    per = key.b * key.hq * elem_bytes(key.dtype)
+    widest = 0
+    for s, e in row_blocks(key, rows):
+        lo, hi = key_range(key, s, e)
+        widest = max(widest, (e - s) * (hi - lo))
+    return widest * per
+
+
+def composed_rows(key: RouteKey, budget: int) -> int:
+    """The most rows per block whose widest block of scores fits `budget` (at least 1)."""
+    lo, hi = 1, max(key.lq, 1)
+    if block_bytes(key, hi) <= budget:
+        return hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if block_bytes(key, mid) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _vector_reason(key: RouteKey) -> str | None:
+    if key.lq > VECTOR_QUERIES:
+        return f"{key.lq} queries, the vector kernels take at most {VECTOR_QUERIES}"
+    if not vector_head(key.d, key.dv):
+        return f"head sizes ({key.d}, {key.dv}) not supported by the vector kernels"
+    if key.d == 512 and key.lq > 1:
+        return "head size 512 takes one query"
+    if key.lq > key.lk and key.mask != "causal":
+        return f"more queries ({key.lq}) than keys ({key.lk})"
+    return None
+
+
+def _tiled_reason(key: RouteKey) -> str | None:
+    if not tiled_head(key.d, key.dv):
+        return f"head sizes ({key.d}, {key.dv}) not supported by the tiled kernel"
+    if key.mask == "causal" and key.lq > key.lk:
+        return f"causal with more queries ({key.lq}) than keys ({key.lk})"
+    return None
+
+
+def supported(key: RouteKey, kernel: str) -> tuple[bool, str]:
+    """MLX-style `(supported, reason)` of the "vector" or "tiled" kernel for `key`."""
+    if key.target.kind != "gpu":
+        return False, "the CPU has no fused attention kernel"
+    if key.lq == 0 or key.lk == 0:
+        return False, "empty sequences"
+    if key.window is not None:
+        return False, "the kernels take no window"
+    reason = _vector_reason(key) if kernel == "vector" else _tiled_reason(key)
+    return reason is None, reason or ""
+
+
+def two_pass_blocks(key: RouteKey, rows: int) -> int:
+    """Key partitions of the two-pass kernel's first pass for the target's class."""
+    simds = (key.hq // key.hkv) * rows
+    n = key.lk
+    cls = key.target.gpu_class
+    if cls == "s":
+        blocks = 64 if n <= 1024 or simds <= 4 else (
+            128 if n <= 8192 else 256 if n <= 32768 else 512 if n <= 65536 else 1024)
+    elif cls == "d":
+        blocks = 128
+        if simds <= 2 and n > 8192:
+            blocks = 256
+        elif simds >= 6 and n >= 16384:
+            blocks = 512 if n < 65536 else 1024
+    else:
+        blocks = 64 if simds >= 4 else 32
+    return max(1, min(blocks, n))
+
+
+def _vector_group(key: RouteKey, start: int, end: int) -> Group:
+    keys = key.lk - key.lq + end if key.mask == "causal" else key.lk
+    rows, gqa = end - start, key.hq // key.hkv
+    two = keys >= TWO_PASS_KEYS and SIMD * gqa * rows <= THREADS
+    if not two:
+        return Group(start, end, keys, GroupVector(1, 1, False, False))
+    blocks = two_pass_blocks(key, rows)
+    gqa_kernel = rows == 1 and key.mask != "array" and not key.sinks and gqa_decode(
+        gqa, key.d, key.dv)
+    tk1 = not gqa_kernel and tk1_variant(key.dtype, key.d, key.dv) and keys < SIMD * blocks
+    return Group(start, end, keys, GroupVector(2, blocks, gqa_kernel, tk1))
+
+
+def _vector_route(key: RouteKey) -> tuple[Route, int, int]:
+    """Groups of the vector schedule with their scratch and largest intermediate."""
+    groups: list[Group] = []
+    blind = key.lq - key.lk if key.mask == "causal" and key.lq > key.lk else 0
+    if blind:
+        # Rows that see no key: composed over every key, as the unblocked graph does.
+        groups.append(Group(0, blind, key.lk, None))
+    gqa = key.hq // key.hkv
+    # Two passes give each query `gqa` simdgroups of one threadgroup: split the rows so
+    # that a group fits when the keys are long enough for two passes.
+    per = max(1, THREADS // (SIMD * gqa)) if key.lk >= TWO_PASS_KEYS else key.lq
+    for s in range(blind, key.lq, per):
+        groups.append(_vector_group(key, s, min(s + per, key.lq)))
+    scratch = intermediate = 0
+    for g in groups:
+        if g.kind is None:
+            intermediate = max(intermediate, key.b * key.hq * (g.end - g.start) * g.keys
+                               * elem_bytes(key.dtype))
+        elif g.kind.passes == 2:
+            part = key.b * key.hq * (g.end - g.start) * g.kind.blocks * (key.dv + 2) * 4
+            scratch = max(scratch, part)
+    return Route("vector", tuple(groups)), scratch, max(scratch, intermediate)
+
+
+def plan(key: RouteKey) -> Plan:
+    """The route of a validated call: vector kernels for short query blocks on a GPU, the
+    tiled kernel for long ones, else the composition (in row blocks under the cap, and on
+    the CPU always in blocks small enough for the cache).
+
+    Raises:
+        ValueError: for a window without the causal mask.
+    """
+    if key.window is not None and key.mask != "causal":
+        raise ValueError("scaled_dot_product_attention: a window needs the causal mask")
+    rejected = []
+    for name in ("vector", "tiled"):
+        ok, reason = supported(key, name)
+        if ok and name == "vector":
+            route, scratch, inter = _vector_route(key)
+            return Plan(route, scratch, inter, False, tuple(rejected))
+        if ok:
+            return Plan(Route("tiled"), 0, 0, False, tuple(rejected))
+        rejected.append((name, reason))
+    if key.target.kind == "cpu":
+        default = composed_rows(key, CPU_SCORE_BYTES)
+    else:
+        default = max(key.lq, 1)
+    rows = default
+    if key.cap is not None:
+        rows = min(rows, composed_rows(key, key.cap))
+    route = Route("composed", rows=rows)
+    return Plan(route, 0, block_bytes(key, rows), rows < default, tuple(rejected))
+
+
+def plan_attention(q_shape, k_shape, v_shape, dtype, *, mask=None, sinks=None, window=None,
+                   max_score_bytes=None, stream=None) -> AttentionPlan:
+    """The plan of an attention call, without running it.
+
+    Args:
+        q_shape, k_shape, v_shape: shapes `[B, Hq, Lq, D]`, `[B, Hkv, Lk, D]`,
+            `[B, Hkv, Lk, Dv]`.
+        dtype: the computation's dtype.
+        mask: None, "causal" or an array (only its shape and dtype are read).
+        sinks: None or an array `[Hq]` (only its shape and dtype are read).
+        window: with the causal mask, the keys each query sees.
+        max_score_bytes: the cap on the composition's scores held at once.
+        stream: a stream or device to plan for, or a `Target` (e.g.
+            `Target("gpu", "d")`, to plan for a GPU without one); default: the current.
+
+    Returns:
+        An `AttentionPlan`.
+
+    Raises:
+        ValueError: for negative dimensions or what `scaled_dot_product_attention` rejects.
+        TypeError: for a non-floating dtype.
+
+    Example:
+        >>> plan_attention((1, 8, 1, 128), (1, 8, 4096, 128), (1, 8, 4096, 128),
+        ...                mx.float16, stream=Target("gpu")).kernel
+        Vector(passes=2, blocks=32, dispatches=1)
+    """
+    from nuvec.fast.attention import attention_key, attention_target
+
+    shapes = [tuple(int(d) for d in s) for s in (q_shape, k_shape, v_shape)]
+    for s in shapes:
+        if any(d < 0 for d in s):
+            raise ValueError(f"plan_attention: dimensions must not be negative, got {list(s)}")
+    dtype = dt.to_dtype(dtype, "plan_attention")
+    options = AttentionOptions(mask, sinks, window, max_score_bytes)
+    size = 1
+    for d in shapes[0]:
+        size *= d
+    target = attention_target(dtype, size, stream)
+    key = attention_key(*shapes, dtype, options, target)
+    p = plan(key)
+    r = p.route
+    if r.kind == "vector":
+        passes = max((g.kind.passes for g in r.groups if g.kind), default=1)
+        blocks = max((g.kind.blocks for g in r.groups if g.kind), default=1)
+        kernel: Any = Vector(passes, blocks, len(r.groups))
+    elif r.kind == "tiled":
+        kernel = Tiled()
+    elif r.rows < key.lq:
+        kernel = ComposedBlocks(r.rows)
+    else:
+        kernel = Composed()
+    return AttentionPlan(kernel, p.scratch, p.max_intermediate, p.capped, p.rejected)

@@ -1,0 +1,155 @@
+"""Gathered (quantized) matrix products and the depthwise conv1d as fused ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from nuvec.fast.conv import DepthwiseConv1d, depthwise_conv1d
+from nuvec.fast.gather import GatherMm, GatherQmm, gather_mm_node, gather_qmm_node
+from nuvec.graph.array import record
+from nuvec.testing import assert_allclose
+
+CPU = mx.default_stream(mx.cpu)
+TOL = {"float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2)}
+
+
+def _close(y, want, dtype):
+    rtol, atol = TOL.get(dtype.name, (None, None))
+    assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
+
+
+def _u32(values):
+    return mx.array(np.asarray(values, np.uint32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_gather_mm(dtype):
+    rng = np.random.default_rng(0)
+    a, ar = sample(rng, (3, 2, 4), dtype)
+    b, br = sample(rng, (2, 2, 4, 5), dtype)
+    lhs, rhs = np.array([[2, 0], [1, 1]]), np.array([[3, 0], [1, 2]])
+    y = gather_mm_node(a, b, _u32(lhs), _u32(rhs))
+    want = ar[lhs] @ br.reshape(4, 4, 5)[rhs]
+    _close(y, want, dtype)
+
+
+def test_gather_mm_with_sorted_row_offsets(fake_gpu):
+    rng = np.random.default_rng(1)
+    a, ar = sample(rng, (4, 1, 3), mx.float32)
+    b, br = sample(rng, (3, 3, 2), mx.float32)
+    rhs = np.array([0, 0, 1, 2])
+    with mx.stream(fake_gpu):
+        y = gather_mm_node(a, b, _u32([0, 1, 2, 3]), _u32(rhs), mx.array([0, 2, 3], mx.int32))
+        assert isinstance(y.primitive, GatherMm)
+    _close(y, ar @ br[rhs], mx.float32)
+
+
+def _unpack(w, bits):
+    per = 32 // bits
+    shifts = np.arange(per, dtype=np.uint32) * bits
+    q = (w[..., None] >> shifts) & ((1 << bits) - 1)
+    return q.reshape(*w.shape[:-1], -1).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.float64], ids=str)
+@pytest.mark.parametrize("transpose", [True, False], ids=["t", "n"])
+def test_gather_qmm(dtype, transpose):
+    rng = np.random.default_rng(2)
+    x, xr = sample(rng, (2, 1, 64), dtype)
+    shape = (3, 8, 64) if transpose else (3, 64, 64)
+    w, scales, biases = mx.quantize(mx.array(rng.standard_normal(shape), dtype),
+                                    group_size=64, bits=4)
+    lhs, rhs = np.array([1, 0]), np.array([2, 0])
+    y = gather_qmm_node(x, w, scales, biases, _u32(lhs), _u32(rhs), transpose=transpose,
+                        group_size=64, bits=4)
+    q = _unpack(np.asarray(w), 4)
+    s, bb = (np.asarray(a).astype(np.float64) for a in (scales, biases))
+    wr = q * np.repeat(s, 64, axis=-1) + np.repeat(bb, 64, axis=-1)
+    wr = wr[rhs]
+    want = xr[lhs] @ (np.swapaxes(wr, -1, -2) if transpose else wr)
+    rtol, atol = {"float16": (1e-2, 5e-2)}.get(dtype.name, (1e-4, 1e-4))
+    assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("op, inputs, message", [
+    (GatherMm(), [mx.ones((4,)), mx.ones((2, 4, 3)), _u32([0]), _u32([0])],
+     r"gather_mm: operands must be \[\.\.\., M, K\] and \[\.\.\., K, N\]"),
+    (GatherMm(), [mx.ones((2, 2, 4)), mx.ones((2, 3, 3)), _u32([0]), _u32([0])],
+     "gather_mm: invalid inputs"),
+    (GatherMm(), [mx.ones((2, 2, 4)), mx.ones((2, 4, 3), mx.float16), _u32([0]), _u32([0])],
+     "gather_mm: invalid inputs"),
+    (GatherMm(), [mx.ones((2, 2, 4)), mx.ones((2, 4, 3)), mx.array([0]), _u32([0])],
+     "gather_mm: invalid inputs"),
+    (GatherMm(), [mx.ones((2, 2, 4)), mx.ones((2, 4, 3)), _u32([0, 1]), _u32([0])],
+     "gather_mm: invalid inputs"),
+    (GatherMm(), [mx.ones((2, 2, 4)), mx.ones((2, 4, 3)), _u32([0]), _u32([0]),
+                  mx.array([0, 1], mx.int32)], "gather_mm: invalid inputs"),
+    (GatherMm(), [mx.ones((2, 1, 4)), mx.ones((2, 4, 3)), _u32([0]), _u32([0]),
+                  mx.array([0, 1, 2], mx.int32)], "gather_mm: invalid inputs"),
+    (GatherQmm(48, 4, True), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
+                              mx.ones((2, 8, 1)), mx.ones((2, 8, 1)), _u32([0]), _u32([0])],
+     "gather_qmm: group_size must be 32, 64 or 128, got 48"),
+    (GatherQmm(64, 7, True), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
+                              mx.ones((2, 8, 1)), mx.ones((2, 8, 1)), _u32([0]), _u32([0])],
+     "gather_qmm: bits must be 2, 3, 4, 5, 6 or 8, got 7"),
+    (GatherQmm(64, 4, False), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
+                               mx.ones((2, 8, 1)), mx.ones((2, 8, 1)), _u32([0]), _u32([0])],
+     "gather_qmm: invalid inputs"),
+    (GatherQmm(64, 4, True), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
+                              mx.ones((2, 8, 2)), mx.ones((2, 8, 2)), _u32([0]), _u32([0])],
+     "gather_qmm: invalid inputs"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_a_node_built_directly_with_invalid_inputs_is_rejected(op, inputs, message):
+    with pytest.raises(ValueError, match="^" + message):
+        record(op, inputs, CPU)
+
+
+def _conv_ref(x, w, stride, padding, dilation):
+    n, length, c = x.shape
+    k = w.shape[1]
+    xp = np.pad(x, ((0, 0), (padding, padding), (0, 0)))
+    out_len = (length + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+    out = np.zeros((n, out_len, c))
+    for i in range(out_len):
+        for j in range(k):
+            out[:, i] += xp[:, i * stride + j * dilation] * w[:, j, 0]
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("stride, padding, dilation", [(1, 0, 1), (2, 1, 1), (1, 2, 3)],
+                         ids=["plain", "strided-padded", "dilated"])
+def test_depthwise_conv1d(dtype, stride, padding, dilation):
+    rng = np.random.default_rng(3)
+    x, xr = sample(rng, (2, 9, 3), dtype)
+    w, wr = sample(rng, (3, 3, 1), dtype)
+    y = depthwise_conv1d(x, w, stride, padding, dilation)
+    _close(y, _conv_ref(xr, wr, stride, padding, dilation), dtype)
+
+
+def test_depthwise_conv1d_node_on_the_gpu_stream(fake_gpu):
+    rng = np.random.default_rng(4)
+    x, xr = sample(rng, (1, 6, 4), mx.float32)
+    w, wr = sample(rng, (4, 2, 1), mx.float32)
+    with mx.stream(fake_gpu):
+        y = depthwise_conv1d(x, w, 1, 1, 1)
+        assert isinstance(y.primitive, DepthwiseConv1d)
+    _close(y, _conv_ref(xr, wr, 1, 1, 1), mx.float32)
+    assert nodes(depthwise_conv1d(x, w, 1, 1, 1), DepthwiseConv1d) == 0
+
+
+@pytest.mark.parametrize("op, inputs", [
+    (DepthwiseConv1d(1, 0, 1), [mx.ones((1, 5, 3)), mx.ones((2, 2, 1))]),
+    (DepthwiseConv1d(1, 0, 1), [mx.ones((1, 5, 3)), mx.ones((3, 2, 2))]),
+    (DepthwiseConv1d(0, 0, 1), [mx.ones((1, 5, 3)), mx.ones((3, 2, 1))]),
+    (DepthwiseConv1d(1, 0, 0), [mx.ones((1, 5, 3)), mx.ones((3, 2, 1))]),
+    (DepthwiseConv1d(1, 0, 3), [mx.ones((1, 5, 3)), mx.ones((3, 3, 1))]),
+    (DepthwiseConv1d(1, 0, 1), [mx.ones((5, 3)), mx.ones((3, 2, 1))]),
+    (DepthwiseConv1d(1, 0, 1), [mx.ones((1, 5, 3)), mx.ones((3, 2, 1), mx.float16)]),
+], ids=str)
+def test_invalid_depthwise_nodes_are_rejected(op, inputs):
+    with pytest.raises(ValueError, match="^conv1d: invalid inputs"):
+        record(op, inputs, CPU)

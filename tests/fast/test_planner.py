@@ -1,0 +1,138 @@
+"""The attention planner: a table pinning its choices on GPU targets (no GPU needed) and the
+CPU's composition in row blocks under `max_score_bytes`."""
+
+from __future__ import annotations
+
+import pytest
+
+import nuvec as mx
+from nuvec.fast.attention import attention_key
+from nuvec.fast.planner import (
+    CPU_SCORE_BYTES,
+    AttentionOptions,
+    Composed,
+    ComposedBlocks,
+    Target,
+    Tiled,
+    Vector,
+    plan,
+    plan_attention,
+)
+
+GPU, LARGE, SMALL, CPU = Target("gpu"), Target("gpu", "d"), Target("gpu", "s"), Target("cpu")
+F16, F32 = mx.float16, mx.float32
+NO_KERNEL = ("the CPU has no fused attention kernel",) * 2
+
+# (q shape, k shape, dtype, target, options, kernel, reasons the kernels were not chosen)
+TABLE = {
+    "decode_two_pass_gqa8": ((1, 32, 1, 128), (1, 4, 4096, 128), F16, GPU, {},
+                             Vector(2, 64, 1), ()),
+    "short_keys_one_pass": ((1, 8, 4, 64), (1, 8, 256, 64), F16, GPU, {}, Vector(1, 1, 1), ()),
+    "eight_queries_two_pass": ((1, 16, 8, 64), (1, 4, 2048, 64), F32, GPU, {},
+                               Vector(2, 64, 1), ()),
+    "gqa32_rows_split": ((1, 32, 2, 64), (1, 1, 2048, 64), F16, GPU, {}, Vector(2, 64, 2), ()),
+    "gqa64_one_pass": ((1, 64, 2, 64), (1, 1, 2048, 64), F16, GPU, {}, Vector(1, 1, 2), ()),
+    "blind_rows_group": ((1, 8, 4, 64), (1, 8, 2, 64), F16, GPU, dict(mask="causal"),
+                         Vector(1, 1, 2), ()),
+    "large_class_blocks": ((1, 8, 1, 128), (1, 8, 40000, 128), F16, LARGE, {},
+                           Vector(2, 256, 1), ()),
+    "small_class_blocks": ((1, 8, 1, 128), (1, 8, 40000, 128), F16, SMALL, {},
+                           Vector(2, 64, 1), ()),
+    "prefill_tiled": ((1, 8, 512, 128), (1, 8, 512, 128), F16, GPU, dict(mask="causal"), Tiled(),
+                      ("512 queries, the vector kernels take at most 8",)),
+    "head_96_composed": ((1, 8, 512, 96), (1, 8, 512, 96), F16, GPU, {}, Composed(),
+                         ("512 queries, the vector kernels take at most 8",
+                          "head sizes (96, 96) not supported by the tiled kernel")),
+    "head_512_two_queries": ((1, 8, 2, 512), (1, 8, 64, 512), F16, GPU, {}, Composed(),
+                             ("head size 512 takes one query",
+                              "head sizes (512, 512) not supported by the tiled kernel")),
+    "window_composed": ((1, 8, 4, 64), (1, 8, 64, 64), F16, GPU,
+                        dict(mask="causal", window=8), Composed(),
+                        ("the kernels take no window",) * 2),
+    "causal_more_queries_tiled": ((1, 1, 16, 64), (1, 1, 8, 64), F16, GPU, dict(mask="causal"),
+                                  Composed(), ("16 queries, the vector kernels take at most 8",
+                                               "causal with more queries (16) than keys (8)")),
+    "empty_queries": ((1, 8, 0, 64), (1, 8, 16, 64), F16, GPU, {}, Composed(),
+                      ("empty sequences",) * 2),
+    "float64_on_gpu_is_cpu": ((1, 8, 1, 128), (1, 8, 64, 128), mx.float64, GPU, {}, Composed(),
+                              NO_KERNEL),
+    "cpu_causal_row_blocks": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU, dict(mask="causal"),
+                              ComposedBlocks(66), NO_KERNEL),
+    "cpu_capped": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU,
+                   dict(mask="causal", max_score_bytes=1 << 16), ComposedBlocks(2), NO_KERNEL),
+    "cpu_small_whole": ((1, 8, 16, 64), (1, 8, 16, 64), F32, CPU, {}, Composed(), NO_KERNEL),
+    "gpu_capped_composition": ((1, 8, 512, 96), (1, 8, 512, 96), F16, GPU,
+                               dict(max_score_bytes=1 << 20), ComposedBlocks(64),
+                               ("512 queries, the vector kernels take at most 8",
+                                "head sizes (96, 96) not supported by the tiled kernel")),
+}
+
+
+@pytest.mark.parametrize("case", list(TABLE), ids=str)
+def test_table(case):
+    qs, ks, dtype, target, options, kernel, reasons = TABLE[case]
+    p = plan_attention(qs, ks, ks, dtype, stream=target, **options)
+    assert p.kernel == kernel
+    assert tuple(r for _, r in p.rejected) == reasons
+    cap = options.get("max_score_bytes")
+    if isinstance(kernel, (Composed, ComposedBlocks)):
+        assert p.scratch_bytes == 0
+        assert p.capped == (cap is not None)
+        if target == CPU or cap is not None:
+            assert p.max_intermediate_bytes <= (cap or CPU_SCORE_BYTES)
+    if isinstance(kernel, Vector) and kernel.passes == 2:
+        assert p.scratch_bytes == p.max_intermediate_bytes > 0
+
+
+def _route(qs, ks, dtype, target, **options):
+    key = attention_key(qs, ks, ks, dtype, AttentionOptions(**options), target)
+    return plan(key).route
+
+
+@pytest.mark.parametrize("qs,ks,dtype,gqa_kernel,tk1", [
+    ((1, 32, 1, 128), (1, 4, 4096, 128), F16, True, False),  # gqa 8, head 128
+    ((1, 16, 1, 64), (1, 2, 4096, 64), F32, True, False),  # gqa 8, head 64
+    ((1, 12, 1, 128), (1, 1, 4096, 128), F16, True, False),  # gqa 12
+    ((1, 12, 1, 64), (1, 1, 4096, 64), F16, False, False),  # gqa 12 needs head 128
+    ((1, 8, 2, 128), (1, 1, 4096, 128), F16, False, False),  # two queries
+    ((1, 2, 1, 128), (1, 2, 1024, 128), F16, False, True),  # few keys per block
+    ((1, 2, 1, 128), (1, 2, 1024, 128), F32, False, False),  # no tk1 variant for float32
+], ids=range(7))
+def test_decode_kernels(qs, ks, dtype, gqa_kernel, tk1):
+    (g,) = _route(qs, ks, dtype, GPU).groups
+    assert (g.kind.passes, g.kind.gqa_kernel, g.kind.tk1) == (2, gqa_kernel, tk1)
+
+
+def test_masks_and_sinks_disable_the_gqa_kernel():
+    qs, ks = (1, 32, 1, 128), (1, 4, 4096, 128)
+    sinks = mx.zeros((32,), F16)
+    (g,) = _route(qs, ks, F16, GPU, sinks=sinks).groups
+    assert not g.kind.gqa_kernel
+    (g,) = _route(qs, ks, F16, GPU, mask=mx.zeros((4096,), mx.bool_)).groups
+    assert not g.kind.gqa_kernel
+
+
+def test_groups_follow_the_causal_rows():
+    r = _route((1, 8, 4, 64), (1, 8, 2, 64), F16, GPU, mask="causal")
+    blind, vec = r.groups
+    assert (blind.start, blind.end, blind.kind) == (0, 2, None)
+    assert (vec.start, vec.end, vec.keys) == (2, 4, 2)
+    r = _route((1, 32, 3, 64), (1, 1, 2048, 64), F16, GPU, mask="causal")
+    assert [(g.start, g.end, g.keys) for g in r.groups] == [(0, 1, 2046), (1, 2, 2047),
+                                                             (2, 3, 2048)]
+
+
+def test_cap_smaller_than_one_row_takes_one_row():
+    p = plan_attention((1, 1, 4, 8), (1, 1, 10, 8), (1, 1, 10, 8), F32, max_score_bytes=8,
+                       stream=CPU)
+    assert p.kernel == ComposedBlocks(1) and p.capped and p.max_intermediate_bytes == 40
+
+
+def test_default_stream_is_the_cpu():
+    p = plan_attention((1, 1, 4, 8), (1, 1, 4, 8), (1, 1, 4, 8), "float32")
+    assert p.kernel == Composed() and p.rejected[0] == ("vector", NO_KERNEL[0])
+
+
+def test_rejects_unknown_targets():
+    with pytest.raises(ValueError, match="^plan_attention: unknown target"):
+        Target("tpu")

@@ -1,0 +1,233 @@
+"""rope and norm_rope: values per dtype and branch, checks, derivatives, batching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+import fast_refs as ref
+from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from nuvec.fast.rope import NormRope, Rope
+from nuvec.graph.array import record
+from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp
+
+TOL = {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2)}
+
+
+def _close(y, want, dtype):
+    rtol, atol = TOL.get(dtype.name, (None, None))
+    assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("traditional", [False, True], ids=["halves", "traditional"])
+@pytest.mark.parametrize("shape, dims", [((2, 3, 5, 8), 8), ((1, 4, 6), 4), ((2, 1, 2, 3, 6), 2)],
+                         ids=["full", "partial-3d", "5d"])
+def test_rope_with_base(dtype, traditional, shape, dims):
+    rng = np.random.default_rng(0)
+    x, xr = sample(rng, shape, dtype)
+    y = mx.fast.rope(x, dims, traditional=traditional, base=100.0, scale=0.5, offset=3)
+    _close(y, ref.rope(xr, dims, traditional, 100.0, 0.5, 3), dtype)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("traditional", [False, True], ids=["halves", "traditional"])
+def test_rope_with_freqs_and_per_row_offsets(dtype, traditional):
+    rng = np.random.default_rng(1)
+    x, xr = sample(rng, (3, 2, 4, 8), dtype)
+    freqs = np.array([1.0, 3.0, 10.0, 40.0])
+    offset = np.array([0, 5, 2])
+    y = mx.fast.rope(x, 8, traditional=traditional, base=None, scale=1.0,
+                     offset=mx.array(offset), freqs=mx.array(freqs))
+    _close(y, ref.rope(xr, 8, traditional, None, 1.0, offset, freqs), dtype)
+
+
+@pytest.mark.parametrize("offset", [mx.array(4, mx.int64), mx.array([4], mx.uint8), 4],
+                         ids=["int64", "uint8-1d", "int"])
+def test_rope_offset_kinds(offset):
+    rng = np.random.default_rng(2)
+    x, xr = sample(rng, (2, 3, 4), mx.float32)
+    y = mx.fast.rope(x, 4, traditional=False, base=10000.0, scale=1.0, offset=offset)
+    _close(y, ref.rope(xr, 4, False, 10000.0, 1.0, 4), mx.float32)
+
+
+def test_rope_fallback_graph_agrees():
+    rng = np.random.default_rng(3)
+    x, xr = sample(rng, (2, 2, 3, 8), mx.float32)
+    for trad in (False, True):
+        op = Rope(6, trad, 10.0, 1.0)
+        (y,) = op.fallback([x, mx.array(2)])
+        _close(y, ref.rope(xr, 6, trad, 10.0, 1.0, 2), mx.float32)
+        (z,) = op.inverse().fallback([y, mx.array(2)])
+        _close(z, xr, mx.float32)
+
+
+X3 = mx.ones((2, 3, 4))
+
+
+@pytest.mark.parametrize("call, message, error", [
+    (lambda: mx.fast.rope(mx.ones((3, 4)), 4, traditional=False, base=1.0, scale=1.0, offset=0),
+     r"rope: the input needs at least 3 dimensions, got \(3, 4\)", ValueError),
+    (lambda: mx.fast.rope(mx.array(np.ones((1, 2, 4), np.int32)), 4, traditional=False,
+                          base=1.0, scale=1.0, offset=0),
+     "rope: unsupported dtype int32", TypeError),
+    (lambda: mx.fast.rope(X3, 4, traditional=False, base=1.0, scale=1.0, offset=mx.zeros((3,))),
+     r"rope: offset must be a scalar or have 2 elements, got shape \(3,\)", ValueError),
+    (lambda: mx.fast.rope(X3, 4, traditional=False, base=1.0, scale=1.0,
+                          offset=mx.zeros((1, 1), mx.int32)),
+     r"rope: offset must be a scalar or have 2 elements, got shape \(1, 1\)", ValueError),
+    (lambda: mx.fast.rope(X3, 4, traditional=False, base=1.0, scale=1.0, offset=mx.array(1.0)),
+     "rope: offset must be an integer, got float32", TypeError),
+    (lambda: mx.fast.rope(X3, 3, traditional=False, base=1.0, scale=1.0, offset=0),
+     "rope: dims must be even, positive and at most 4, got 3", ValueError),
+    (lambda: mx.fast.rope(X3, 6, traditional=False, base=1.0, scale=1.0, offset=0),
+     "rope: dims must be even, positive and at most 4, got 6", ValueError),
+    (lambda: mx.fast.rope(X3, 0, traditional=False, base=1.0, scale=1.0, offset=0),
+     "rope: dims must be even, positive and at most 4, got 0", ValueError),
+    (lambda: mx.fast.rope(X3, 4, traditional=False, base=None, scale=1.0, offset=0),
+     "rope: exactly one of base and freqs must be given", ValueError),
+    (lambda: mx.fast.rope(X3, 4, traditional=False, base=1.0, scale=1.0, offset=0,
+                          freqs=mx.ones((2,))),
+     "rope: exactly one of base and freqs must be given", ValueError),
+    (lambda: mx.fast.rope(X3, 4, traditional=False, base=None, scale=1.0, offset=0,
+                          freqs=mx.ones((3,))),
+     r"rope: freqs must be 1-D with 2 elements, got shape \(3,\)", ValueError),
+    (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), dims=4, base=1.0, cache=mx.ones((1, 1, 3, 4)),
+                               offset=2),
+     r"norm_rope: a cache of shape \(1, 1, 3, 4\) cannot take \(1, 1, 2, 4\) at position 2",
+     ValueError),
+    (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), dims=-2, base=1.0),
+     "norm_rope: dims must not be negative, got -2", ValueError),
+    (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), mx.ones((4,)), dims=4, base=1.0),
+     "norm_rope: a weight needs eps", ValueError),
+    (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), dims=4, base=1.0, offset=-1),
+     "norm_rope: offset must be a non-negative int, got -1", ValueError),
+    (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), mx.ones((3,)), 1e-5, dims=4, base=1.0),
+     r"rms_norm: weight must be 1-D with 4 elements, got shape \(3,\)", ValueError),
+    (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), dims=4),
+     "rope: exactly one of base and freqs must be given", ValueError),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_rejected_inputs(call, message, error):
+    with pytest.raises(error, match="^" + message):
+        call()
+
+
+CPU = mx.default_stream(mx.cpu)
+X4 = mx.ones((1, 2, 3, 4))
+
+
+@pytest.mark.parametrize("op, inputs", [
+    (Rope(4, False, 1.0, 1.0), [X3, mx.array(0.5)]),
+    (Rope(4, False, 1.0, 1.0), [mx.ones((2, 4)), mx.array(0)]),
+    (Rope(4, False, 1.0, 1.0), [X3, mx.zeros((3,), mx.int32)]),
+    (Rope(5, False, 1.0, 1.0), [X3, mx.array(0)]),
+    (Rope(4, False, 1.0, 1.0), [X3, mx.array(0), mx.ones((2,), mx.float16)]),
+    (NormRope(1e-5, 4, False, 1.0, 1.0, 0, False), [X4, mx.ones((3,))]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, False), [X4, mx.ones((4,))]),
+    (NormRope(None, 4, False, 1.0, 1.0, 2, True), [mx.ones((1, 2, 4, 4)), X4, mx.array(1.0)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, False), [mx.ones((1, 3, 4)), mx.array(1.0)]),
+], ids=lambda v: v.op if hasattr(v, "op") else None)
+def test_a_node_built_directly_with_invalid_inputs_is_rejected(op, inputs):
+    with pytest.raises(ValueError, match=f"^{op.op}: invalid inputs"):
+        record(op, inputs, CPU)
+
+
+def test_norm_rope_position_overflow():
+    op = NormRope(None, 4, False, 1.0, 1.0, 2**31 - 2, False)
+    with pytest.raises(ValueError, match=f"^norm_rope: position {2**31 - 2} overflows"):
+        record(op, [X4, mx.array(1.0)], CPU)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("normed", [True, False], ids=["norm", "no-norm"])
+@pytest.mark.parametrize("cached", [True, False], ids=["cache", "no-cache"])
+def test_norm_rope(dtype, normed, cached):
+    rng = np.random.default_rng(4)
+    x, xr = sample(rng, (2, 2, 3, 8), dtype)
+    w, wr = sample(rng, (8,), dtype) if normed else (None, None)
+    h = ref.rms_norm(xr, wr, 1e-5) if normed else xr
+    want = ref.rope(h, 8, True, 100.0, 1.0, 2)
+    cache = None
+    if cached:
+        cache, cr = sample(rng, (2, 2, 6, 8), dtype)
+        cr[:, :, 2:5] = want
+        want = cr
+    y = mx.fast.norm_rope(x, w, 1e-5 if normed else None, dims=8, traditional=True,
+                          base=100.0, offset=2, cache=cache)
+    _close(y, want, dtype)
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cache", "no-cache"])
+def test_norm_rope_node_and_fallback_agree(cached, fake_gpu):
+    rng = np.random.default_rng(5)
+    x, xr = sample(rng, (1, 2, 3, 8), mx.float32)
+    w, wr = sample(rng, (8,), mx.float32)
+    freqs = mx.array([1.0, 2.0, 4.0])
+    cache, cr = sample(rng, (1, 2, 4, 8), mx.float32) if cached else (None, None)
+    want = ref.rope(ref.rms_norm(xr, wr, 1e-5), 6, False, None, 2.0, 1, [1.0, 2.0, 4.0])
+    if cached:
+        cr[:, :, 1:4] = want
+        want = cr
+    with mx.stream(fake_gpu):
+        y = mx.fast.norm_rope(x, w, 1e-5, dims=6, scale=2.0, offset=1, freqs=freqs, cache=cache)
+        assert isinstance(y.primitive, NormRope)
+    _close(y, want, mx.float32)
+
+
+def test_rope_gradient_is_the_inverse_rotation():
+    rng = np.random.default_rng(6)
+    x = mx.array(rng.standard_normal((2, 3, 4, 6)), mx.float64)
+
+    def f(x):
+        return mx.fast.rope(x, 4, traditional=True, base=10.0, scale=1.0,
+                            offset=mx.array([1, 3]))
+
+    check_grads(f, [x])
+    check_jvp_vjp(f, [x])
+    g = mx.vjp(f, [x], [mx.ones((2, 3, 4, 6), mx.float64)])[1][0]
+    assert isinstance(g.primitive, Rope) and not g.primitive.forward
+
+
+def test_no_gradient_with_respect_to_the_frequencies():
+    x = mx.ones((1, 2, 4))
+    with pytest.raises(ValueError, match="^rope: no gradient with respect to the offset or freq"):
+        mx.grad(lambda f: mx.sum(mx.fast.rope(x, 4, traditional=False, base=None, scale=1.0,
+                                              offset=0, freqs=f)))(mx.ones((2,)))
+
+
+def test_norm_rope_derivatives():
+    rng = np.random.default_rng(7)
+    x, w, c = (mx.array(rng.standard_normal(s), mx.float64) for s in
+               ((1, 2, 2, 4), (4,), (1, 2, 3, 4)))
+
+    def f(x, w, c):
+        return mx.fast.norm_rope(x, w, 1e-5, dims=4, base=10.0, offset=1, cache=c)
+
+    check_grads(f, [x, w, c])
+    check_jvp_vjp(f, [x, w, c])
+
+
+def test_vmap_keeps_one_rope_node_with_the_batch_axis_first():
+    rng = np.random.default_rng(8)
+    x = mx.array(rng.standard_normal((2, 3, 5, 4)), mx.float32)
+
+    def f(row):
+        return mx.fast.rope(row, 4, traditional=False, base=10.0, scale=1.0, offset=1)
+
+    y = mx.vmap(f, in_axes=2)(x)
+    assert nodes(y, Rope) == 1
+    xr = np.moveaxis(np.asarray(x, np.float64), 2, 0)
+    _close(y, ref.rope(xr, 4, False, 10.0, 1.0, 1), mx.float32)
+
+
+def test_vmap_with_per_row_and_batched_offsets_batches_the_fallback():
+    from nuvec.testing import check_vmap
+
+    x = mx.array(np.random.default_rng(9).standard_normal((3, 2, 2, 4, 6)), mx.float32)
+    per_row = mx.array([1, 4])
+    check_vmap(lambda x: mx.fast.rope(x, 4, traditional=True, base=10.0, scale=1.0,
+                                      offset=per_row), [x], in_axes=0)
+    offsets = mx.array([[1, 2], [3, 4], [0, 0]])
+    check_vmap(lambda x, o: mx.fast.rope(x, 4, traditional=False, base=10.0, scale=1.0,
+                                         offset=o), [x, offsets], in_axes=(0, 0))
