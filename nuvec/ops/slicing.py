@@ -43,7 +43,8 @@ class Slice(Linear, Primitive):
     def index(self) -> tuple[Any, ...]:
         """The window as a tuple of Python slices (kernels apply it directly)."""
         return tuple(
-            builtins.slice(a, None if b < 0 else b, s)
+            builtins.slice(0, 0) if _range_length(a, b, s) == 0  # an empty range: no start
+            else builtins.slice(a, None if b < 0 else b, s)
             for a, b, s in zip(self.start, self.stop, self.strides)
         )
 

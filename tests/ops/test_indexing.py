@@ -321,3 +321,10 @@ def test_index_dtypes(index_dtype):
     y = x.copy()
     np.add.at(y, idx, 1.0)
     _check(a.at[i].add(1.0), y)
+
+
+@pytest.mark.parametrize("key", [slice(-2, None, -3), slice(-5, -3, -1), slice(0, 0, -1)],
+                         ids=str)
+def test_empty_negative_step_slices(key):
+    x = np.arange(3, dtype=np.float32)[:1]
+    _check(mx.array(x)[key], x[key])
