@@ -108,6 +108,45 @@ def test_compare_with_none():
     assert (a != None) is True  # noqa: E711
 
 
+def test_small_integer_sums_are_int32():
+    assert np.sum(np.array([1, 2], np.int8)).dtype == np.int64
+    assert mx.sum(mx.array([1, 2], mx.int8)).dtype is mx.int32
+    assert mx.sum(mx.array([True, True])).dtype is mx.int32
+    assert mx.prod(mx.array([1, 2], mx.uint8)).dtype is mx.uint32
+
+
+def test_arg_reductions_are_uint32():
+    assert np.argmax(np.array([1.0, 3.0])).dtype == np.int64
+    assert mx.argmax(mx.array([1.0, 3.0])).dtype is mx.uint32
+    assert mx.argmin(mx.array([1.0, 3.0])).dtype is mx.uint32
+    assert mx.argsort(mx.array([3.0, 1.0])).dtype is mx.uint32
+
+
+def test_integer_mean_is_float32():
+    assert np.mean(np.array([1, 2])).dtype == np.float64
+    assert mx.mean(mx.array([1, 2])).dtype is mx.float32
+
+
+def test_boolean_array_index_is_rejected():
+    x = np.arange(3.0)
+    assert x[np.array([True, False, True])].tolist() == [0.0, 2.0]
+    with pytest.raises(ValueError, match="getitem"):
+        mx.array(x)[mx.array([True, False, True])]
+
+
+def test_out_of_range_index_array_fails_at_eval():
+    with pytest.raises(IndexError):
+        np.zeros(3)[np.array([5])]
+    picked = mx.zeros((3,))[mx.array([5])]  # recorded without error
+    with pytest.raises(mx.EvaluationError, match="out of bounds"):
+        mx.eval(picked)
+
+
+def test_dynamic_slice_clamps_start():
+    out = mx.slice(mx.arange(5), mx.array([4]), [0], [3])
+    assert out.tolist() == [2, 3, 4]
+
+
 def test_every_documented_difference_has_a_test():
     import re
     from pathlib import Path
