@@ -6,6 +6,7 @@ installed on `Array` by `nuvec.ops.methods`, so this module imports no operation
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
 Shape = tuple[int, ...]
 
 
-class _Tracing:
-    """How many transforms are tracing now; nodes made meanwhile keep their graph after eval."""
+class _Tracing(threading.local):
+    """How many transforms this thread is tracing; nodes made meanwhile keep their graph."""
 
     depth = 0
 
@@ -259,6 +260,9 @@ def placeholder(shape: Shape, dtype: dt.Dtype, stream: Stream | None = None) -> 
 def _private(inputs: Sequence[Array]) -> tuple[Array, ...]:
     """Handles of the nodes' own: an in-place update rebinds a user's handle, never these."""
     make = Array._from_node
+    if len(inputs) == 1:
+        x = inputs[0]
+        return (make(x._node, x._index),)
     return tuple([make(x._node, x._index) for x in inputs])
 
 

@@ -31,9 +31,10 @@ def _zeros_for(values: Sequence[Array | None], like: Sequence[Array]) -> list[Ar
 class CustomTransforms(Primitive):
     """Outputs = the last inputs; `num_primals` leading inputs are the function's arguments.
 
-    `fun(*primals) -> list of arrays`; optional flat rules: `vjp_fun(primals, cotangents,
-    outputs) -> one cotangent (or None) per primal`, `jvp_fun(primals, tangents) -> one tangent
-    per output` (tangents None where zero), `vmap_fun(inputs, axes) -> (outputs, axes)`.
+    `fun(*primals) -> list of arrays`; optional flat rules:
+    `vjp_fun(primals, cotangents, outputs, wanted)` -> one cotangent (or None) per primal,
+    those of the indices in `wanted` at least; `jvp_fun(primals, tangents)` -> one tangent per
+    output (tangents None where zero); `vmap_fun(inputs, axes)` -> (outputs, axes).
     """
 
     __slots__ = ("num_primals", "fun", "vjp_fun", "jvp_fun", "vmap_fun")
@@ -55,8 +56,9 @@ class CustomTransforms(Primitive):
         n = self.num_primals
         args = list(primals[:n])
         cots = _zeros_for(cotangents, outputs)
+        wanted = [i for i in argnums if i < n]
         if self.vjp_fun is not None:
-            grads = list(self.vjp_fun(args, cots, list(outputs)))
+            grads = list(self.vjp_fun(args, cots, list(outputs), wanted))
             if len(grads) != n:
                 raise ValueError(f"custom_function: the vjp returned {len(grads)} cotangents "
                                  f"for {n} array arguments")
@@ -199,7 +201,7 @@ def _one_or_tuple(args: Sequence[Any]) -> Any:
 
 
 def _arrays_of(op: str, what: str, tree: Any, count: int) -> list[Array | None]:
-    leaves = [x for x in flatten(tree)[0]]
+    leaves = flatten(tree)[0]
     for x in leaves:
         if x is not None and not isinstance(x, Array):
             raise TypeError(f"{op}: the {what} must hold arrays, got {type(x).__name__}")
@@ -275,7 +277,7 @@ class custom_function:  # noqa: N801  (MLX's name)
         return _one_or_tuple(args), kwargs
 
     def _flat_vjp(self, call: _Call) -> Callable:
-        def flat(primals, cotangents, outputs):
+        def flat(primals, cotangents, outputs, wanted):
             args, kwargs = self._positional(call, "vjp", primals)
             grads = self._vjp(args, call.outputs(cotangents), call.outputs(outputs), **kwargs)
             tree = grads if call.num_args != 1 else [grads]
@@ -346,15 +348,26 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         call = _Call(fun, "checkpoint", args, kwargs)
 
-        def recompute(primals, cotangents, outputs):
+        def recompute(primals, cotangents, outputs, wanted):
             from nuvec.graph.transforms import vjp
 
             # Recompute only once the cotangents exist, i.e. when the backward pass gets here.
             held = depends(primals, cotangents)
-            grads = vjp(call.flat, held, cotangents)[1]
-            # One node yields every gradient, so all are computed as soon as one is needed
-            # and the recomputed intermediates are freed at once.
-            return depends(grads, [])
+
+            def partial(*chosen: Array) -> list[Array]:
+                full = list(held)
+                for i, a in zip(wanted, chosen):
+                    full[i] = a
+                return call.flat(*full)
+
+            grads = vjp(partial, [held[i] for i in wanted], cotangents)[1]
+            # Each gradient depends on the others: all are computed as soon as one is needed,
+            # so the recomputed intermediates are freed at once.
+            found = {
+                i: depends([g], grads[:k] + grads[k + 1:])[0] if len(grads) > 1 else g
+                for k, (i, g) in enumerate(zip(wanted, grads))
+            }
+            return [found.get(i) for i in range(len(primals))]
 
         return call.apply(vjp_fun=recompute)
 

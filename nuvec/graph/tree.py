@@ -6,7 +6,7 @@ public MLX-style helpers (`tree_map`, `tree_flatten` with key paths, ...) are in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 IsLeaf = Callable[[Any], bool] | None
 
@@ -52,37 +52,39 @@ def _is_node(x: Any) -> bool:
 def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
     """The leaves of `tree` in order (dicts by insertion order) and its structure."""
     leaves: list[Any] = []
+    return leaves, _build_def(tree, is_leaf, leaves)
 
-    def build(x: Any) -> TreeDef:
-        if (is_leaf is not None and is_leaf(x)) or not _is_node(x):
-            leaves.append(x)
-            return LEAF
-        if isinstance(x, dict):
-            return TreeDef("dict", tuple(x.keys()), tuple(build(v) for v in x.values()))
-        if isinstance(x, list):
-            return TreeDef("list", None, tuple(build(v) for v in x))
-        return TreeDef("tuple", type(x), tuple(build(v) for v in x))
 
-    return leaves, build(tree)
+def _build_def(x: Any, is_leaf: IsLeaf, leaves: list[Any]) -> TreeDef:
+    # Module-level recursion: a nested self-referencing closure would form a reference cycle
+    # holding the leaves (arrays) until the garbage collector runs.
+    if (is_leaf is not None and is_leaf(x)) or not _is_node(x):
+        leaves.append(x)
+        return LEAF
+    if isinstance(x, dict):
+        return TreeDef("dict", tuple(x.keys()),
+                       tuple(_build_def(v, is_leaf, leaves) for v in x.values()))
+    if isinstance(x, list):
+        return TreeDef("list", None, tuple(_build_def(v, is_leaf, leaves) for v in x))
+    return TreeDef("tuple", type(x), tuple(_build_def(v, is_leaf, leaves) for v in x))
 
 
 def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """Rebuilds a tree of structure `treedef` from `leaves` in order."""
-    it = iter(leaves)
+    return _build_tree(treedef, iter(leaves))
 
-    def build(d: TreeDef) -> Any:
-        if d.kind == "leaf":
-            return next(it)
-        values = [build(c) for c in d.children]
-        if d.kind == "dict":
-            return dict(zip(d.meta, values))
-        if d.kind == "list":
-            return values
-        if d.meta is tuple:
-            return tuple(values)
-        return d.meta(*values)
 
-    return build(treedef)
+def _build_tree(d: TreeDef, leaves: Iterator[Any]) -> Any:
+    if d.kind == "leaf":
+        return next(leaves)
+    values = [_build_tree(c, leaves) for c in d.children]
+    if d.kind == "dict":
+        return dict(zip(d.meta, values))
+    if d.kind == "list":
+        return values
+    if d.meta is tuple:
+        return tuple(values)
+    return d.meta(*values)
 
 
 def tree_leaves(tree: Any) -> list[Any]:

@@ -1,0 +1,188 @@
+"""Tree utilities as `mlx.utils`: map, flatten to dotted keys, unflatten and reduce.
+
+A tree is nested lists, tuples (named tuples included) and dicts; anything else is a leaf. The
+structure-only helpers the transforms use live in `nuvec.graph.tree`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nuvec.graph.tree import IsLeaf, _is_node, flatten, unflatten
+
+__all__ = ["tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce"]
+
+
+def _rebuild(tree: Any, values: list[Any]) -> Any:
+    """A container of `tree`'s kind holding `values` (keys of a dict in order)."""
+    if isinstance(tree, dict):
+        return dict(zip(tree.keys(), values))
+    if isinstance(tree, list):
+        return values
+    if type(tree) is tuple:
+        return tuple(values)
+    return type(tree)(*values)  # named tuple
+
+
+def _children(tree: Any) -> list[tuple[Any, Any]]:
+    """(key, child) pairs of a container: dict keys, or positions."""
+    return list(tree.items()) if isinstance(tree, dict) else list(enumerate(tree))
+
+
+def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None) -> Any:
+    """Applies `fn` to the leaves of `tree`, returning a tree of the same structure.
+
+    Args:
+        fn: called as `fn(leaf, *corresponding_leaves_of_rest)`.
+        tree: the tree whose structure the result has.
+        *rest: trees with `tree`'s structure (or deeper: their subtrees are passed whole at
+            positions where `tree` has a leaf).
+        is_leaf: optional predicate marking extra leaves (containers passed to `fn` whole).
+
+    Returns:
+        The tree of `fn`'s results.
+
+    Raises:
+        KeyError, IndexError: if a tree of `rest` lacks a child that `tree` has.
+
+    Example:
+        >>> from nuvec.utils import tree_map
+        >>> tree_map(lambda x: x * 2, {"a": [1, 2], "b": 3})
+        {'a': [2, 4], 'b': 6}
+    """
+    if not rest:
+        leaves, treedef = flatten(tree, is_leaf)
+        return unflatten(treedef, [fn(x) for x in leaves])
+    if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
+        return fn(tree, *rest)
+    return _rebuild(tree, [
+        tree_map(fn, child, *(r[key] for r in rest), is_leaf=is_leaf)
+        for key, child in _children(tree)
+    ])
+
+
+def tree_map_with_path(
+    fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None,
+    path: str | None = None,
+) -> Any:
+    """Like `tree_map`, but `fn` receives the leaf's dotted path first: `fn(path, leaf, *rest)`.
+
+    Example:
+        >>> from nuvec.utils import tree_map_with_path
+        >>> tree_map_with_path(lambda p, x: p, {"a": [1, 2]})
+        {'a': ['a.0', 'a.1']}
+    """
+    if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
+        return fn(path, tree, *rest)
+    return _rebuild(tree, [
+        tree_map_with_path(fn, child, *(r[key] for r in rest), is_leaf=is_leaf,
+                           path=str(key) if path is None else f"{path}.{key}")
+        for key, child in _children(tree)
+    ])
+
+
+def tree_flatten(
+    tree: Any, prefix: str = "", is_leaf: IsLeaf = None, destination: list | dict | None = None
+) -> list[tuple[str, Any]] | dict[str, Any]:
+    """The leaves of `tree` with their dotted paths: `[("a.0.b", leaf), ...]`.
+
+    List and tuple children are keyed by position, dict children by key.
+
+    Args:
+        tree: the tree.
+        prefix: put before every key, starting with the separator as in MLX:
+            `prefix=".model"` gives keys like `"model.a"`.
+        is_leaf: optional predicate marking extra leaves.
+        destination: a list to extend or a dict to fill (default: a new list).
+
+    Returns:
+        `destination` with the (path, leaf) pairs.
+
+    Raises:
+        TypeError: if `destination` is neither a list nor a dict.
+
+    Example:
+        >>> from nuvec.utils import tree_flatten
+        >>> tree_flatten([[1, 2], {"a": 3}])
+        [('0.0', 1), ('0.1', 2), ('1.a', 3)]
+    """
+    if destination is None:
+        destination = []
+    if isinstance(destination, list):
+        add = lambda key, value: destination.append((key, value))  # noqa: E731
+    elif isinstance(destination, dict):
+        add = destination.__setitem__
+    else:
+        raise TypeError(
+            f"tree_flatten: destination must be a list or a dict, got {type(destination).__name__}"
+        )
+    stack = [(prefix, tree)]
+    while stack:
+        path, node = stack.pop()
+        if (is_leaf is not None and is_leaf(node)) or not _is_node(node):
+            add(path[1:], node)
+            continue
+        stack.extend((f"{path}.{key}", child) for key, child in reversed(_children(node)))
+    return destination
+
+
+def tree_unflatten(tree: list[tuple[str, Any]] | dict[str, Any]) -> Any:
+    """Rebuilds a tree from `tree_flatten`'s (path, leaf) pairs.
+
+    Levels whose keys are all integers become lists (missing positions are filled with empty
+    dicts, as MLX does); other levels become dicts.
+
+    Args:
+        tree: a list of (dotted path, leaf) pairs, or a dict from path to leaf.
+
+    Returns:
+        The nested lists and dicts.
+
+    Example:
+        >>> from nuvec.utils import tree_unflatten
+        >>> tree_unflatten([("a.0", 1), ("a.1", 2), ("b", 3)])
+        {'a': [1, 2], 'b': 3}
+    """
+    items = list(tree.items()) if isinstance(tree, dict) else list(tree)
+    if len(items) == 1 and items[0][0] == "":
+        return items[0][1]
+    children: dict[str, list[tuple[str, Any]]] = {}
+    for key, value in items:
+        head, _, tail = key.partition(".")
+        children.setdefault(head, []).append((tail, value))
+    if children and all(k.lstrip("-").isdigit() for k in children):
+        out: list[Any] = []
+        for index, key in sorted((int(k), k) for k in children):
+            out.extend({} for _ in range(index - len(out)))
+            out.append(tree_unflatten(children[key]))
+        return out
+    return {k: tree_unflatten(v) for k, v in children.items()}
+
+
+def tree_reduce(
+    fn: Callable[[Any, Any], Any], tree: Any, initializer: Any = None, is_leaf: IsLeaf = None
+) -> Any:
+    """Folds the leaves of `tree` with `fn(accumulator, leaf)`, in flattening order.
+
+    Args:
+        fn: the reduction.
+        tree: the tree.
+        initializer: the first accumulator; without one, the first leaf is.
+        is_leaf: optional predicate marking extra leaves.
+
+    Returns:
+        The final accumulator (`initializer` for a tree without leaves).
+
+    Example:
+        >>> from nuvec.utils import tree_reduce
+        >>> tree_reduce(lambda acc, x: acc + x, {"a": [1, 2], "b": 3})
+        6
+    """
+    accumulator = initializer
+    first = initializer is None
+    for leaf in flatten(tree, is_leaf)[0]:
+        if first:
+            accumulator, first = leaf, False
+        else:
+            accumulator = fn(accumulator, leaf)
+    return accumulator
