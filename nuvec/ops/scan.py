@@ -1,5 +1,305 @@
-"""Scans along an axis: cumsum, cumprod, cummax, cummin, logcumsumexp."""
+"""Scans along an axis: cumsum, cumprod, cummax, cummin, logcumsumexp.
+
+One `Scan` primitive (MLX's) covers all five; its rules are written with nuvec operations.
+The product and extremum rules solve first-order linear recurrences along the axis by
+doubling (O(n log n), no division by the input, so zeros are exact).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record1
+from nuvec.graph.device import to_stream
+from nuvec.graph.primitive import Primitive
+from nuvec.ops.arguments import as_array, normalize_axis
+from nuvec.ops.families import apply, move_batch_to_front
+
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+
+class Scan(Primitive):
+    """Inclusive or exclusive running `kind` ("sum", "prod", "max", "min", "logaddexp") along
+    `axis`, forward or reversed (MLX's Scan)."""
+
+    __slots__ = ("kind", "axis", "reverse", "inclusive")
+
+    def __init__(self, kind: str, axis: int, reverse: bool, inclusive: bool):
+        self.kind, self.axis, self.reverse, self.inclusive = kind, axis, reverse, inclusive
+
+    def params(self):
+        return (self.kind, self.axis, self.reverse, self.inclusive)
+
+    def output_specs(self, inputs):
+        x = inputs[0]
+        out = dt.int32 if self.kind == "sum" and x.dtype is dt.bool_ else x.dtype
+        return ((x.shape, out),)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, g = primals[0], cotangents[0]
+        if not x.dtype.is_inexact:
+            return [None]
+        if self.kind == "sum":
+            return [apply(Scan("sum", self.axis, not self.reverse, self.inclusive), g)]
+        if self.kind == "logaddexp":
+            return [self._logaddexp_vjp(x, g, outputs[0])]
+        if self.kind == "prod":
+            return [self._prod_vjp(x, g)]
+        return [self._extremum_vjp(x, g, outputs[0])]
+
+    def jvp(self, primals, tangents, outputs):
+        x, t = primals[0], tangents[0]
+        if not x.dtype.is_inexact:
+            return [None]
+        if self.kind == "sum":
+            return [apply(self, t)]
+        if self.kind == "logaddexp":
+            return [self._logaddexp_jvp(x, t, outputs[0])]
+        if self.kind == "prod":
+            return [self._prod_jvp(x, t)]
+        return [self._extremum_jvp(x, t, outputs[0])]
+
+    def vmap(self, inputs, axes):
+        x = move_batch_to_front(inputs[0], axes[0])
+        return [apply(Scan(self.kind, self.axis + 1, self.reverse, self.inclusive), x)], [0]
+
+    # -- rule helpers ----------------------------------------------------------------------
+    # Extremum rules. The cotangent of each output goes to the inputs of its window equal to
+    # it, split equally among ties (as MLX's max/min reductions do). For an inclusive running
+    # extremum Y those inputs are the "hits" (x_k == Y_k) of the plateau of equal Y values
+    # that ends at the output, so counts and sums are recurrences along plateaus. An exclusive
+    # scan is the inclusive one shifted by one position.
+    def _plateaus(self, x: Array, y: Array) -> tuple[Array, Array, Array]:
+        """(inclusive Y, hit mask, same-as-previous mask) as x's dtype."""
+        from nuvec.ops.binary import equal
+        from nuvec.ops.unary import astype
+
+        if not self.inclusive:
+            y = apply(Scan(self.kind, self.axis, self.reverse, True), x)
+        d = self._direction()
+        hits = astype(equal(x, y), x.dtype)
+        same = astype(equal(y, _shift(y, self.axis, -d)), x.dtype)
+        return y, hits, same
+
+    def _tie_counts(self, hits: Array, same: Array) -> Array:
+        from nuvec.ops.binary import maximum
+
+        counts = _recurrence(same, hits, self.axis, -self._direction())
+        return maximum(counts, 1)
+
+    def _extremum_vjp(self, x: Array, g: Array, y: Array) -> Array:
+        from nuvec.ops.binary import divide, multiply
+
+        d = self._direction()
+        _, hits, same = self._plateaus(x, y)
+        if not self.inclusive:
+            g = _shift(g, self.axis, d)
+        share = divide(g, self._tie_counts(hits, same))
+        return multiply(hits, _recurrence(_shift(same, self.axis, d), share, self.axis, d))
+
+    def _extremum_jvp(self, x: Array, t: Array, y: Array) -> Array:
+        from nuvec.ops.binary import divide, multiply
+
+        d = self._direction()
+        _, hits, same = self._plateaus(x, y)
+        total = _recurrence(same, multiply(hits, t), self.axis, -d)
+        out = divide(total, self._tie_counts(hits, same))
+        return out if self.inclusive else _shift(out, self.axis, -d)
+
+    # Product rules. With d = +1 (forward) or -1 (reverse) and E the exclusive running product,
+    # d y_i / d x_k = E_k * prod(x strictly between k and i, plus x_i when inclusive); the
+    # sums over i (vjp) or k (jvp) are first-order linear recurrences, solved by doubling in
+    # O(n log n) without dividing by x, so zeros are exact.
+    def _direction(self) -> int:
+        return -1 if self.reverse else 1
+
+    def _prod_vjp(self, x: Array, g: Array) -> Array:
+        from nuvec.ops.binary import multiply
+
+        d = self._direction()
+        before = apply(Scan("prod", self.axis, self.reverse, False), x)
+        start = g if self.inclusive else _shift(g, self.axis, d)
+        later = _recurrence(_shift(x, self.axis, d), start, self.axis, d)
+        return multiply(before, later)
+
+    def _prod_jvp(self, x: Array, t: Array) -> Array:
+        from nuvec.ops.binary import multiply
+
+        d = self._direction()
+        before = apply(Scan("prod", self.axis, self.reverse, False), x)
+        total = _recurrence(x, multiply(t, before), self.axis, -d)
+        return total if self.inclusive else _shift(total, self.axis, -d)
+
+    def _split_log(self, v: Array) -> tuple[Array, Array]:
+        """log(max(v, 0)) and log(max(-v, 0)): a signed value in log space, two parts."""
+        from nuvec.ops.binary import maximum
+        from nuvec.ops.unary import log, negative
+
+        return log(maximum(v, 0)), log(maximum(negative(v), 0))
+
+    def _logaddexp_vjp(self, x: Array, g: Array, y: Array) -> Array:
+        # d y_i / d x_k = exp(x_k - y_i): grad_k = sum_i g_i exp(x_k - y_i), accumulated in
+        # log space (opposite direction) so that no exp overflows.
+        from nuvec.ops.binary import add, subtract
+        from nuvec.ops.unary import exp
+
+        back = Scan("logaddexp", self.axis, not self.reverse, self.inclusive)
+        pos, neg = self._split_log(g)
+        pos_sum, neg_sum = apply(back, subtract(pos, y)), apply(back, subtract(neg, y))
+        return subtract(exp(add(x, pos_sum)), exp(add(x, neg_sum)))
+
+    def _logaddexp_jvp(self, x: Array, t: Array, y: Array) -> Array:
+        from nuvec.ops.binary import add, subtract
+        from nuvec.ops.unary import exp
+
+        pos, neg = self._split_log(t)
+        pos_sum, neg_sum = apply(self, add(x, pos)), apply(self, add(x, neg))
+        return subtract(exp(subtract(pos_sum, y)), exp(subtract(neg_sum, y)))
+
+
+def _shift(v: Array, axis: int, by: int) -> Array:
+    """out[k] = v[k + by] along `axis`, zero where k + by is outside the axis."""
+    from nuvec.ops.creation import zeros_like
+    from nuvec.ops.join import pad
+
+    n = v.shape[axis]
+    if abs(by) >= n:
+        return zeros_like(v)
+    index = [slice(None)] * v.ndim
+    index[axis] = slice(by, None) if by > 0 else slice(0, n + by)
+    widths = [(0, 0)] * v.ndim
+    widths[axis] = (0, by) if by > 0 else (-by, 0)
+    return pad(v[tuple(index)], widths)
+
+
+def _recurrence(a: Array, b: Array, axis: int, step: int) -> Array:
+    """The solution s of s[k] = b[k] + a[k] * s[k + step] along `axis` (s is 0 outside), by
+    recursive doubling: ceil(log2 n) rounds of shifted products."""
+    from nuvec.ops.binary import add, multiply
+
+    reach = 1
+    while reach < a.shape[axis]:
+        b = add(b, multiply(a, _shift(b, axis, reach * step)))
+        a = multiply(a, _shift(a, axis, reach * step))
+        reach *= 2
+    return b
+
+
+def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive: bool,
+          stream: Any) -> Array:
+    s = to_stream(stream)
+    a = as_array(a, op)
+    if kind == "logaddexp" and not a.dtype.is_floating:
+        if a.dtype is dt.complex64:
+            raise TypeError(f"{op}: complex64 is not supported")
+        from nuvec.ops.unary import astype
+
+        a = astype(a, dt.float32, stream=s)
+    if kind in ("max", "min") and a.dtype is dt.complex64:
+        raise TypeError(f"{op}: complex64 has no ordering")
+    if axis is None:
+        from nuvec.ops.shape import reshape
+
+        a, ax = reshape(a, (a.size,), stream=s), 0
+    else:
+        if a.ndim == 0:
+            raise ValueError(f"{op}: axis {axis} is out of bounds for an array with 0 dimensions")
+        ax = normalize_axis(axis, a.ndim, op)
+    return record1(Scan(kind, ax, bool(reverse), bool(inclusive)), (a,), s)
+
+
+
+
+def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,
+           inclusive: bool = True, stream: Any = None) -> Array:
+    """Cumulative sum along `axis` (bool sums in int32).
+
+    Args:
+        a: the input array.
+        axis: the axis to scan; None scans the flattened array.
+        reverse: scan from the end of the axis towards its start.
+        inclusive: output i includes input i; otherwise the scan starts from 0.
+        stream: the stream or device to run on.
+
+    Returns:
+        An array of the scanned shape.
+
+    Raises:
+        ValueError: if `axis` is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.cumsum(mx.array([1, 2, 3])).tolist()
+        [1, 3, 6]
+    """
+    return _scan("cumsum", "sum", a, axis, reverse, inclusive, stream)
+
+
+def cumprod(a: Any, /, axis: int | None = None, *, reverse: bool = False,
+            inclusive: bool = True, stream: Any = None) -> Array:
+    """Cumulative product along `axis` (see `cumsum` for the arguments).
+
+    The derivative is exact at zeros (no division by `a`).
+
+    Raises:
+        ValueError: if `axis` is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.cumprod(mx.array([1, 2, 3])).tolist()
+        [1, 2, 6]
+    """
+    return _scan("cumprod", "prod", a, axis, reverse, inclusive, stream)
+
+
+def cummax(a: Any, /, axis: int | None = None, *, reverse: bool = False,
+           inclusive: bool = True, stream: Any = None) -> Array:
+    """Running maximum along `axis` (see `cumsum`); an exclusive scan starts from the
+    dtype's lowest value. The cotangent of each output goes to the inputs equal to it within its
+    window, split equally among ties.
+
+    Raises:
+        ValueError: if `axis` is out of range.
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.cummax(mx.array([1, 3, 2])).tolist()
+        [1, 3, 3]
+    """
+    return _scan("cummax", "max", a, axis, reverse, inclusive, stream)
+
+
+def cummin(a: Any, /, axis: int | None = None, *, reverse: bool = False,
+           inclusive: bool = True, stream: Any = None) -> Array:
+    """Running minimum along `axis` (see `cumsum`); an exclusive scan starts from the
+    dtype's highest value. The cotangent of each output goes to the inputs equal to it within its
+    window, split equally among ties.
+
+    Raises:
+        ValueError: if `axis` is out of range.
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.cummin(mx.array([3, 1, 2])).tolist()
+        [3, 1, 1]
+    """
+    return _scan("cummin", "min", a, axis, reverse, inclusive, stream)
+
+
+def logcumsumexp(a: Any, /, axis: int | None = None, *, reverse: bool = False,
+                 inclusive: bool = True, stream: Any = None) -> Array:
+    """Running `log(sum(exp(a)))` along `axis`, computed stably (see `cumsum`); integer
+    inputs compute in float32 and an exclusive scan starts from -inf.
+
+    Raises:
+        ValueError: if `axis` is out of range.
+        TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.logcumsumexp(mx.array([0.0, 0.0])).tolist()
+        [0.0, 0.6931471824645996]
+    """
+    return _scan("logcumsumexp", "logaddexp", a, axis, reverse, inclusive, stream)
