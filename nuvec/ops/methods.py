@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph.array import Array
-from nuvec.ops import binary, comparison, matrices, reduction, shape, statistics, unary
+from nuvec.ops import binary, comparison, matrices, misc, reduction, shape, statistics, unary
 from nuvec.ops.matmul import matmul as _matmul
 
 
@@ -148,3 +148,6 @@ Array.split = lambda self, indices_or_sections, axis=0, *, stream=None: _join.sp
 Array.__getitem__ = lambda self, key: _subscript.getitem(self, key)
 Array.__setitem__ = lambda self, key, value: _subscript.setitem(self, key, value)
 Array.at = property(lambda self: _subscript.ArrayAt(self))
+
+
+Array.view = lambda self, dtype, *, stream=None: misc.view(self, dtype, stream=stream)

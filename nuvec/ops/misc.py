@@ -1,6 +1,6 @@
-"""The rest of MLX's array surface: as_strided, hadamard_transform, window functions.
+"""The rest of MLX's array surface: as_strided, view, hadamard_transform, window functions.
 
-`AsStrided` and `Hadamard` are primitives (a strided view and a log2(n)-pass butterfly); the
+`AsStrided`, `View` and `Hadamard` are primitives (a strided view and a log2(n)-pass butterfly); the
 windows (`hanning`, `hamming`, `blackman`, `bartlett`, NumPy's signatures) are compositions.
 """
 
@@ -18,7 +18,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, check_shape
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 
-__all__ = ["as_strided", "hadamard_transform", "hanning", "hamming", "blackman", "bartlett"]
+__all__ = ["as_strided", "view", "hadamard_transform", "hanning", "hamming", "blackman", "bartlett"]
 
 
 def _positions(shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> np.ndarray:
@@ -118,6 +118,64 @@ def as_strided(
                 f"shape {a.shape}"
             )
     return record1(AsStrided(shape, strides, offset), (a,), to_stream(stream))
+
+
+class View(Primitive):
+    """The same bytes read as `dtype`; the last axis scales by the ratio of item sizes.
+
+    Bit reinterpretation has no derivative (the base class says so for vjp and jvp).
+    """
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: dt.Dtype):
+        self.dtype = dtype
+
+    def params(self):
+        return (self.dtype,)
+
+    def output_specs(self, inputs):
+        x = inputs[0]
+        last = x.shape[-1] * x.dtype.size // self.dtype.size
+        return (((*x.shape[:-1], last), self.dtype),)
+
+    def vmap(self, inputs, axes):
+        return [apply(self, move_batch_to_front(inputs[0], axes[0]))], [0]
+
+
+def view(a: Any, /, dtype: Any, *, stream: Any = None) -> Array:
+    """`a`'s bytes reinterpreted as `dtype` (MLX's `view`); the result does not share memory.
+
+    Args:
+        a: the input array.
+        dtype: the dtype to read the bytes as.
+
+    Returns:
+        An array of `dtype` whose last axis is `a.shape[-1] * a.itemsize / dtype.size` long.
+
+    Raises:
+        ValueError: if the item sizes differ and `a` is 0-d, or the last axis's bytes do not
+            divide into whole items of `dtype`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.view(mx.array([1.0], mx.float32), mx.uint32).tolist()
+        [1065353216]
+    """
+    a = as_array(a, "view")
+    target = dt.to_dtype(dtype, "view")
+    if target is a.dtype:
+        return a
+    if target.size != a.dtype.size:
+        if a.ndim == 0:
+            raise ValueError(f"view: a 0-d {a.dtype.name} array cannot be viewed as "
+                             f"{target.name}, whose item size differs")
+        if (a.shape[-1] * a.dtype.size) % target.size:
+            raise ValueError(
+                f"view: the last axis of shape {a.shape} ({a.shape[-1] * a.dtype.size} bytes of "
+                f"{a.dtype.name}) does not divide into {target.name} items of {target.size} bytes"
+            )
+    return record1(View(target), (a,), to_stream(stream))
 
 
 # Sizes m (besides 1) of the small Hadamard matrices of Sloane's library that MLX also supports:

@@ -121,3 +121,35 @@ def test_windows_match_numpy(name, m):
 def test_rejected_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    "src, dst, shape",
+    [("float32", "uint32", (2, 3)), ("float32", "uint8", (2, 3)), ("uint8", "float32", (2, 8)),
+     ("float16", "bfloat16", (5,)), ("int64", "int32", (3,)), ("float64", "float32", (1, 2))],
+)
+def test_view_matches_numpy(src, dst, shape):
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(shape) * 100).astype(getattr(mx, src).np)
+    out = mx.view(mx.array(a, getattr(mx, src)), getattr(mx, dst))
+    expected = a.view(getattr(mx, dst).np)
+    assert out.dtype is getattr(mx, dst) and out.shape == expected.shape
+    np.testing.assert_array_equal(np.asarray(out).view(np.uint8), expected.view(np.uint8))
+    assert mx.array(a, getattr(mx, src)).view(getattr(mx, dst)).shape == expected.shape
+
+
+def test_view_of_a_transposed_input_reads_logical_order():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = mx.view(mx.transpose(mx.array(a)), mx.int32)
+    np.testing.assert_array_equal(np.asarray(out), np.ascontiguousarray(a.T).view(np.int32))
+
+
+def test_view_errors_and_no_gradient():
+    with pytest.raises(ValueError, match="^view: a 0-d"):
+        mx.view(mx.array(1.0), mx.uint8)
+    with pytest.raises(ValueError, match="^view: the last axis"):
+        mx.view(mx.zeros((3,), mx.uint8), mx.float32)
+    with pytest.raises(TypeError, match="^view: unsupported dtype"):
+        mx.view(mx.zeros((4,)), "float128")
+    with pytest.raises(mx.TransformError, match="View"):
+        mx.grad(lambda x: mx.sum(mx.view(x, mx.bfloat16)))(mx.zeros((2,), mx.float16))

@@ -75,3 +75,8 @@ def hadamard(p, x):
         h = h.T if p.adjoint else h
         out = np.matmul(h, out.reshape(-1, factor, n))
     return (out * work(p.scale)).reshape(x.shape)
+
+
+@kernel(m.View)
+def view(p, x):
+    return np.ascontiguousarray(x).view(p.dtype.np)
