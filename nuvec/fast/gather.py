@@ -1,6 +1,6 @@
 """Matrix products of gathered batches (`gather_mm`, `gather_qmm`) as fused ops.
 
-`nuvec.ops.quantized` validates and broadcasts the indices, then records through
+`nuvec.ops.gathered` validates and broadcasts the indices, then records through
 `gather_mm_node`/`gather_qmm_node`; `offsets` (int32, one per weight batch) marks where each
 weight batch's rows start when the rows are sorted by it (one-row products of a 3-D `x`).
 """
@@ -15,6 +15,7 @@ from nuvec.fast.base import KERNEL_FLOATS, FastOp, mx, one
 from nuvec.ops.quantized import check_quantization_params
 
 __all__: list[str] = []
+
 
 def _rows(a: Array, indices: Array) -> Array:
     """The `[M, N]` matrices of `a` picked by `indices` (`[*indices.shape, M, N]`)."""

@@ -1,8 +1,9 @@
 """Gathered, block-masked and segmented matrix products: gather_mm, gather_qmm,
 block_masked_mm, segmented_mm (exported through `nuvec.ops.quantized`).
 
-All are compositions of `take`, `matmul`, `quantized_matmul` and elementwise masks, so they
-differentiate and batch through those operations' rules.
+`gather_mm`/`gather_qmm` validate and broadcast, then record the fused nodes of
+`nuvec.fast.gather` (whose fallback is `take` + `matmul`/`quantized_matmul`); the masked and
+segmented products compose `matmul` with elementwise masks.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
-from nuvec.graph.device import to_stream
+from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes
 
 __all__: list[str] = []
@@ -33,23 +34,37 @@ def _default_indices(op: str, indices: Any, batch: tuple[int, ...], s: Any) -> A
     return indices
 
 
-def _gather_rows(a: Array, indices: Array, s: Any) -> Array:
-    """The matrices `a[..., :, :]` (batch axes flattened) picked by `indices`."""
-    from nuvec.ops.indexing import take
-    from nuvec.ops.shape import reshape
-
-    flat = reshape(a, (-1, *a.shape[-2:]), stream=s)
-    return take(flat, indices, axis=0, stream=s)
-
-
 def _gather_indices(op: str, a: Array, b: Array, lhs: Any, rhs: Any,
                     s: Any) -> tuple[Array, Array]:
+    """The indices as uint32 (as MLX), broadcast to one shape."""
     from nuvec.ops.shape import broadcast_to
+    from nuvec.ops.unary import astype
 
     lhs = _default_indices(op, lhs, a.shape[:-2], s)
     rhs = _default_indices(op, rhs, b.shape[:-2], s)
     shape = broadcast_shapes(lhs.shape, rhs.shape, op=op)
-    return broadcast_to(lhs, shape, stream=s), broadcast_to(rhs, shape, stream=s)
+    return tuple(broadcast_to(astype(i, dt.uint32, stream=s), shape, stream=s)
+                 for i in (lhs, rhs))
+
+
+def _row_offsets(sorted_indices: bool, x: Array, w: Array, rhs: Array, s: Any) -> Array | None:
+    """For one-row products (`x` `[B, 1, K]`) sorted by `rhs`, where each weight batch's rows
+    start (int32, the count of smaller indices), which lets a kernel walk each batch once;
+    None otherwise."""
+    from nuvec.ops.binary import less
+    from nuvec.ops.creation import arange
+    from nuvec.ops.reduction import sum as total
+    from nuvec.ops.shape import expand_dims
+    from nuvec.ops.unary import astype
+
+    if not (sorted_indices and x.ndim == 3 and x.shape[1] == 1 and rhs.ndim == 1):
+        return None
+    batches = 1
+    for d in w.shape[:-2]:
+        batches *= d
+    starts = expand_dims(arange(batches, dtype=dt.uint32, stream=s), 1, stream=s)
+    smaller = less(expand_dims(rhs, 0, stream=s), starts, stream=s)
+    return astype(total(smaller, axis=1, stream=s), dt.int32, stream=s)
 
 
 def _matrix_operands(op: str, a: Array, b: Array, s: Any) -> tuple[Array, Array, list[int]]:
@@ -99,6 +114,7 @@ def gather_mm(
         >>> mx.gather_mm(a, b, mx.array([0, 1]), mx.array([4, 2])).shape
         (2, 3, 6)
     """
+    from nuvec.fast.gather import gather_mm_node
     from nuvec.ops.matmul import matmul
     from nuvec.ops.shape import squeeze
 
@@ -109,7 +125,9 @@ def gather_mm(
         return matmul(a, b, stream=s)
     a, b, drop = _matrix_operands(op, a, b, s)
     lhs, rhs = _gather_indices(op, a, b, lhs_indices, rhs_indices, s)
-    out = matmul(_gather_rows(a, lhs, s), _gather_rows(b, rhs, s), stream=s)
+    offsets = _row_offsets(sorted_indices, a, b, rhs, s)
+    with stream_context(s):
+        out = gather_mm_node(a, b, lhs, rhs, offsets)
     return squeeze(out, drop, stream=s) if drop else out
 
 
@@ -136,10 +154,12 @@ def gather_qmm(
         >>> mx.gather_qmm(mx.ones((1, 2, 64)), w_q, s, b, rhs_indices=mx.array([3, 0])).shape
         (2, 2, 3)
     """
+    from nuvec.fast.gather import gather_qmm_node
     from nuvec.ops.quantized import (
         check_packed_weights,
         check_quantization_mode,
         check_quantization_params,
+        promote_quantized_operands,
         quantized_matmul,
     )
 
@@ -154,11 +174,12 @@ def gather_qmm(
     check_packed_weights(op, w, scales, biases, group_size, bits)
     if x.ndim < 2:
         raise ValueError(f"{op}: x must have at least 2 dimensions, got shape {x.shape}")
+    x, scales, biases = promote_quantized_operands(op, x, w, scales, biases, transpose, bits, s)
     lhs, rhs = _gather_indices(op, x, w, lhs_indices, rhs_indices, s)
-    return quantized_matmul(
-        _gather_rows(x, lhs, s), _gather_rows(w, rhs, s), _gather_rows(scales, rhs, s),
-        _gather_rows(biases, rhs, s), transpose, group_size, bits, stream=s,
-    )
+    offsets = _row_offsets(sorted_indices, x, w, rhs, s)
+    with stream_context(s):
+        return gather_qmm_node(x, w, scales, biases, lhs, rhs, transpose=transpose,
+                               group_size=group_size, bits=bits, offsets=offsets)
 
 
 def _expand_blocks(mask: Array, rows: int, cols: int, block: int, dtype: dt.Dtype,

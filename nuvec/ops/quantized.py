@@ -263,6 +263,24 @@ def check_packed_weights(op: str, w: Array, scales: Array, biases: Array, group_
             raise TypeError(f"{op}: {name} must be real floating, got {a.dtype.name}")
 
 
+def promote_quantized_operands(op: str, x: Array, w: Array, scales: Array, biases: Array,
+                               transpose: bool, bits: int, s: Any) -> tuple[Array, Array, Array]:
+    """`x`, scales and biases in their promoted floating dtype, after checking that `x`'s last
+    axis matches the dequantized weights' columns (rows without `transpose`)."""
+    from nuvec.ops.unary import astype
+
+    inner = w.shape[-1] * 32 // bits if transpose else w.shape[-2]
+    if x.ndim < 1 or x.shape[-1] != inner:
+        raise ValueError(
+            f"{op}: the last axis of x (shape {x.shape}) must match the {inner} columns of the "
+            f"dequantized weights (packed shape {w.shape}, transpose={transpose})"
+        )
+    out_type = dt.promote_types(x.dtype, dt.promote_types(scales.dtype, biases.dtype))
+    if not out_type.is_floating:
+        raise TypeError(f"{op}: x must be real floating, got {x.dtype.name}")
+    return tuple(astype(a, out_type, stream=s) for a in (x, scales, biases))
+
+
 def dequantize(
     w: Any, /, scales: Any, biases: Any, group_size: int = 64, bits: int = 4,
     mode: str = "affine", *, stream: Any = None,
@@ -333,7 +351,6 @@ def quantized_matmul(
         [[64.0, 64.0, 64.0], [64.0, 64.0, 64.0]]
     """
     from nuvec.ops.shape import broadcast_to
-    from nuvec.ops.unary import astype
 
     op = "quantized_matmul"
     check_quantization_mode(op, mode)
@@ -341,16 +358,7 @@ def quantized_matmul(
     s = to_stream(stream)
     x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
     check_packed_weights(op, w, scales, biases, group_size, bits)
-    inner = w.shape[-1] * 32 // bits if transpose else w.shape[-2]
-    if x.ndim < 1 or x.shape[-1] != inner:
-        raise ValueError(
-            f"{op}: the last axis of x (shape {x.shape}) must match the {inner} columns of the "
-            f"dequantized weights (packed shape {w.shape}, transpose={transpose})"
-        )
-    out_type = dt.promote_types(x.dtype, dt.promote_types(scales.dtype, biases.dtype))
-    if not out_type.is_floating:
-        raise TypeError(f"{op}: x must be real floating, got {x.dtype.name}")
-    x, scales, biases = (astype(a, out_type, stream=s) for a in (x, scales, biases))
+    x, scales, biases = promote_quantized_operands(op, x, w, scales, biases, transpose, bits, s)
     if w.ndim > 2:
         if x.ndim < 2:
             raise ValueError(f"{op}: x must have at least 2 dimensions with batched weights, "

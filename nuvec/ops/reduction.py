@@ -1,7 +1,8 @@
 """Reductions over axes: sums, products, extrema, arg-extrema, logic, softmax and logsumexp.
 
 Reduction primitives keep the reduced axes as size-1 dimensions (`Reduction`); the public op
-squeezes them unless `keepdims`. The statistics composed from these live in `statistics.py`.
+squeezes them unless `keepdims`. `softmax` and `logsumexp` record the fused last-axis nodes of
+`nuvec.fast.softmax`, moving other axes to the end. Statistics live in `statistics.py`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
-from nuvec.graph.device import Stream, to_stream
-from nuvec.graph.primitive import Primitive
+from nuvec.graph.device import Stream, stream as stream_context, to_stream
 from nuvec.ops.arguments import as_array, normalize_axes
-from nuvec.ops.families import Linear, Reduction, apply, move_batch_to_front
+from nuvec.ops.families import Linear, Reduction, apply
 
 __all__ = [
     "sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "logsumexp", "softmax",
@@ -100,16 +100,33 @@ def _product_of_others(x: Array, axes: tuple[int, ...]) -> Array:
     """For each element, the product of the other elements of its reduction group."""
     from nuvec.ops.binary import multiply
     from nuvec.ops.scan import cumprod
+
+    s = to_stream(None)
+    rows, perm = _to_rows(x, axes, s)
+    before = cumprod(rows, axis=-1, inclusive=False)
+    after = cumprod(rows, axis=-1, reverse=True, inclusive=False)
+    return _from_rows(multiply(before, after), x, perm, s)
+
+
+def _to_rows(a: Array, axes: tuple[int, ...], s: Stream) -> tuple[Array, list[int]]:
+    """`a` with `axes` moved to the end and merged into one last axis (a size-1 one when there
+    are none), and the permutation that moved them."""
     from nuvec.ops.shape import reshape, transpose
 
-    keep = [i for i in range(x.ndim) if i not in axes]
+    keep = [i for i in range(a.ndim) if i not in axes]
     perm = keep + list(axes)
-    moved = transpose(x, perm)
-    flat = reshape(moved, (*moved.shape[: len(keep)], reduced_size(x, axes)))
-    before = cumprod(flat, axis=-1, inclusive=False)
-    after = cumprod(flat, axis=-1, reverse=True, inclusive=False)
-    others = reshape(multiply(before, after), moved.shape)
-    return transpose(others, list(np.argsort(perm)))
+    moved = a if perm == sorted(perm) else transpose(a, perm, stream=s)
+    shape = (*moved.shape[: len(keep)], reduced_size(a, axes))
+    return (moved if shape == moved.shape else reshape(moved, shape, stream=s)), perm
+
+
+def _from_rows(rows: Array, a: Array, perm: list[int], s: Stream) -> Array:
+    """Undoes `_to_rows(a, ...)` on `rows` of the same shape: `a`'s shape and axis order."""
+    from nuvec.ops.shape import reshape, transpose
+
+    moved_shape = tuple(a.shape[i] for i in perm)
+    out = rows if rows.shape == moved_shape else reshape(rows, moved_shape, stream=s)
+    return out if perm == sorted(perm) else transpose(out, list(np.argsort(perm)), stream=s)
 
 
 class Extremum(Reduction):
@@ -199,66 +216,14 @@ class AnyTrue(NoGradient):
     result = dt.bool_
 
 
-class LogSumExp(Reduction):
-    """log(sum(exp(x))) over `axes`, computed stably; d/dx = softmax(x)."""
-
-    __slots__ = ()
-
-    def _softmax(self, x: Array, out: Array) -> Array:
-        from nuvec.ops.binary import subtract
-        from nuvec.ops.unary import exp
-
-        return exp(subtract(x, out))
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.binary import multiply
-
-        return [multiply(cotangents[0], self._softmax(primals[0], outputs[0]))]
-
-    def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import multiply
-
-        weights = self._softmax(primals[0], outputs[0])
-        return [apply(Sum(self.axes), multiply(tangents[0], weights))]
-
-
-class Softmax(Primitive):
-    """exp(x - max) / sum(exp(x - max)) over `axes`; J = diag(y) - y yᵀ (symmetric)."""
-
-    __slots__ = ("axes", "precise")
-
-    def __init__(self, axes: tuple[int, ...], precise: bool = False):
-        self.axes = tuple(axes)
-        self.precise = bool(precise)
-
-    def params(self):
-        return (self.axes, self.precise)
-
-    def output_specs(self, inputs):
-        return ((inputs[0].shape, inputs[0].dtype),)
-
-    def _apply_jacobian(self, y: Array, v: Array) -> Array:
-        from nuvec.ops.binary import multiply, subtract
-
-        return multiply(y, subtract(v, apply(Sum(self.axes), multiply(v, y))))
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [self._apply_jacobian(outputs[0], cotangents[0])]
-
-    def jvp(self, primals, tangents, outputs):
-        return [self._apply_jacobian(outputs[0], tangents[0])]
-
-    def vmap(self, inputs, axes):
-        x = move_batch_to_front(inputs[0], axes[0])
-        return [apply(Softmax(tuple(a + 1 for a in self.axes), self.precise), x)], [0]
-
-
 # -- operations ----------------------------------------------------------------------------
 
 
 def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any) -> Array:
     a = as_array(a, op)
     axes = normalize_axes(axis, a.ndim, op)
+    if cls in (Max, Min):
+        _nonempty(op, a, axes)
     s = to_stream(stream)
     if not axes:  # MLX returns the input itself (as bool for all/any)
         if cls in (AllTrue, AnyTrue):
@@ -270,10 +235,11 @@ def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any)
     return _squeeze(out, a, axes, keepdims, s)
 
 
-def _nonempty(op: str, a: Any) -> Array:
-    a = as_array(a, op)
-    if a.size == 0:
-        raise ValueError(f"{op}: cannot reduce a zero-size array, got shape {a.shape}")
+def _nonempty(op: str, a: Array, axes: tuple[int, ...]) -> Array:
+    """`a`, unless a reduction group over `axes` would be empty (the other axes may be)."""
+    if axes and reduced_size(a, axes) == 0:
+        raise ValueError(f"{op}: cannot reduce over an empty axis, got shape {a.shape} and "
+                         f"axes {axes}")
     return a
 
 
@@ -322,28 +288,28 @@ def max(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
     """Maximum over `axis` (all axes when None); NaN propagates.
 
     Raises:
-        ValueError: if `a` is empty, or an axis is out of range or repeated.
+        ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
 
     Example:
         >>> import nuvec as mx
         >>> mx.max(mx.array([[1, 5], [3, 2]]), axis=1).tolist()
         [5, 3]
     """
-    return _reduce(Max, "max", _nonempty("max", a), axis, keepdims, stream)
+    return _reduce(Max, "max", a, axis, keepdims, stream)
 
 
 def min(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Minimum over `axis` (all axes when None); NaN propagates.
 
     Raises:
-        ValueError: if `a` is empty, or an axis is out of range or repeated.
+        ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
 
     Example:
         >>> import nuvec as mx
         >>> mx.min(mx.array([[1, 5], [3, 2]]), axis=1).tolist()
         [1, 2]
     """
-    return _reduce(Min, "min", _nonempty("min", a), axis, keepdims, stream)
+    return _reduce(Min, "min", a, axis, keepdims, stream)
 
 
 def all(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
@@ -365,16 +331,18 @@ def any(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
 
 
 def _arg_reduce(cls: type, op: str, a: Any, axis: int | None, keepdims: bool, stream: Any):
-    a = _nonempty(op, a)
+    a = as_array(a, op)
     s = to_stream(stream)
     if axis is None:
         from nuvec.ops.shape import reshape
 
+        _nonempty(op, a, tuple(range(a.ndim)))
         out = record1(cls((0,)), (reshape(a, (a.size,), stream=s),), s)
         return reshape(out, (1,) * a.ndim if keepdims else (), stream=s)
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"{op}: axis must be an int or None, got {type(axis).__name__}")
     axes = normalize_axes(axis, a.ndim, op)
+    _nonempty(op, a, axes)
     return _squeeze(record1(cls(axes), (a,), s), a, axes, keepdims, s)
 
 
@@ -387,7 +355,8 @@ def argmax(
         uint32 indices (as MLX).
 
     Raises:
-        ValueError: if `a` is empty or `axis` is out of range.
+        ValueError: if the reduced axis (the whole array when `axis` is None) is empty, or
+            `axis` is out of range.
         TypeError: if `axis` is not an int or None.
 
     Example:
@@ -407,10 +376,21 @@ def argmin(
         uint32 indices (as MLX).
 
     Raises:
-        ValueError: if `a` is empty or `axis` is out of range.
+        ValueError: if the reduced axis (the whole array when `axis` is None) is empty, or
+            `axis` is out of range.
         TypeError: if `axis` is not an int or None.
     """
     return _arg_reduce(ArgMin, "argmin", a, axis, keepdims, stream)
+
+
+def _float_input(op: str, a: Any, s: Stream) -> Array:
+    """`a` in a floating dtype (float32 for integers and bools); complex is rejected."""
+    from nuvec.ops.unary import astype
+
+    a = as_array(a, op)
+    if a.dtype is dt.complex64:
+        raise TypeError(f"{op}: complex inputs are not supported, got complex64")
+    return astype(a, at_least_float(a.dtype), stream=s)
 
 
 def logsumexp(
@@ -419,10 +399,18 @@ def logsumexp(
     """log(sum(exp(a))) over `axis`, computed stably (the max is subtracted first).
 
     Integers compute in float32; float16/bfloat16 accumulate in float32. If the maximum is
-    ±inf the result is that maximum.
+    ±inf the result is that maximum. Records `nuvec.fast`'s fused last-axis node.
+
+    Args:
+        a: the input.
+        axis: an axis, a sequence of axes, or None for all.
+        keepdims: keep the reduced axes as size-1 dimensions.
+
+    Returns:
+        The log-sum-exps, in `a`'s dtype (float32 for integer input).
 
     Raises:
-        ValueError: if `a` is empty, or an axis is out of range or repeated.
+        ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
         TypeError: for complex input.
 
     Example:
@@ -430,17 +418,24 @@ def logsumexp(
         >>> round(mx.logsumexp(mx.array([0.0, 0.0])).item(), 4)
         0.6931
     """
-    from nuvec.ops.unary import astype
+    from nuvec.fast.base import one
+    from nuvec.fast.softmax import LOGSUMEXP
+    from nuvec.ops.shape import reshape
 
-    a = _nonempty("logsumexp", a)
-    if a.dtype is dt.complex64:
-        raise TypeError("logsumexp: complex inputs are not supported, got complex64")
-    axes = normalize_axes(axis, a.ndim, "logsumexp")
     s = to_stream(stream)
-    a = astype(a, at_least_float(a.dtype), stream=s)
+    a = _float_input("logsumexp", a, s)
+    axes = normalize_axes(axis, a.ndim, "logsumexp")
     if not axes:
         return a
-    return _squeeze(record1(LogSumExp(axes), (a,), s), a, axes, keepdims, s)
+    _nonempty("logsumexp", a, axes)
+    rows, _ = _to_rows(a, axes, s)
+    with stream_context(s):
+        out = one(LOGSUMEXP, [rows])
+    if keepdims:
+        shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
+    else:
+        shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
+    return reshape(out, shape, stream=s)
 
 
 def softmax(
@@ -448,8 +443,17 @@ def softmax(
 ) -> Array:
     """exp(a) / sum(exp(a)) over `axis` (all axes when None), computed stably.
 
-    Integers compute in float32. On the CPU, float16/bfloat16 always compute in float32, so
-    `precise=True` (MLX: accumulate half types in float32) changes nothing there.
+    Integers compute in float32. Records `nuvec.fast`'s fused last-axis node, which always
+    accumulates float16/bfloat16 in float32, so `precise=True` (MLX: accumulate half types in
+    float32) changes nothing.
+
+    Args:
+        a: the input.
+        axis: an axis, a sequence of axes, or None for all.
+        precise: accepted for MLX compatibility (half types are always accumulated in float32).
+
+    Returns:
+        An array of `a`'s shape and dtype (float32 for integer input).
 
     Raises:
         ValueError: if an axis is out of range or repeated.
@@ -460,12 +464,15 @@ def softmax(
         >>> mx.softmax(mx.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
-    from nuvec.ops.unary import astype
+    from nuvec.fast.base import one
+    from nuvec.fast.softmax import SOFTMAX
 
-    a = as_array(a, "softmax")
-    if a.dtype is dt.complex64:
-        raise TypeError("softmax: complex inputs are not supported, got complex64")
-    axes = normalize_axes(axis, a.ndim, "softmax")
     s = to_stream(stream)
-    a = astype(a, at_least_float(a.dtype), stream=s)
-    return record1(Softmax(axes, precise), (a,), s)
+    a = _float_input("softmax", a, s)
+    axes = normalize_axes(axis, a.ndim, "softmax")
+    if a.size == 0:  # no groups to normalize
+        return a
+    rows, perm = _to_rows(a, axes, s)
+    with stream_context(s):
+        out = one(SOFTMAX, [rows])
+    return _from_rows(out, a, perm, s)

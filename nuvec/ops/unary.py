@@ -200,7 +200,11 @@ class Abs(Unary):
         return dt.float32 if dtype is dt.complex64 else dtype
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_b().multiply(cotangents[0], sign(primals[0]))]
+        x = primals[0]
+        # The transpose of t -> real(conj(sign(z)) t) under the pairing real(a b) that
+        # Multiply's rule (no conjugation, as MLX) uses.
+        s = conj(sign(x)) if x.dtype is dt.complex64 else sign(x)
+        return [_b().multiply(cotangents[0], s)]
 
     def jvp(self, primals, tangents, outputs):
         x, t = primals[0], tangents[0]
@@ -240,7 +244,11 @@ class Real(Linear, Unary):
 
 
 class Imag(Linear, Unary):
-    """Imaginary part of a complex array (float32); the cotangent comes back as i * c."""
+    """Imaginary part of a complex array (float32); the cotangent comes back as -i * c.
+
+    imag(t) = real(-i t), so under the pairing real(a b) of Multiply's rule (no conjugation,
+    as MLX) the transpose multiplies by -i.
+    """
 
     __slots__ = ()
 
@@ -248,7 +256,7 @@ class Imag(Linear, Unary):
         return dt.float32
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_b().multiply(astype(cotangents[0], dt.complex64), 1j)]
+        return [_b().multiply(astype(cotangents[0], dt.complex64), -1j)]
 
 
 ABS, NEGATIVE, SIGN = Abs(), Negative(), Sign()

@@ -40,11 +40,30 @@ def test_gather_mm_with_sorted_row_offsets(fake_gpu):
     rng = np.random.default_rng(1)
     a, ar = sample(rng, (4, 1, 3), mx.float32)
     b, br = sample(rng, (3, 3, 2), mx.float32)
-    rhs = np.array([0, 0, 1, 2])
+    rhs = np.array([0, 0, 2, 2])
     with mx.stream(fake_gpu):
-        y = gather_mm_node(a, b, _u32([0, 1, 2, 3]), _u32(rhs), mx.array([0, 2, 3], mx.int32))
+        y = gather_mm_node(a, b, _u32([0, 1, 2, 3]), _u32(rhs), mx.array([0, 2, 2], mx.int32))
         assert isinstance(y.primitive, GatherMm)
+        # The public op records the same node, with the offsets computed from sorted indices.
+        z = mx.gather_mm(a, b, mx.arange(4), mx.array(rhs, mx.int64), sorted_indices=True)
+        assert isinstance(z.primitive, GatherMm)
+        offsets = z._node.inputs[-1]
+        assert offsets.dtype == mx.int32 and offsets.tolist() == [0, 2, 2]
+        assert len(mx.gather_mm(a, b, mx.arange(4), mx.array(rhs))._node.inputs) == 4
     _close(y, ar @ br[rhs], mx.float32)
+    _close(z, ar @ br[rhs], mx.float32)
+
+
+def test_public_gather_qmm_records_the_node(fake_gpu):
+    rng = np.random.default_rng(6)
+    x, _ = sample(rng, (2, 1, 64), mx.float32)
+    w, scales, biases = mx.quantize(mx.array(rng.standard_normal((3, 8, 64)), mx.float32))
+    lhs, rhs = mx.array([1, 0]), mx.array([2, 0])
+    want = mx.gather_qmm(x, w, scales, biases, lhs, rhs)
+    with mx.stream(fake_gpu):
+        y = mx.gather_qmm(x, w, scales, biases, lhs, rhs, sorted_indices=True)
+        assert isinstance(y.primitive, GatherQmm)
+    assert_allclose(y, np.asarray(want), dtype=mx.float32, rtol=1e-5, atol=1e-5)
 
 
 def _unpack(w, bits):

@@ -182,6 +182,7 @@ def test_softmax_large_values_and_edge_shapes():
     assert_allclose(mx.softmax(mx.array([1000.0, 1000.0])), [0.5, 0.5])
     assert_allclose(mx.softmax(mx.array(3.0)), 1.0)
     assert mx.softmax(mx.zeros((0, 3)), axis=0).shape == (0, 3)
+    assert mx.softmax(mx.zeros((0, 3), mx.int32), axis=1).dtype == mx.float32
     assert_allclose(mx.softmax(mx.array([[1.0, 2.0]]), axis=[]), [[1.0, 1.0]])
 
 
@@ -309,9 +310,22 @@ def test_repeated_axis(op):
 
 
 @pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin", "logsumexp"])
-def test_empty_input_rejected(op):
-    with pytest.raises(ValueError, match=f"^{op}: cannot reduce a zero-size array"):
-        getattr(mx, op)(mx.zeros((0, 3)), 1)
+@pytest.mark.parametrize("axis", [0, None])
+def test_empty_reduced_axis_rejected(op, axis):
+    with pytest.raises(ValueError, match=f"^{op}: cannot reduce over an empty axis"):
+        getattr(mx, op)(mx.zeros((0, 3)), axis)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin", "logsumexp"])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_empty_array_with_nonempty_reduced_axis(op, keepdims):
+    out = getattr(mx, op)(mx.zeros((2, 0, 3)), -1, keepdims)
+    want = getattr(np, op if op != "logsumexp" else "max")(np.zeros((2, 0, 3)), -1,
+                                                           keepdims=keepdims)
+    assert out.shape == want.shape
+    if op != "logsumexp":
+        assert out.dtype == (mx.uint32 if op.startswith("arg") else mx.float32)
+    assert mx.max(mx.zeros((0, 3)), axis=(1,)).shape == (0,)
 
 
 def test_median_of_empty_axis_rejected():

@@ -338,3 +338,31 @@ def test_errors():
 def test_bfloat16_results_are_bfloat16_data():
     got = np.asarray(mx.exp(mx.array([0.0, 1.0], mx.bfloat16)))
     assert got.dtype == ml_dtypes.bfloat16
+
+
+# Real functions of real inputs through complex64 intermediates: finite differences fix the
+# sign conventions of the complex rules (Multiply's transpose, without conjugation, as MLX).
+COMPLEX_PATHS = {
+    "imag": lambda x, y: mx.imag((x + 1j * y) * (2 - 3j)),
+    "real": lambda x, y: mx.real((x + 1j * y) * (2 - 3j)),
+    "conj_imag": lambda x, y: mx.imag(mx.conj(x + 1j * y) * (2 - 3j)),
+    "conj_real": lambda x, y: mx.real(mx.conj(x + 1j * y) * (1 + 2j)),
+    "abs": lambda x, y: mx.abs((x + 1j * y) * (2 - 3j)),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_PATHS))
+def test_complex_rules_against_finite_differences(name):
+    from nuvec.testing import check_grads, check_jvp_vjp
+
+    rng = np.random.default_rng(21)
+    x, y = (mx.array(rng.standard_normal(4) + 0.5) for _ in range(2))
+    f = COMPLEX_PATHS[name]
+    check_grads(f, [x, y], eps=1e-3, rtol=2e-3, atol=2e-3)
+    check_jvp_vjp(f, [x, y], rtol=1e-4, atol=1e-5)
+
+
+def test_imag_gradient_sign():
+    gx, gy = mx.grad(lambda x, y: mx.imag(x + 1j * y), argnums=(0, 1))(mx.array(0.5),
+                                                                        mx.array(2.0))
+    assert (gx.item(), gy.item()) == (0.0, 1.0)

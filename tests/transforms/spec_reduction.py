@@ -1,11 +1,13 @@
 """Rule rows for `nuvec.ops.reduction`: every reduction primitive, with keepdims and ties-free
-inputs (max/min are differentiable there)."""
+inputs (max/min are differentiable there); softmax/logsumexp over any axes record the fused
+last-axis nodes of `nuvec.fast.softmax`."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import nuvec as mx
+from nuvec.fast.softmax import LogSumExp, Softmax
 from nuvec.ops import reduction as r
 from nuvec.testing import OpSpec
 
@@ -32,11 +34,12 @@ SPECS = [
     OpSpec("argmin_flat", lambda x: mx.argmin(x), distinct(3, 4), [r.ArgMin], grad=False),
     OpSpec("all_axis", lambda x: mx.all(x > 0, axis=0), normal(3, 4), [r.AllTrue], grad=False),
     OpSpec("any_axis", lambda x: mx.any(x > 0, axis=1), normal(3, 4), [r.AnyTrue], grad=False),
-    OpSpec("logsumexp_axis", lambda x: mx.logsumexp(x, axis=-1), normal(3, 4), [r.LogSumExp]),
+    OpSpec("logsumexp_axis", lambda x: mx.logsumexp(x, axis=-1), normal(3, 4), [LogSumExp]),
     OpSpec("logsumexp_axes_keepdims", lambda x: mx.logsumexp(x, axis=(0, 2), keepdims=True),
-           normal(2, 3, 2), [r.LogSumExp]),
-    OpSpec("softmax_last", lambda x: mx.softmax(x, axis=-1), normal(3, 4), [r.Softmax]),
-    OpSpec("softmax_axes", lambda x: mx.softmax(x, axis=(0, 1)), normal(2, 3, 2), [r.Softmax]),
+           normal(2, 3, 2), [LogSumExp]),
+    OpSpec("softmax_last", lambda x: mx.softmax(x, axis=-1), normal(3, 4), [Softmax]),
+    OpSpec("softmax_axes", lambda x: mx.softmax(x, axis=(0, 1)), normal(2, 3, 2), [Softmax]),
+    OpSpec("softmax_middle", lambda x: mx.softmax(x, axis=1), normal(2, 3, 2), [Softmax]),
     OpSpec("mean_var_std", lambda x: mx.mean(x, 0) + mx.var(x, 0, ddof=1) + mx.std(x, 0),
            normal(4, 3), [r.Sum]),
     OpSpec("median", lambda x: mx.median(x, axis=1), distinct(3, 4), [r.Sum]),

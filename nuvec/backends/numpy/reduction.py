@@ -63,36 +63,3 @@ def all_(p, x):
 @kernel(r.AnyTrue)
 def any_(p, x):
     return np.any(x, axis=p.axes, keepdims=True)
-
-
-def _shifted_exp(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(exp(x - m'), m): m the max over `axes`, m' = m where finite, else 0 (the op rejects
-    empty input)."""
-    m = np.max(x, axis=axes, keepdims=True)
-    safe = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
-    out = np.subtract(x, safe)
-    np.exp(out, out=out)
-    return out, m
-
-
-@kernel(r.LogSumExp)
-def logsumexp(p, x):
-    x = widened(x)
-    e, m = _shifted_exp(x, p.axes)
-    total = np.sum(e, axis=p.axes, keepdims=True)
-    out = np.log(total) + np.where(np.isfinite(m), m, 0)
-    return np.where(np.isinf(m), m, out)
-
-
-@kernel(r.Softmax)
-def softmax(p, x):
-    x = widened(x)
-    if not p.axes:  # each element is its own group
-        return np.exp(np.subtract(x, x))
-    m = np.max(x, axis=p.axes, keepdims=True, initial=-np.inf)
-    out = np.subtract(x, m)
-    np.exp(out, out=out)
-    total = np.sum(out, axis=p.axes, keepdims=True)
-    np.reciprocal(total, out=total)
-    out *= total
-    return out
