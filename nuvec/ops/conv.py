@@ -299,7 +299,29 @@ def conv1d(input: Any, weight: Any, /, stride: int = 1, padding: int = 0, dilati
         >>> mx.conv1d(mx.ones((1, 5, 2)), mx.ones((3, 3, 2)), padding=1).shape
         (1, 5, 3)
     """
+    if groups > 1 and isinstance(input, Array) and groups == input.shape[-1]:
+        return _depthwise_conv1d(input, weight, stride, padding, dilation, groups, stream)
     return _conv("conv1d", 1, input, weight, stride, padding, dilation, groups, stream)
+
+
+def _depthwise_conv1d(input, weight, stride, padding, dilation, groups, stream) -> Array:
+    """One filter per channel: recorded as the fused `DepthwiseConv1d` (issue 5); its fallback
+    is `conv_general`, never `conv1d`, so the two never call each other in a loop."""
+    from nuvec.fast.conv import depthwise_conv1d
+    from nuvec.graph.device import stream as stream_context
+
+    s = to_stream(stream)
+    x, w, _ = _inputs("conv1d", input, weight, 1, groups, s)
+    stride, padding, dilation = (_tuple("conv1d", name, value, 1, low)[0] for name, value, low in
+                                 (("stride", stride, 1), ("padding", padding, 0),
+                                  ("dilation", dilation, 1)))
+    if w.shape[0] != x.shape[-1]:  # several filters per channel: the general grouped form
+        return _conv("conv1d", 1, x, w, stride, padding, dilation, groups, s)
+    if x.shape[1] + 2 * padding < dilation * (w.shape[1] - 1) + 1 or w.shape[1] == 0:
+        raise ValueError(f"conv1d: the padded input ({x.shape[1] + 2 * padding},) is smaller "
+                         f"than the dilated kernel ({w.shape[1]},)")
+    with stream_context(s):
+        return depthwise_conv1d(x, w, stride, padding, dilation)
 
 
 def conv2d(input: Any, weight: Any, /, stride: int | tuple[int, int] = 1,

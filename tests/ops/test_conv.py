@@ -215,3 +215,27 @@ def test_conv_grads_train_a_step():
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_depthwise_conv1d_goes_through_the_fused_op_and_matches_the_grouped_form(monkeypatch):
+    import nuvec.fast.conv as fast_conv
+
+    calls = []
+    original = fast_conv.depthwise_conv1d
+    monkeypatch.setattr(fast_conv, "depthwise_conv1d",
+                        lambda *args: calls.append(args[2:]) or original(*args))
+    rng = np.random.default_rng(3)
+    x = mx.array(rng.standard_normal((2, 9, 4)).astype(np.float32))
+    w = mx.array(rng.standard_normal((4, 3, 1)).astype(np.float32))
+    y = mx.conv1d(x, w, stride=2, padding=1, dilation=2, groups=4)
+    assert calls == [(2, 1, 2)]  # (stride, padding, dilation); on the CPU: its fallback graph
+    general = mx.conv_general(x, w, stride=2, padding=1, kernel_dilation=2, groups=4)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(general), rtol=1e-5, atol=1e-6)
+    gx, gw = mx.grad(lambda a, b: mx.sum(mx.conv1d(a, b, padding=1, groups=4) ** 2),
+                     argnums=(0, 1))(x, w)
+    hx, hw = mx.grad(lambda a, b: mx.sum(mx.conv_general(a, b, padding=1, groups=4) ** 2),
+                     argnums=(0, 1))(x, w)
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(hx), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(gw), np.asarray(hw), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="^conv1d: the padded input"):
+        mx.conv1d(mx.zeros((1, 2, 4)), mx.zeros((4, 5, 1)), groups=4)
