@@ -5,6 +5,7 @@ plan (vector or tiled nodes on a GPU, the composition in row blocks elsewhere).
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, wide
@@ -201,6 +202,10 @@ class Attention(FastOp):
         return 3 + int(self.mask) + int(self.sinks)
 
     def valid(self, inputs):
+        return self.valid_shapes(inputs) and attention_config(self, inputs)
+
+    def valid_shapes(self, inputs) -> bool:
+        """The seed's checks of the inputs' shapes and dtypes (raises for mixed dtypes)."""
         q, k, v = inputs[0], inputs[1], inputs[2]
         if any(a.ndim != 4 or a.dtype is not q.dtype for a in (q, k, v)):
             raise _invalid("q, k and v must be 4-D arrays of one dtype")
@@ -212,7 +217,7 @@ class Attention(FastOp):
             and inputs[3].dtype in (dt.bool_, q.dtype))
         sinks_ok = not self.sinks or (
             inputs[-1].ndim == 1 and inputs[-1].size == qs[1] and inputs[-1].dtype is q.dtype)
-        return shapes and mask_ok and sinks_ok and attention_config(self, inputs)
+        return shapes and mask_ok and sinks_ok
 
     def specs(self, inputs):
         q, v = inputs[0], inputs[2]
@@ -220,6 +225,41 @@ class Attention(FastOp):
 
     def fallback(self, inputs):
         return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks)]
+
+
+class AttentionRows(FastOp):
+    """`(q, k, v[, mask][, sinks])`: one row block of the CPU composition as one node.
+
+    The same computation as `attention_graph` with the block's causal `offset` and `window`
+    (its fallback), computed by a NumPy kernel that masks only the block's diagonal columns
+    and normalises the output rather than the probabilities.
+    """
+
+    __slots__ = ("scale", "causal", "mask", "sinks", "offset", "window")
+    op = OP
+    cpu_fused = True
+
+    def __init__(self, scale: float, causal: bool, mask: bool, sinks: bool, offset: int,
+                 window: int | None):
+        self.scale = as_f32_bits(scale)
+        self.causal, self.mask, self.sinks = bool(causal), bool(mask), bool(sinks)
+        self.offset, self.window = int(offset), window
+
+    def params(self):
+        return (self.scale, self.causal, self.mask, self.sinks, self.offset, self.window)
+
+    def arity(self, inputs):
+        return 3 + int(self.mask) + int(self.sinks)
+
+    def valid(self, inputs):
+        window_ok = self.window is None or (self.causal and self.window >= 1)
+        return window_ok and Attention.valid_shapes(self, inputs)
+
+    specs = Attention.specs
+
+    def fallback(self, inputs):
+        return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks,
+                                self.offset, self.window)]
 
 
 class Call:
@@ -278,9 +318,12 @@ class Call:
         q, k, v, mask = self.slices((start, end), (lo, hi))
         if after is not None:
             q = depends([q], [after])[0]
-        return attention_graph(self._inputs(q, k, v, mask), self.scale, key.mask == "causal",
-                               mask is not None, self.sinks is not None,
-                               start + key.lk - key.lq - lo, key.window)
+        args = (self.scale, key.mask == "causal", mask is not None, self.sinks is not None,
+                start + key.lk - key.lq - lo, key.window)
+        inputs = self._inputs(q, k, v, mask)
+        if key.target.kind == "cpu" and q.size and k.size:
+            return one(AttentionRows(*args), inputs)
+        return attention_graph(inputs, *args)
 
     def run(self) -> Array:
         key = self.key
@@ -323,13 +366,15 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
 
     Raises:
         ValueError: for shapes that do not fit, a bad mask, sinks, window or cap.
-        TypeError: if the promoted dtype is not floating-point.
+        TypeError: if the promoted dtype is not floating-point or `scale` is not a number.
 
     Example:
         >>> q = mx.ones((1, 2, 3, 4))
         >>> mx.fast.scaled_dot_product_attention(q, q, q, scale=0.5, mask="causal").shape
         (1, 2, 3, 4)
     """
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"{OP}: scale must be a real number, got {type(scale).__name__}")
     with stream_context(to_stream(stream)):
         q, k, v = (as_array(a, OP) for a in (q, k, v))
         if any(a.ndim != 4 for a in (q, k, v)):
@@ -351,5 +396,5 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
             full = ops.broadcast_to(m, (key.b, key.hq, key.lq, key.lk))
         if sinks is not None:
             sinks = ops.astype(sinks, dtype)
-        return Call(key, float(scale), q, k, v, full, sinks).run()
+        return Call(key, scale, q, k, v, full, sinks).run()
 

@@ -25,7 +25,7 @@ __all__ = [
 KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
 # Score bytes one row block of the CPU composition may hold when no cap is given: small
 # enough that a block's scores stay in cache between the softmax passes.
-CPU_SCORE_BYTES = 1 << 21
+CPU_SCORE_BYTES = 1 << 22
 # Queries the vector kernels take per call; lanes of one query in the two-pass kernel.
 VECTOR_QUERIES = 8
 SIMD = 32
@@ -306,7 +306,7 @@ def _vector_group(key: RouteKey, start: int, end: int) -> Group:
     blocks = two_pass_blocks(key, rows)
     gqa_kernel = rows == 1 and key.mask != "array" and not key.sinks and gqa_decode(
         gqa, key.d, key.dv)
-    tk1 = not gqa_kernel and tk1_variant(key.dtype, key.d, key.dv) and keys < SIMD * blocks
+    tk1 = not gqa_kernel and tk1_variant(key.dtype, key.d, key.dv) and keys <= SIMD * blocks
     return Group(start, end, keys, GroupVector(2, blocks, gqa_kernel, tk1))
 
 

@@ -8,9 +8,8 @@ import pytest
 
 import nuvec as mx
 from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
-from nuvec.fast.attention import Attention
+from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.planner import plan_attention
-from nuvec.fast.softmax import Softmax
 from nuvec.graph.array import record
 from nuvec.graph.device import to_stream
 from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp
@@ -132,8 +131,8 @@ def test_row_blocks_match_and_stay_under_the_cap(cap):
     k, _ = sample(rng, (1, 2, 15, 4), mx.float32)
     whole = sdpa(q, k, k, scale=0.5, mask="causal", window=5)
     blocked = sdpa(q, k, k, scale=0.5, mask="causal", window=5, max_score_bytes=cap)
-    # The scores are the only score-sized intermediates: each softmax's input is one block.
-    sizes = _softmax_sizes(blocked)
+    # Each row block holds its scores as its one score-sized intermediate.
+    sizes = _block_scores(blocked)
     assert_allclose(blocked, np.asarray(whole), rtol=1e-6, atol=1e-6)
     plan = plan_attention(q.shape, k.shape, k.shape, mx.float32, mask="causal", window=5,
                           max_score_bytes=cap)
@@ -143,29 +142,61 @@ def test_row_blocks_match_and_stay_under_the_cap(cap):
     assert plan.capped == (len(sizes) > 1)
 
 
-def _softmax_sizes(out) -> list[int]:
+def _block_scores(out) -> list[int]:
+    """The score count of each row block (`AttentionRows` node) of the graph of `out`."""
     seen, stack, sizes = set(), [out], []
     while stack:
         a = stack.pop()
         if id(a._node) in seen:
             continue
         seen.add(id(a._node))
-        if isinstance(a._node.primitive, Softmax):
-            sizes.append(a._node.inputs[0].size)
+        if isinstance(a._node.primitive, AttentionRows):
+            q, k = a._node.inputs[0], a._node.inputs[1]
+            sizes.append(q.size // q.shape[3] * k.shape[2])
         stack.extend(a._node.inputs)
     return sizes
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("options", [
+    dict(mask="causal", window=3), dict(mask="causal", sinks=True),
+    dict(mask="causal", offset=-2), dict(mask="bool"), dict(mask="add", sinks=True),
+], ids=["window", "sinks", "blind_rows", "bool", "additive_sinks"])
+def test_row_block_kernel_matches_its_fallback(dtype, options):
+    rng = np.random.default_rng(8)
+    q, _ = sample(rng, (2, 4, 3, 4), dtype)
+    k, _ = sample(rng, (2, 2, 6, 4), dtype)
+    inputs = [q, k, k]
+    kind = options["mask"]
+    if kind == "bool":
+        inputs.append(mx.array(rng.random((2, 4, 3, 6)) < 0.5))
+    elif kind == "add":
+        inputs.append(sample(rng, (2, 4, 3, 6), dtype)[0])
+    if options.get("sinks"):
+        inputs.append(sample(rng, (4,), dtype)[0])
+    op = AttentionRows(0.6, kind == "causal", kind != "causal", bool(options.get("sinks")),
+                       options.get("offset", 2), options.get("window"))
+    tol = TOL[dtype.name]
+    assert_allclose(_node(op, *inputs), np.asarray(op.fallback(inputs)[0]).astype(np.float64),
+                    dtype=dtype, rtol=tol, atol=tol)
+
+
 def test_peak_memory_under_the_cap():
+    """NumPy reports its buffers to tracemalloc: the peak includes the kernels' scores."""
+    import tracemalloc
+
     rng = np.random.default_rng(5)
     q, _ = sample(rng, (1, 4, 256, 8), mx.float32)
     mx.eval(q)
     peaks = []
     for cap in (None, 1 << 14):
-        mx.reset_peak_memory()
-        mx.eval(sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=cap))
-        peaks.append(mx.get_peak_memory())
-    assert peaks[1] < peaks[0]
+        out = sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=cap)
+        tracemalloc.start()
+        mx.eval(out)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    full_scores = 4 * 256 * 256 * 4
+    assert peaks[0] > full_scores > 8 * peaks[1]
 
 
 # -- rejected inputs ---------------------------------------------------------------------
@@ -184,7 +215,8 @@ BAD = [
      "the query heads \\(0\\) must be a multiple of the key heads \\(0\\)"),
     (dict(dtype=mx.int32), {}, TypeError, "unsupported dtype int32"),
     ({}, dict(mask="full"), ValueError, "the mask must be None, 'causal' or an array"),
-    ({}, dict(mask=mx.zeros((1, 1, 1, 3, 5))), ValueError, "the mask must have at most 4 dimensions"),
+    ({}, dict(mask=mx.zeros((1, 1, 1, 3, 5))), ValueError,
+     "the mask must have at most 4 dimensions"),
     ({}, dict(mask=mx.zeros((3, 4))), ValueError, "the mask \\[3, 4\\] does not broadcast to "
                                                   "\\[1, 2, 3, 5\\]"),
     (dict(dtype=mx.float16), dict(mask=mx.zeros((3, 5))), ValueError,
@@ -202,6 +234,12 @@ BAD = [
 def test_rejects(shapes, options, exc, message):
     with pytest.raises(exc, match=f"^scaled_dot_product_attention: {message}"):
         sdpa(*_qkv(**shapes), scale=1.0, **options)
+
+
+def test_rejects_a_scale_that_is_not_a_number():
+    with pytest.raises(TypeError, match="^scaled_dot_product_attention: scale must be a real "
+                                        "number, got str"):
+        sdpa(*_qkv(), scale="0.5")
 
 
 def test_plan_rejects_negative_dimensions():
@@ -239,6 +277,10 @@ NODE_BAD = [
     (Attention(1.0, sinks=True, passes=1),
      [*_qkv((1, 2, 2, 64), (1, 1, 3, 64), (1, 1, 3, 64)), mx.zeros((1,))], "invalid inputs"),
     (Attention(1.0, passes=1), _qkv((1, 1, 0, 64), (1, 1, 3, 64), (1, 1, 3, 64)),
+     "invalid inputs"),
+    (AttentionRows(1.0, False, False, False, 0, 2), _qkv(), "invalid inputs"),  # no causal
+    (AttentionRows(1.0, True, False, False, 0, 0), _qkv(), "invalid inputs"),
+    (AttentionRows(1.0, False, True, False, 0, None), [*_qkv(), mx.zeros((1, 2, 3, 4))],
      "invalid inputs"),
 ]
 

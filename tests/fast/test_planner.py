@@ -57,7 +57,7 @@ TABLE = {
     "float64_on_gpu_is_cpu": ((1, 8, 1, 128), (1, 8, 64, 128), mx.float64, GPU, {}, Composed(),
                               NO_KERNEL),
     "cpu_causal_row_blocks": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU, dict(mask="causal"),
-                              ComposedBlocks(66), NO_KERNEL),
+                              ComposedBlocks(136), NO_KERNEL),
     "cpu_capped": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU,
                    dict(mask="causal", max_score_bytes=1 << 16), ComposedBlocks(2), NO_KERNEL),
     "cpu_small_whole": ((1, 8, 16, 64), (1, 8, 16, 64), F32, CPU, {}, Composed(), NO_KERNEL),
