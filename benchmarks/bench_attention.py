@@ -11,11 +11,10 @@ the target is <= 1 for NumPy).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 import tracemalloc
 
 import numpy as np
+from bench_fast import medians  # benchmarks/ is the script's directory
 
 import nuvec as mx
 
@@ -23,21 +22,6 @@ try:
     import torch
 except ImportError:  # PyTorch is an optional peer
     torch = None
-
-
-def medians(fns, repeats: int) -> list[float | None]:
-    """Median seconds of each function, run in turn so machine noise hits all alike."""
-    for f in fns:
-        if f is not None:
-            f()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for f, spent in zip(fns, times):
-            if f is not None:
-                start = time.perf_counter()
-                f()
-                spent.append(time.perf_counter() - start)
-    return [statistics.median(t) if t else None for t in times]
 
 
 def numpy_attention(q, k, v, scale):

@@ -8,22 +8,11 @@ result directly. Prints both best times and the ratio nuvec / NumPy (lower is be
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from bench_engine import best_of  # benchmarks/ is the script's directory
 
 import nuvec as mx
-
-
-def best_of(fn, repeats: int) -> float:
-    """The fastest of `repeats` runs of `fn` after one warm-up run, in seconds."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -65,18 +65,17 @@ def rope_numpy(x: np.ndarray, dims: int, base: float, offset: int) -> np.ndarray
     return np.concatenate([x1 * c - x2 * s, x1 * s + x2 * c, x[..., dims:]], axis=-1)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=7)
-    repeats = parser.parse_args().repeats
-    rng = np.random.default_rng(0)
-    tt = (lambda a: torch.from_numpy(a)) if torch else None
+def to_torch(a: np.ndarray):
+    """`a` as a PyTorch tensor sharing its memory, or None without PyTorch."""
+    return torch.from_numpy(a) if torch else None
 
+
+def bench_norms(rng: np.random.Generator, repeats: int) -> None:
     x_np = rng.standard_normal((8, 512, 4096), dtype=np.float32)
     w_np = rng.standard_normal(4096, dtype=np.float32)
     b_np = rng.standard_normal(4096, dtype=np.float32)
     x, w, b = mx.array(x_np), mx.array(w_np), mx.array(b_np)
-    xt, wt, bt = (tt(x_np), tt(w_np), tt(b_np)) if torch else (None, None, None)
+    xt, wt, bt = to_torch(x_np), to_torch(w_np), to_torch(b_np)
 
     def np_rms():
         return x_np / np.sqrt(np.mean(x_np * x_np, axis=-1, keepdims=True) + EPS) * w_np
@@ -89,11 +88,12 @@ def main() -> None:
         lambda: torch.nn.functional.rms_norm(xt, (4096,), wt, EPS), repeats)
     run("layer_norm [8,512,4096]", lambda: mx.eval(mx.fast.layer_norm(x, w, b, EPS)), np_ln,
         lambda: torch.nn.functional.layer_norm(xt, (4096,), wt, bt, EPS), repeats)
-    del x, x_np, xt
 
+
+def bench_softmax(rng: np.random.Generator, repeats: int) -> None:
     s_np = rng.standard_normal((32, 512, 512), dtype=np.float32)
     s = mx.array(s_np)
-    st = tt(s_np) if torch else None
+    st = to_torch(s_np)
 
     def np_softmax():
         e = np.exp(s_np - s_np.max(axis=-1, keepdims=True))
@@ -107,11 +107,12 @@ def main() -> None:
         lambda: torch.softmax(st, -1), repeats)
     run("logsumexp [32,512,512]", lambda: mx.eval(mx.fast.logsumexp(s)), np_lse,
         lambda: torch.logsumexp(st, -1, keepdim=True), repeats)
-    del s, s_np, st
 
+
+def bench_rope(rng: np.random.Generator, repeats: int) -> None:
     r_np = rng.standard_normal((1, 32, 512, 128), dtype=np.float32)
     r = mx.array(r_np)
-    rt = tt(r_np) if torch else None
+    rt = to_torch(r_np)
 
     def torch_rope():
         half = 64
@@ -125,12 +126,13 @@ def main() -> None:
         lambda: mx.eval(mx.fast.rope(r, 128, traditional=False, base=10000.0, scale=1.0,
                                      offset=7)),
         lambda: rope_numpy(r_np, 128, 10000.0, 7), torch_rope, 5 * repeats)  # a short run
-    del r, r_np, rt
 
+
+def bench_cross_entropy(rng: np.random.Generator, repeats: int) -> None:
     c_np = rng.standard_normal((2048, 8192), dtype=np.float32)
     t_np = rng.integers(0, 8192, 2048).astype(np.int32)
     c, t = mx.array(c_np), mx.array(t_np)
-    ct, tgt = (tt(c_np), torch.from_numpy(t_np.astype(np.int64))) if torch else (None, None)
+    ct, tgt = to_torch(c_np), to_torch(t_np.astype(np.int64))
 
     def np_ce():
         m = c_np.max(axis=-1, keepdims=True)
@@ -141,6 +143,15 @@ def main() -> None:
         lambda: torch.nn.functional.cross_entropy(ct, tgt, reduction="none"), repeats)
     assert math.isfinite(float(np.asarray(mx.fast.cross_entropy(c, t)).sum()))
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    repeats = parser.parse_args().repeats
+    rng = np.random.default_rng(0)
+    # one function per section, so that each section's arrays are freed before the next
+    for section in (bench_norms, bench_softmax, bench_rope, bench_cross_entropy):
+        section(rng, repeats)
 
 if __name__ == "__main__":
     main()

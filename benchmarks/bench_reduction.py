@@ -37,12 +37,7 @@ def report(name: str, ours: float, numpy_time: float) -> None:
           f"ratio {ours / numpy_time:5.2f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=7)
-    repeats = parser.parse_args().repeats
-    rng = np.random.default_rng(0)
-
+def bench_softmax(rng: np.random.Generator, repeats: int) -> None:
     x_np = rng.standard_normal((32, 512, 512), dtype=np.float32)
     x = mx.array(x_np)
 
@@ -52,21 +47,33 @@ def main() -> None:
 
     report("softmax [32,512,512] axis -1",
            *median_pair(lambda: mx.eval(mx.softmax(x, axis=-1)), numpy_softmax, repeats))
-    del x, x_np
 
+
+def bench_sum(rng: np.random.Generator, repeats: int) -> None:
     s_np = rng.standard_normal((4096, 4096), dtype=np.float32)
     s = mx.array(s_np)
     for axis in (0, 1):
         report(f"sum [4096,4096] axis {axis}",  # short runs: more repeats against the noise
                *median_pair(lambda: mx.eval(mx.sum(s, axis=axis)),
                             lambda: np.sum(s_np, axis=axis), 4 * repeats))
-    del s, s_np
 
+
+def bench_matmul(rng: np.random.Generator, repeats: int) -> None:
     a_np = rng.standard_normal((1024, 1024), dtype=np.float32)
     b_np = rng.standard_normal((1024, 1024), dtype=np.float32)
     a, b = mx.array(a_np), mx.array(b_np)
     report("matmul 1024^3 float32",
            *median_pair(lambda: mx.eval(a @ b), lambda: a_np @ b_np, repeats))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    repeats = parser.parse_args().repeats
+    rng = np.random.default_rng(0)
+    # one function per section, so that each section's arrays are freed before the next
+    for section in (bench_softmax, bench_sum, bench_matmul):
+        section(rng, repeats)
 
 
 if __name__ == "__main__":

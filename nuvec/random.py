@@ -1,24 +1,21 @@
 """`nuvec.random`: MLX's `mlx.core.random` namespace (keys, split and the samplers).
 
-The operations live in `nuvec.ops.random`; this module only re-exports them.
+The operations live in `nuvec.ops.random` and `nuvec.ops.distributions`; this module only
+re-exports them.
 """
 
-from nuvec.ops.random import (
+from nuvec.ops.distributions import (
     bernoulli,
-    bits,
     categorical,
     gumbel,
-    key,
     laplace,
     multivariate_normal,
     normal,
     permutation,
     randint,
-    seed,
-    split,
     truncated_normal,
-    uniform,
 )
+from nuvec.ops.random import bits, key, seed, split, state, uniform
 
 __all__ = [
     "bernoulli",
@@ -33,6 +30,7 @@ __all__ = [
     "randint",
     "seed",
     "split",
+    "state",
     "truncated_normal",
     "uniform",
 ]

@@ -1,4 +1,4 @@
-"""Tree utilities as `mlx.utils`: map, flatten to dotted keys, unflatten and reduce.
+"""Tree utilities as `mlx.utils`: map, flatten to dotted keys, unflatten, reduce and merge.
 
 A tree is nested lists, tuples (named tuples included) and dicts; anything else is a leaf. The
 structure-only helpers the transforms use live in `nuvec.graph.tree`.
@@ -6,11 +6,14 @@ structure-only helpers the transforms use live in `nuvec.graph.tree`.
 
 from __future__ import annotations
 
+from itertools import zip_longest
 from typing import Any, Callable
 
 from nuvec.graph.tree import IsLeaf, _is_node, flatten, unflatten
 
-__all__ = ["tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce"]
+__all__ = [
+    "tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce", "tree_merge",
+]
 
 
 def _rebuild(tree: Any, values: list[Any]) -> Any:
@@ -66,6 +69,16 @@ def tree_map_with_path(
     path: str | None = None,
 ) -> Any:
     """Like `tree_map`, but `fn` receives the leaf's dotted path first: `fn(path, leaf, *rest)`.
+
+    Args:
+        fn: called as `fn(path, leaf, *corresponding_leaves_of_rest)`.
+        tree: the tree whose structure the result has.
+        *rest: trees with `tree`'s structure.
+        is_leaf: optional predicate marking extra leaves.
+        path: the path of `tree` itself (the prefix of every path).
+
+    Returns:
+        The tree of `fn`'s results.
 
     Example:
         >>> from nuvec.utils import tree_map_with_path
@@ -186,3 +199,49 @@ def tree_reduce(
         else:
             accumulator = fn(accumulator, leaf)
     return accumulator
+
+
+def _absent(tree: Any) -> bool:
+    return tree is None or (isinstance(tree, (dict, list, tuple)) and len(tree) == 0)
+
+
+def tree_merge(
+    tree_a: Any, tree_b: Any, merge_fn: Callable[[Any, Any], Any] | None = None
+) -> Any:
+    """Merges two trees into one holding the values of both: a deep `dict.update`.
+
+    None and empty containers count as absent, so the other tree's value is kept there. Dicts
+    merge key by key (`tree_a`'s keys first), lists and tuples position by position (the
+    result has `tree_a`'s container type and the longer length); where both trees hold a
+    value that is not a matching container, `merge_fn(a, b)` decides.
+
+    Args:
+        tree_a: the first tree.
+        tree_b: the second tree.
+        merge_fn: combines two values found at one position.
+
+    Returns:
+        The merged tree (None when both are absent).
+
+    Raises:
+        ValueError: if both trees hold a value at one position and `merge_fn` is None.
+
+    Example:
+        >>> from nuvec.utils import tree_merge
+        >>> tree_merge({"a": [1, None], "b": 2}, {"a": [None, 3], "c": 4})
+        {'a': [1, 3], 'b': 2, 'c': 4}
+    """
+    if _absent(tree_a) or _absent(tree_b):
+        if _absent(tree_a) and _absent(tree_b):
+            return None
+        return tree_b if _absent(tree_a) else tree_a
+    if isinstance(tree_a, dict) and isinstance(tree_b, dict):
+        keys = list(tree_a) + [k for k in tree_b if k not in tree_a]
+        return {k: tree_merge(tree_a.get(k), tree_b.get(k), merge_fn) for k in keys}
+    if isinstance(tree_a, (list, tuple)) and isinstance(tree_b, (list, tuple)):
+        pairs = zip_longest(tree_a, tree_b)
+        return _rebuild(tree_a, [tree_merge(a, b, merge_fn) for a, b in pairs])
+    if merge_fn is None:
+        raise ValueError("tree_merge: both trees hold a value at one position and no merge_fn "
+                         "was given")
+    return merge_fn(tree_a, tree_b)

@@ -153,7 +153,7 @@ def attention_graph(inputs, scale: float, causal: bool, has_mask: bool, has_sink
     return ops.reshape(out, (b, hq, lq, dv)) if rep > 1 else out
 
 
-def attention_config(op: "Attention", inputs) -> bool:
+def attention_config(op: Attention, inputs) -> bool:
     """Whether a recorded node's kernel choice fits its inputs (the planner's choices always
     do; this guards nodes built directly)."""
     q, k, v = inputs[0], inputs[1], inputs[2]

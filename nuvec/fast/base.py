@@ -36,11 +36,6 @@ def floating(op: str, dtype: dt.Dtype) -> None:
         raise TypeError(f"{op}: unsupported dtype {dtype.name}, expected a floating-point type")
 
 
-def scalar(value: float, dtype: dt.Dtype) -> Array:
-    """A 0-d evaluated array of `value` in `dtype`."""
-    return leaf(np.asarray(value, dtype=dtype.np), dtype)
-
-
 def check_param(op: str, what: str, p: Array, x: Array) -> None:
     """Raises ValueError unless `p` is 1-D with the size of `x`'s last axis."""
     if p.ndim != 1 or p.size != x.shape[-1]:
@@ -82,7 +77,15 @@ def kernel_takes(op: FastOp, x: Array) -> bool:
 
 
 def record_or_fallback(op: FastOp, inputs: Sequence[Array]) -> list[Array]:
-    """Records `op` as one node for a kernel, or builds its fallback graph."""
+    """Records `op` as one node for a kernel, or builds its fallback graph.
+
+    Args:
+        op: the fused primitive.
+        inputs: its inputs, already checked.
+
+    Returns:
+        The outputs: the node's, or the fallback graph's.
+    """
     inputs = list(inputs)
     if kernel_takes(op, inputs[0]):
         return record(op, inputs, to_stream(None))
@@ -127,10 +130,7 @@ class FastOp(Primitive):
         n = self.arity(inputs)
         if len(inputs) != n or inputs[0].ndim == 0:
             raise ValueError(f"{self.op}: {n} inputs expected, got {len(inputs)}")
-        x = inputs[0]
-        if x.dtype not in NODE_FLOATS:
-            raise TypeError(f"{self.op}: unsupported dtype {x.dtype.name}, expected a "
-                            "floating-point type")
+        floating(self.op, inputs[0].dtype)
         if not self.valid(inputs):
             shown = [(a.dtype.name, a.shape) for a in inputs]
             raise ValueError(f"{self.op}: invalid inputs {shown}")
@@ -202,7 +202,14 @@ def run_on_cpu(
     """Builds a graph with `f` over evaluated `operands` on the CPU stream and computes it.
 
     The caller's default stream is restored afterwards, even when `f` or the evaluation
-    raises. Returns the outputs' data as NumPy arrays.
+    raises.
+
+    Args:
+        operands: the evaluated input data.
+        f: builds the output arrays from leaves holding `operands`.
+
+    Returns:
+        The outputs' data as NumPy arrays.
     """
     from nuvec.graph.evaluator import eval as evaluate
 

@@ -192,7 +192,20 @@ def gated_delta(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, *,
 
 def gated_delta_steps(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, *,
                       stream: Any = None) -> tuple[Array, Array]:
-    """As `gated_delta`, returning the state after every step, `[B, T, Hv, Dv, Dk]`."""
+    """As `gated_delta`, returning the state after every step, `[B, T, Hv, Dv, Dk]`.
+
+    Args:
+        q, k, v, g, beta, state: as `gated_delta`.
+        stream: stream or device.
+
+    Returns:
+        `(y, states)`: outputs `[B, T, Hv, Dv]` and the state after every step
+            `[B, T, Hv, Dv, Dk]`.
+
+    Raises:
+        ValueError: if the shapes do not fit.
+        TypeError: if an input is not floating-point.
+    """
     with stream_context(to_stream(stream)):
         return _run(GatedDelta(True), _checked(q, k, v, g, beta, state))
 
@@ -248,6 +261,10 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
 
     Returns:
         `(y, state)` as `gated_delta`.
+
+    Raises:
+        ValueError: if the shapes do not fit.
+        TypeError: if an input is not floating-point.
     """
     with stream_context(to_stream(stream)):
         ops = mx()

@@ -19,10 +19,9 @@ from nuvec.fast.base import (
     mx,
     one,
     record_or_fallback,
-    scalar,
     wide,
 )
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, scalar_array
 
 __all__ = ["rms_norm", "layer_norm", "add_rms_norm"]
 
@@ -116,7 +115,7 @@ class RmsNormVjp(_Eps):
         t = _mean_last(ops.multiply(gw, x))
         dx = ops.subtract(ops.multiply(gw, n), ops.multiply(ops.multiply(x, t), n3))
         if w.ndim == 0:
-            dw = scalar(0.0, w.dtype)
+            dw = scalar_array(0.0, w.dtype)
         else:
             dw = sum_rows(ops.multiply(g, ops.multiply(x, n)))
         return [dx, dw]
@@ -207,9 +206,9 @@ class LayerNormVjp(_Eps):
         dx = ops.subtract(
             ops.multiply(ops.subtract(wg, mwg), n), ops.multiply(ops.multiply(xc, mwgxc), n3)
         )
-        dw = scalar(0.0, w.dtype) if w.ndim == 0 else sum_rows(
+        dw = scalar_array(0.0, w.dtype) if w.ndim == 0 else sum_rows(
             ops.multiply(g, ops.multiply(xc, n)))
-        db = scalar(0.0, b.dtype) if b.ndim == 0 else sum_rows(g)
+        db = scalar_array(0.0, b.dtype) if b.ndim == 0 else sum_rows(g)
         return [dx, dw, db]
 
 
@@ -251,7 +250,7 @@ def rms_norm(x: Any, weight: Any, eps: float, *, stream: Any = None) -> Array:
             check_param("rms_norm", "weight", weight, x)
             dtype = dt.promote_types(x.dtype, weight.dtype)
         floating("rms_norm", dtype)
-        w = scalar(1.0, dtype) if weight is None else mx().astype(weight, dtype)
+        w = scalar_array(1.0, dtype) if weight is None else mx().astype(weight, dtype)
         return one(RmsNorm(eps), [mx().astype(x, dtype), w])
 
 
@@ -284,7 +283,7 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float, *, stream: Any = None
             params.append(p)
         floating("layer_norm", dtype)
         w, b = (
-            scalar(fill, dtype) if p is None else mx().astype(p, dtype)
+            scalar_array(fill, dtype) if p is None else mx().astype(p, dtype)
             for p, fill in zip(params, (1.0, 0.0))
         )
         return one(LayerNorm(eps), [mx().astype(x, dtype), w, b])
@@ -329,7 +328,7 @@ def add_rms_norm(
         if not fused:
             h = mx().add(x, residual)
             return h, rms_norm(h, weight, eps)
-        w = scalar(1.0, dtype) if weight is None else mx().astype(weight, dtype)
+        w = scalar_array(1.0, dtype) if weight is None else mx().astype(weight, dtype)
         h, y = record_or_fallback(
             AddRmsNorm(eps), [mx().astype(x, dtype), mx().astype(residual, dtype), w]
         )

@@ -12,9 +12,9 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
-from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, record_or_fallback, scalar
+from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, record_or_fallback
 from nuvec.fast.norms import rms_norm
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, scalar_array
 
 __all__ = ["rope", "norm_rope"]
 
@@ -172,7 +172,7 @@ class NormRope(FastOp):
         h, w = inputs[at], inputs[at + 1]
         if self.eps is not None:
             h = one(RmsNorm(self.eps), [h, w])
-        rope_inputs = [h, scalar(self.offset, dt.int32), *inputs[at + 2:]]
+        rope_inputs = [h, scalar_array(self.offset, dt.int32), *inputs[at + 2:]]
         r = one(Rope(self.dims, self.traditional, self.base, self.scale), rope_inputs)
         if not self.cache:
             return [r]
@@ -189,7 +189,7 @@ def _offset_array(offset: Any) -> Array:
     if isinstance(offset, Array):
         return offset
     if isinstance(offset, int) and not isinstance(offset, bool):
-        return scalar(offset, dt.int32)
+        return scalar_array(offset, dt.int32)
     return as_array(offset, "rope")
 
 
@@ -309,7 +309,7 @@ def norm_rope(
                      offset=offset, freqs=f)
             return r if c is None else _write(c, r, offset)
         inputs.append(x)
-        inputs.append(w if eps is not None else scalar(1.0, x.dtype))
+        inputs.append(w if eps is not None else scalar_array(1.0, x.dtype))
         if f is not None:
             inputs.append(mx().astype(f, dt.float32))
         op = NormRope(eps, dims, traditional, 1.0 if base is None else base, scale, offset,

@@ -48,16 +48,17 @@ class Softmax(FastOp):
         return [softmax_graph(inputs[0])]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        ops = mx()
-        s, g = outputs[0], cotangents[0]
-        sg = ops.multiply(s, g)
-        return [ops.subtract(sg, ops.multiply(s, ops.sum(sg, axis=-1, keepdims=True)))]
+        return [_jacobian_product(outputs[0], cotangents[0])]
 
     def jvp(self, primals, tangents, outputs):
-        ops = mx()
-        s, t = outputs[0], tangents[0]
-        st = ops.multiply(s, t)
-        return [ops.subtract(st, ops.multiply(s, ops.sum(st, axis=-1, keepdims=True)))]
+        return [_jacobian_product(outputs[0], tangents[0])]
+
+
+def _jacobian_product(s: Array, g: Array) -> Array:
+    """`J g` for softmax output `s`: J = diag(s) - s s^T is symmetric, so this is also `J^T g`."""
+    ops = mx()
+    sg = ops.multiply(s, g)
+    return ops.subtract(sg, ops.multiply(s, ops.sum(sg, axis=-1, keepdims=True)))
 
 
 class LogSumExp(FastOp):

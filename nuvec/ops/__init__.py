@@ -5,6 +5,8 @@ from nuvec.ops.comparison import *  # noqa: F401,F403
 from nuvec.ops.contraction import *  # noqa: F401,F403
 from nuvec.ops.conv import *  # noqa: F401,F403
 from nuvec.ops.creation import *  # noqa: F401,F403
+from nuvec.ops.distributions import *  # noqa: F401,F403
+from nuvec.ops.einsum import *  # noqa: F401,F403
 from nuvec.ops.fft import *  # noqa: F401,F403
 from nuvec.ops.indexing import *  # noqa: F401,F403
 from nuvec.ops.join import *  # noqa: F401,F403
@@ -12,6 +14,7 @@ from nuvec.ops.linalg import *  # noqa: F401,F403
 from nuvec.ops.matmul import *  # noqa: F401,F403
 from nuvec.ops.matrices import *  # noqa: F401,F403
 from nuvec.ops.misc import *  # noqa: F401,F403
+from nuvec.ops.nonfinite import *  # noqa: F401,F403
 from nuvec.ops.quantized import *  # noqa: F401,F403
 from nuvec.ops.random import *  # noqa: F401,F403
 from nuvec.ops.reduction import *  # noqa: F401,F403

@@ -30,6 +30,14 @@ def _prepare(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
     return a, b
 
 
+def product(a: Array, b: Array) -> Array:
+    """a * b inside rules: records `Multiply` at once when shapes and dtypes already agree (as
+    a cotangent and a partial derivative usually do), else promotes and broadcasts first."""
+    if a.shape == b.shape and a.dtype is b.dtype:
+        return apply(MULTIPLY, a, b)
+    return multiply(a, b)
+
+
 def _sum_tangents(parts: list[Array]) -> Array | None:
     out = None
     for p in parts:
@@ -78,13 +86,13 @@ class _SmoothBinary(Binary):
         if not outputs[0].dtype.is_inexact:
             return [None for _ in argnums]
         a, b = primals
-        return [multiply(cotangents[0], self.partial(i, a, b, outputs[0])) for i in argnums]
+        return [product(cotangents[0], self.partial(i, a, b, outputs[0])) for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
         if not outputs[0].dtype.is_inexact:
             return [None]
         a, b = primals
-        parts = [multiply(t, self.partial(i, a, b, outputs[0]))
+        parts = [product(t, self.partial(i, a, b, outputs[0]))
                  for i, t in enumerate(tangents) if t is not None]
         return [_sum_tangents(parts)]
 

@@ -342,7 +342,9 @@ def isclose(
     bound = add(multiply(u.abs(b, stream=s), float(rtol), stream=s), float(atol), stream=s)
     out = logical_or(less_equal(diff, bound, stream=s), equal(a, b, stream=s), stream=s)
     if equal_nan:
-        both = logical_and(u.isnan(a, stream=s), u.isnan(b, stream=s), stream=s)
+        from nuvec.ops.nonfinite import isnan
+
+        both = logical_and(isnan(a, stream=s), isnan(b, stream=s), stream=s)
         out = logical_or(out, both, stream=s)
     return out
 
@@ -372,7 +374,7 @@ def allclose(
     return reduce_all(isclose(a, b, rtol, atol, equal_nan=equal_nan, stream=stream), stream=stream)
 
 
-def array_equal(a: Any, b: Any, equal_nan: bool = False, *, stream: Any = None) -> Array:
+def array_equal(a: Any, b: Any, /, equal_nan: bool = False, *, stream: Any = None) -> Array:
     """Whether `a` and `b` have the same shape and equal elements: a 0-d bool array.
 
     The dtypes need not match (values are compared after promotion).
@@ -399,7 +401,9 @@ def array_equal(a: Any, b: Any, equal_nan: bool = False, *, stream: Any = None) 
     s = to_stream(stream)
     out = equal(a, b, stream=s)
     if equal_nan:
-        out = logical_or(out, logical_and(u.isnan(a, stream=s), u.isnan(b, stream=s), stream=s),
+        from nuvec.ops.nonfinite import isnan
+
+        out = logical_or(out, logical_and(isnan(a, stream=s), isnan(b, stream=s), stream=s),
                          stream=s)
     return reduce_all(out, stream=s)
 

@@ -106,7 +106,19 @@ def array(a: Any, dtype: dt.Dtype | None = None) -> Array:
 
 
 def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
-    """Like `array`, but returns `a` itself when it is already an array of `dtype`."""
+    """Like `array`, but returns `a` itself when it is already an array of `dtype`.
+
+    Args:
+        a: the data.
+        dtype: the dtype to store; default as in `array`.
+
+    Returns:
+        `a` itself, or a new array.
+
+    Raises:
+        TypeError: as `array`.
+        ValueError: as `array`.
+    """
     return array(a, dtype)
 
 
@@ -136,6 +148,14 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
 def zeros(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:
     """An array of zeros of `shape` and `dtype` (default float32).
 
+    Args:
+        shape: an int or a sequence of ints.
+        dtype: the dtype (None: float32).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The zeros.
+
     Raises:
         ValueError: if a dimension is negative.
     """
@@ -145,6 +165,14 @@ def zeros(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None
 def ones(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:
     """An array of ones of `shape` and `dtype` (default float32).
 
+    Args:
+        shape: an int or a sequence of ints.
+        dtype: the dtype (None: float32).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The ones.
+
     Raises:
         ValueError: if a dimension is negative.
     """
@@ -152,19 +180,52 @@ def ones(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None)
 
 
 def zeros_like(a: Any, /, *, stream: Any = None) -> Array:
-    """Zeros with `a`'s shape and dtype."""
+    """Zeros with `a`'s shape and dtype.
+
+    Args:
+        a: the array whose shape and dtype are used.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The zeros.
+
+    Raises:
+        TypeError: if `a` cannot be converted to an array.
+    """
     a = as_array(a, "zeros_like")
     return full(a.shape, 0, a.dtype, stream=stream)
 
 
 def ones_like(a: Any, /, *, stream: Any = None) -> Array:
-    """Ones with `a`'s shape and dtype."""
+    """Ones with `a`'s shape and dtype.
+
+    Args:
+        a: the array whose shape and dtype are used.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The ones.
+
+    Raises:
+        TypeError: if `a` cannot be converted to an array.
+    """
     a = as_array(a, "ones_like")
     return full(a.shape, 1, a.dtype, stream=stream)
 
 
 def empty_like(a: Any, /, *, stream: Any = None) -> Array:
-    """An array with `a`'s shape and dtype; nuvec fills it with zeros (never stale memory)."""
+    """An array with `a`'s shape and dtype; nuvec fills it with zeros (never stale memory).
+
+    Args:
+        a: the array whose shape and dtype are used.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The zeros.
+
+    Raises:
+        TypeError: if `a` cannot be converted to an array.
+    """
     a = as_array(a, "empty_like")
     return full(a.shape, 0, a.dtype, stream=stream)
 
@@ -259,10 +320,20 @@ def arange(
 
 
 def linspace(
-    start: float, stop: float, num: int = 50, dtype: dt.Dtype = dt.float32, *,
+    start: float, stop: float, num: int = 50, dtype: dt.Dtype | None = dt.float32, *,
     stream: Any = None,
 ) -> Array:  # fmt: skip
-    """`num` evenly spaced values from `start` to `stop`, both included.
+    """`num` evenly spaced values from `start` to `stop`, both included (`dtype=None`: float32).
+
+    Args:
+        start: the first value.
+        stop: the last value.
+        num: the number of values.
+        dtype: the dtype of the result (None: float32).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A 1-D array of `num` values.
 
     Raises:
         ValueError: if `num` is negative.
@@ -279,7 +350,7 @@ def linspace(
         raise TypeError(f"linspace: num must be an int, got {type(num).__name__}")
     if num < 0:
         raise ValueError(f"linspace: the number of samples must be non-negative, got {num}")
-    out = dt.to_dtype(dtype, "linspace")
+    out = dt.float32 if dtype is None else dt.to_dtype(dtype, "linspace")
     s = to_stream(stream)
     compute = dt.float64 if out is dt.float64 else dt.float32
     if num == 1:

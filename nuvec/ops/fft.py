@@ -176,7 +176,20 @@ def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> 
 
 
 def ifft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
-    """One-dimensional inverse DFT along `axis` (scaled by 1/n); see `fft`."""
+    """One-dimensional inverse DFT along `axis` (scaled by 1/n); see `fft`.
+
+    Args:
+        a: the input (real inputs are converted to complex64).
+        n: the transform length along `axis` (see `fft`).
+        axis: the axis to transform.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A complex64 array.
+
+    Raises:
+        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+    """
     return _one("ifft", a, n, axis, False, True, stream)
 
 
@@ -185,6 +198,18 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
 
     Complex inputs are cast to real (the imaginary part is dropped, as in MLX); the input is
     computed in float32. See `fft` for `n` and `axis`.
+
+    Args:
+        a: the real input.
+        n: the transform length along `axis` (see `fft`).
+        axis: the axis to transform.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A complex64 array with `n // 2 + 1` entries along `axis`.
+
+    Raises:
+        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
     """
     return _one("rfft", a, n, axis, True, False, stream)
 
@@ -195,6 +220,18 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -
     `a` is truncated or zero-padded along `axis` to `n // 2 + 1`; the default `n` is
     `2 * (a.shape[axis] - 1)`. The imaginary parts of the zero (and, for even `n`, the
     Nyquist) frequencies are ignored.
+
+    Args:
+        a: the half spectrum.
+        n: the output length along `axis`; default `2 * (a.shape[axis] - 1)`.
+        axis: the axis to transform.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A float32 array with `n` entries along `axis`.
+
+    Raises:
+        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
     """
     return _one("irfft", a, n, axis, True, True, stream)
 
@@ -204,6 +241,16 @@ def fft2(
     stream: Any = None,
 ) -> Array:
     """Two-dimensional DFT over `axes` (default the last two); `s` gives their lengths.
+
+    Args:
+        a: the input array.
+        s: the transform lengths along `axes` (`a` is truncated or zero-padded); default
+            their sizes.
+        axes: the axes to transform; default the last two.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A complex64 array.
 
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
@@ -216,7 +263,18 @@ def ifft2(
     a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
     stream: Any = None,
 ) -> Array:
-    """Two-dimensional inverse DFT; see `fft2`."""
+    """Two-dimensional inverse DFT; see `fft2`.
+
+    Args:
+        a, s, axes, stream: as `fft2`.
+
+    Returns:
+        A complex64 array.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
     return _many("ifft2", a, s, axes, False, True, stream)
 
 
@@ -224,7 +282,18 @@ def rfft2(
     a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
     stream: Any = None,
 ) -> Array:
-    """Two-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies."""
+    """Two-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies.
+
+    Args:
+        a, s, axes, stream: as `fft2`.
+
+    Returns:
+        A complex64 array.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
     return _many("rfft2", a, s, axes, True, False, stream)
 
 
@@ -232,7 +301,22 @@ def irfft2(
     a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
     stream: Any = None,
 ) -> Array:
-    """The inverse of `rfft2`: a float32 array with lengths `s` along `axes`."""
+    """The inverse of `rfft2`: a float32 array with lengths `s` along `axes`.
+
+    Args:
+        a: the input array.
+        s: the output lengths along `axes`; default their sizes, `2 * (size - 1)` for the
+            last one.
+        axes: the axes to transform; default the last two.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A float32 array.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
     return _many("irfft2", a, s, axes, True, True, stream)
 
 
@@ -241,6 +325,16 @@ def fftn(
     stream: Any = None,
 ) -> Array:
     """n-dimensional DFT over `axes` (default all axes); `s` gives their lengths.
+
+    Args:
+        a: the input array.
+        s: the transform lengths along `axes` (`a` is truncated or zero-padded); default
+            their sizes.
+        axes: the axes to transform; default all.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A complex64 array.
 
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
@@ -253,7 +347,18 @@ def ifftn(
     a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
     stream: Any = None,
 ) -> Array:
-    """n-dimensional inverse DFT; see `fftn`."""
+    """n-dimensional inverse DFT; see `fftn`.
+
+    Args:
+        a, s, axes, stream: as `fftn`.
+
+    Returns:
+        A complex64 array.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
     return _many("ifftn", a, s, axes, False, True, stream)
 
 
@@ -261,7 +366,18 @@ def rfftn(
     a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
     stream: Any = None,
 ) -> Array:
-    """n-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies."""
+    """n-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies.
+
+    Args:
+        a, s, axes, stream: as `fftn`.
+
+    Returns:
+        A complex64 array.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
     return _many("rfftn", a, s, axes, True, False, stream)
 
 
@@ -269,7 +385,22 @@ def irfftn(
     a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
     stream: Any = None,
 ) -> Array:
-    """The inverse of `rfftn`: a float32 array with lengths `s` along `axes`."""
+    """The inverse of `rfftn`: a float32 array with lengths `s` along `axes`.
+
+    Args:
+        a: the input array.
+        s: the output lengths along `axes`; default their sizes, `2 * (size - 1)` for the
+            last one.
+        axes: the axes to transform; default all.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A float32 array.
+
+    Raises:
+        ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
+            length is not positive.
+    """
     return _many("irfftn", a, s, axes, True, True, stream)
 
 
@@ -294,6 +425,14 @@ def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: A
 def fftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:
     """Moves the zero frequency to the centre of `axes` (default all): a roll by size // 2.
 
+    Args:
+        a: the input array.
+        axes: an axis or the axes to shift; default all.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        `a` rolled along `axes`.
+
     Raises:
         ValueError: if an axis is out of range.
     """
@@ -301,5 +440,17 @@ def fftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -
 
 
 def ifftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:
-    """The inverse of `fftshift`: a roll by (size + 1) // 2 along `axes` (default all)."""
+    """The inverse of `fftshift`: a roll by (size + 1) // 2 along `axes` (default all).
+
+    Args:
+        a: the input array.
+        axes: an axis or the axes to shift; default all.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        `a` rolled along `axes`.
+
+    Raises:
+        ValueError: if an axis is out of range.
+    """
     return _shift("ifftshift", a, axes, True, stream)

@@ -100,6 +100,14 @@ def gather_mm(
     `arange` over that operand's batch. `sorted_indices` is a hint for kernels that exploit
     sorted indices; the result does not depend on it.
 
+    Args:
+        a: floating `[..., M, K]`.
+        b: floating `[..., K, N]`.
+        lhs_indices: integer indices into `a`'s flattened batch; all when None.
+        rhs_indices: integer indices into `b`'s flattened batch; all when None.
+        sorted_indices: a hint that the indices are sorted.
+        stream: the stream (or device) to record on.
+
     Returns:
         `[*broadcast(lhs_indices, rhs_indices).shape, M, N]` (1-D operands drop their axis,
         as in `matmul`).
@@ -133,13 +141,28 @@ def gather_mm(
 
 def gather_qmm(
     x: Any, w: Any, /, scales: Any, biases: Any, lhs_indices: Any = None,
-    rhs_indices: Any = None, transpose: bool = True, group_size: int = 64, bits: int = 4,
-    mode: str = "affine", sorted_indices: bool = False, *, stream: Any = None,
+    rhs_indices: Any = None, transpose: bool = True, group_size: int | None = None,
+    bits: int | None = None, mode: str = "affine", sorted_indices: bool = False, *,
+    stream: Any = None,
 ) -> Array:
     """Quantized products of gathered batches: `quantized_matmul(x[lhs], w[rhs], ...)`.
 
     Batch axes of `x` `[..., M, K]` and of the packed `w` (with its scales and biases) are
     flattened and indexed as in `gather_mm`; `sorted_indices` is a hint only.
+
+    Args:
+        x: floating `[..., M, K]`.
+        w: packed uint32 weights, as in `quantized_matmul`.
+        scales: the scales of `w`, as in `quantized_matmul`.
+        biases: the biases of `w`, as in `quantized_matmul`.
+        lhs_indices: integer indices into `x`'s flattened batch; all when None.
+        rhs_indices: integer indices into `w`'s flattened batch; all when None.
+        transpose: multiply by the transposed weights.
+        group_size: values per scale and bias: 32, 64 or 128.
+        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        mode: the quantization mode; only "affine".
+        sorted_indices: a hint that the indices are sorted.
+        stream: the stream (or device) to record on.
 
     Returns:
         `[*broadcast(lhs_indices, rhs_indices).shape, M, N]`.
@@ -168,7 +191,7 @@ def gather_qmm(
         return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
                                 stream=stream)
     check_quantization_mode(op, mode)
-    check_quantization_params(op, group_size, bits)
+    group_size, bits = check_quantization_params(op, group_size, bits)
     s = to_stream(stream)
     x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
     check_packed_weights(op, w, scales, biases, group_size, bits)
@@ -205,6 +228,18 @@ def block_masked_mm(
     `mask_lhs [..., ceil(M/bs), ceil(K/bs)]` and `mask_rhs [..., ceil(K/bs), ceil(N/bs)]`
     multiply the tiles of `a` and `b` before the product; `mask_out
     [..., ceil(M/bs), ceil(N/bs)]` multiplies the tiles of the result. False zeroes a tile.
+
+    Args:
+        a: floating `[..., M, K]`.
+        b: floating `[..., K, N]`.
+        block_size: the tile size, 32 or 64.
+        mask_out: optional mask of the result's tiles.
+        mask_lhs: optional mask of `a`'s tiles.
+        mask_rhs: optional mask of `b`'s tiles.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        `[..., M, N]` of the promoted dtype.
 
     Raises:
         TypeError: for non-floating operands.

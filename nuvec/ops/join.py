@@ -19,7 +19,7 @@ from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import broadcast_to, expand_dims, reshape
 from nuvec.ops.slicing import fit_update, static_slice, static_slice_update
 
-__all__ = ["concatenate", "stack", "split", "pad", "repeat", "tile", "roll"]
+__all__ = ["concatenate", "concat", "stack", "split", "pad", "repeat", "tile", "roll"]
 
 Shape = tuple[int, ...]
 
@@ -114,6 +114,9 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, *, stream: Any = No
     if len(xs) == 1:
         return xs[0]
     return record1(Concatenate(ax), tuple(xs), s)
+
+
+concat = concatenate  # MLX's (and the array API's) second name for `concatenate`
 
 
 def stack(arrays: Sequence[Any], axis: int = 0, *, stream: Any = None) -> Array:

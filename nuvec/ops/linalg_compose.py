@@ -172,6 +172,14 @@ def tri_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
     """The inverse of each triangular matrix in `a`, reading only the `upper` (or lower)
     triangle.
 
+    Args:
+        a: float32 or float64 array of shape (..., n, n).
+        upper: read the upper triangle instead of the lower one.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The inverses, of `a`'s shape and dtype.
+
     Raises:
         TypeError: if `a` is not float32/float64.
         ValueError: if `a` has fewer than 2 dimensions or is not square.

@@ -155,6 +155,15 @@ def eigh(a: Any, UPLO: str = "L", *, stream: Any = None) -> tuple[Array, Array]:
 def eigvalsh(a: Any, UPLO: str = "L", *, stream: Any = None) -> Array:  # noqa: N803
     """Eigenvalues (ascending) of each symmetric (Hermitian) matrix in `a`; see `eigh`.
 
+    Args:
+        a: float32, float64 or complex64 array of shape (..., n, n); only the
+            `UPLO` triangle is read.
+        UPLO: "L" (lower triangle) or "U" (upper triangle).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        Eigenvalues of shape (..., n), in ascending order.
+
     Raises:
         TypeError: if `a` is not float32/float64/complex64.
         ValueError: if `a` is not a batch of square matrices or UPLO is not "L"/"U".
@@ -267,6 +276,13 @@ def eig(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
 
 def eigvals(a: Any, *, stream: Any = None) -> Array:
     """Eigenvalues (complex64, LAPACK's order) of each general square matrix in `a`; see `eig`.
+
+    Args:
+        a: float32, float64 or complex64 array of shape (..., n, n).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        complex64 eigenvalues of shape (..., n).
 
     Raises:
         TypeError: if `a` is not float32/float64/complex64.

@@ -41,10 +41,22 @@ class Tri(Eye):
 
 
 def eye(
-    n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype = dt.float32, *,
+    n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype | None = dt.float32, *,
     stream: Any = None,
 ) -> Array:  # fmt: skip
     """An `n x m` matrix (`m` defaults to `n`) with ones on diagonal `k` (k > 0: above).
+
+    `dtype=None` means float32, as in MLX.
+
+    Args:
+        n: the number of rows.
+        m: the number of columns; default `n`.
+        k: the diagonal (0: main, > 0: above, < 0: below).
+        dtype: the dtype of the result.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An `n x m` array.
 
     Raises:
         ValueError: if `n` or `m` is not positive (as MLX).
@@ -59,11 +71,20 @@ def eye(
         raise TypeError("eye: n, m and k must be ints")
     if n <= 0 or m <= 0:
         raise ValueError(f"eye: n and m must be positive, got n={n}, m={m}")
-    return record1(Eye(int(n), int(m), int(k), dt.to_dtype(dtype, "eye")), (), to_stream(stream))
+    out = dt.float32 if dtype is None else dt.to_dtype(dtype, "eye")
+    return record1(Eye(int(n), int(m), int(k), out), (), to_stream(stream))
 
 
-def identity(n: int, dtype: dt.Dtype = dt.float32, *, stream: Any = None) -> Array:
+def identity(n: int, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:
     """The `n x n` identity matrix.
+
+    Args:
+        n: the number of rows and columns.
+        dtype: the dtype of the result.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An `n x n` array.
 
     Raises:
         ValueError: if `n` is not positive.
@@ -72,10 +93,20 @@ def identity(n: int, dtype: dt.Dtype = dt.float32, *, stream: Any = None) -> Arr
 
 
 def tri(
-    n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype = dt.float32, *,
+    n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype | None = dt.float32, *,
     stream: Any = None,
 ) -> Array:  # fmt: skip
-    """An `n x m` matrix with ones at and below diagonal `k`, zeros above.
+    """An `n x m` matrix with ones at and below diagonal `k`, zeros above (`dtype=None`: float32).
+
+    Args:
+        n: the number of rows.
+        m: the number of columns; default `n`.
+        k: the diagonal (0: main, > 0: above, < 0: below).
+        dtype: the dtype of the result.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An `n x m` array.
 
     Raises:
         ValueError: if `n` or `m` is negative.
@@ -90,7 +121,8 @@ def tri(
         raise TypeError("tri: n, m and k must be ints")
     if n < 0 or m < 0:
         raise ValueError(f"tri: n and m must be non-negative, got n={n}, m={m}")
-    return record1(Tri(int(n), int(m), int(k), dt.to_dtype(dtype, "tri")), (), to_stream(stream))
+    out = dt.float32 if dtype is None else dt.to_dtype(dtype, "tri")
+    return record1(Tri(int(n), int(m), int(k), out), (), to_stream(stream))
 
 
 # -- triangles and diagonals ---------------------------------------------------------------
@@ -130,6 +162,14 @@ def _triangle(op: str, x: Any, k: int, upper: bool, stream: Any) -> Array:
 def tril(x: Any, k: int = 0, *, stream: Any = None) -> Array:
     """The lower triangle of the last two axes (at and below diagonal `k`); zeros above.
 
+    Args:
+        x: an array of at least 2 dimensions.
+        k: the diagonal (0: main, > 0: above, < 0: below).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `x`'s shape and dtype.
+
     Raises:
         ValueError: if `x` has fewer than 2 dimensions.
     """
@@ -138,6 +178,14 @@ def tril(x: Any, k: int = 0, *, stream: Any = None) -> Array:
 
 def triu(x: Any, k: int = 0, *, stream: Any = None) -> Array:
     """The upper triangle of the last two axes (at and above diagonal `k`); zeros below.
+
+    Args:
+        x: an array of at least 2 dimensions.
+        k: the diagonal (0: main, > 0: above, < 0: below).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `x`'s shape and dtype.
 
     Raises:
         ValueError: if `x` has fewer than 2 dimensions.
@@ -209,6 +257,16 @@ def diagonal(
 
     Those axes are removed and the diagonal is appended as the last axis (NumPy's rule).
 
+    Args:
+        a: an array of at least 2 dimensions.
+        offset: the diagonal (0: main, > 0: above, < 0: below).
+        axis1: the row axis of the 2-D sub-arrays.
+        axis2: the column axis of the 2-D sub-arrays.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The diagonals, of `a`'s dtype.
+
     Raises:
         ValueError: if `a` has fewer than 2 dimensions, an axis is out of range, or the two
             axes are the same.
@@ -232,6 +290,14 @@ def diagonal(
 
 def diag(a: Any, /, k: int = 0, *, stream: Any = None) -> Array:
     """A 2-D array with 1-D `a` on diagonal `k`, or the diagonal `k` of a 2-D `a`.
+
+    Args:
+        a: a 1-D or 2-D array.
+        k: the diagonal (0: main, > 0: above, < 0: below).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A 2-D array for 1-D `a`, a 1-D array for 2-D `a`.
 
     Raises:
         ValueError: if `a` is neither 1-D nor 2-D.
@@ -259,6 +325,17 @@ def trace(
     """Sum of the diagonal `offset` over `axis1` and `axis2` (in `dtype` if given).
 
     The sum follows `sum`'s dtype rules (small integers give int32).
+
+    Args:
+        a: an array of at least 2 dimensions.
+        offset: the diagonal (0: main, > 0: above, < 0: below).
+        axis1: the row axis of the 2-D sub-arrays.
+        axis2: the column axis of the 2-D sub-arrays.
+        dtype: the dtype of the result; default as `sum`.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The sums of the diagonals.
 
     Raises:
         ValueError: as `diagonal`.

@@ -290,6 +290,9 @@ def _window_length(op: str, m: Any) -> int:
 def hanning(M: int) -> Array:
     """The Hann window of `M` points (NumPy's `hanning`), float32.
 
+    Args:
+        M: the number of points.
+
     Returns:
         `0.5 - 0.5 cos(2 pi n / (M - 1))`; empty for `M < 1`, `[1.0]` for `M == 1`.
 
@@ -307,6 +310,9 @@ def hanning(M: int) -> Array:
 def hamming(M: int) -> Array:
     """The Hamming window of `M` points (NumPy's `hamming`), float32.
 
+    Args:
+        M: the number of points.
+
     Returns:
         `0.54 - 0.46 cos(2 pi n / (M - 1))`; empty for `M < 1`, `[1.0]` for `M == 1`.
 
@@ -318,6 +324,9 @@ def hamming(M: int) -> Array:
 
 def blackman(M: int) -> Array:
     """The Blackman window of `M` points (NumPy's `blackman`), float32.
+
+    Args:
+        M: the number of points.
 
     Returns:
         `0.42 - 0.5 cos(2 pi n / (M - 1)) + 0.08 cos(4 pi n / (M - 1))`; empty for `M < 1`,
@@ -331,6 +340,9 @@ def blackman(M: int) -> Array:
 
 def bartlett(M: int) -> Array:
     """The Bartlett (triangular) window of `M` points (NumPy's `bartlett`), float32.
+
+    Args:
+        M: the number of points.
 
     Returns:
         `1 - |2 n / (M - 1) - 1|`; empty for `M < 1`, `[1.0]` for `M == 1`.

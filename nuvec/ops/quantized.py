@@ -32,12 +32,16 @@ GROUP_SIZES = (32, 64, 128)
 BITS = (2, 3, 4, 5, 6, 8)
 
 
-def check_quantization_params(op: str, group_size: int, bits: int) -> None:
-    """Raises ValueError unless `group_size` and `bits` are ones MLX's affine mode supports."""
+def check_quantization_params(op: str, group_size: int | None, bits: int | None) -> tuple[int, int]:
+    """`(group_size, bits)` with None read as MLX's affine defaults (64, 4); raises ValueError
+    unless they are values MLX's affine mode supports."""
+    group_size = 64 if group_size is None else group_size
+    bits = 4 if bits is None else bits
     if group_size not in GROUP_SIZES:
         raise ValueError(f"{op}: group_size must be 32, 64 or 128, got {group_size}")
     if bits not in BITS:
         raise ValueError(f"{op}: bits must be 2, 3, 4, 5, 6 or 8, got {bits}")
+    return group_size, bits
 
 
 def check_quantization_mode(op: str, mode: str) -> None:
@@ -194,7 +198,8 @@ class QuantizedMatmul(Primitive):
 
 
 def quantize(
-    w: Any, /, group_size: int = 64, bits: int = 4, mode: str = "affine", *, stream: Any = None
+    w: Any, /, group_size: int | None = None, bits: int | None = None, mode: str = "affine", *,
+    stream: Any = None,
 ) -> tuple[Array, Array, Array]:
     """Quantizes `w` per group of `group_size` values along the last axis (MLX's affine mode).
 
@@ -204,8 +209,8 @@ def quantize(
 
     Args:
         w: a floating array with at least 2 dimensions; its last axis divisible by `group_size`.
-        group_size: values per scale and bias: 32, 64 or 128.
-        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        group_size: values per scale and bias: 32, 64 (None: the default) or 128.
+        bits: bits per value: 2, 3, 4 (None: the default), 5, 6 or 8.
         mode: the quantization mode; only "affine".
 
     Returns:
@@ -224,7 +229,7 @@ def quantize(
         ((4, 8), True, (4, 1))
     """
     check_quantization_mode("quantize", mode)
-    check_quantization_params("quantize", group_size, bits)
+    group_size, bits = check_quantization_params("quantize", group_size, bits)
     w = as_array(w, "quantize")
     if not w.dtype.is_floating:
         raise TypeError(f"quantize: only real floating arrays can be quantized, got {w.dtype.name}")
@@ -282,8 +287,8 @@ def promote_quantized_operands(op: str, x: Array, w: Array, scales: Array, biase
 
 
 def dequantize(
-    w: Any, /, scales: Any, biases: Any, group_size: int = 64, bits: int = 4,
-    mode: str = "affine", *, stream: Any = None,
+    w: Any, /, scales: Any, biases: Any, group_size: int | None = None, bits: int | None = None,
+    mode: str = "affine", dtype: Any = None, *, stream: Any = None,
 ) -> Array:
     """Restores `scales * q + biases` from quantized weights (the inverse of `quantize`).
 
@@ -291,12 +296,13 @@ def dequantize(
         w: uint32 `[..., K * bits / 32]`, as `quantize` returns.
         scales: `[..., K / group_size]`, floating.
         biases: as `scales`.
-        group_size: values per scale and bias: 32, 64 or 128.
-        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        group_size: values per scale and bias: 32, 64 (None: the default) or 128.
+        bits: bits per value: 2, 3, 4 (None: the default), 5, 6 or 8.
         mode: the quantization mode; only "affine".
+        dtype: the result's dtype; None: the scales' and biases' promoted dtype.
 
     Returns:
-        `[..., K]` of the scales' and biases' promoted dtype.
+        `[..., K]` of `dtype`.
 
     Raises:
         TypeError: for non-uint32 weights or non-floating scales/biases.
@@ -311,18 +317,20 @@ def dequantize(
     from nuvec.ops.unary import astype
 
     check_quantization_mode("dequantize", mode)
-    check_quantization_params("dequantize", group_size, bits)
+    group_size, bits = check_quantization_params("dequantize", group_size, bits)
     s = to_stream(stream)
     w, scales, biases = (as_array(a, "dequantize") for a in (w, scales, biases))
     check_packed_weights("dequantize", w, scales, biases, group_size, bits)
     out_type = dt.promote_types(scales.dtype, biases.dtype)
     scales, biases = astype(scales, out_type, stream=s), astype(biases, out_type, stream=s)
-    return record1(Dequantize(group_size, bits), (w, scales, biases), s)
+    out = record1(Dequantize(group_size, bits), (w, scales, biases), s)
+    return out if dtype is None else astype(out, dtype, stream=s)
 
 
 def quantized_matmul(
-    x: Any, w: Any, /, scales: Any, biases: Any, transpose: bool = True, group_size: int = 64,
-    bits: int = 4, mode: str = "affine", *, stream: Any = None,
+    x: Any, w: Any, /, scales: Any, biases: Any, transpose: bool = True,
+    group_size: int | None = None, bits: int | None = None, mode: str = "affine", *,
+    stream: Any = None,
 ) -> Array:
     """`x @ dequantize(w).T` (`transpose=True`) or `x @ dequantize(w)`, without forming `w`.
 
@@ -331,8 +339,8 @@ def quantized_matmul(
         w: packed uint32 weights `[..., N, K*bits/32]` (`transpose`) or `[..., K, N*bits/32]`.
         scales: `[..., rows, columns / group_size]` of the packed matrix; biases alike.
         transpose: multiply by the transposed weights (the layout of linear layers).
-        group_size: values per scale and bias: 32, 64 or 128.
-        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        group_size: values per scale and bias: 32, 64 (None: the default) or 128.
+        bits: bits per value: 2, 3, 4 (None: the default), 5, 6 or 8.
         mode: the quantization mode; only "affine".
 
     Returns:
@@ -354,7 +362,7 @@ def quantized_matmul(
 
     op = "quantized_matmul"
     check_quantization_mode(op, mode)
-    check_quantization_params(op, group_size, bits)
+    group_size, bits = check_quantization_params(op, group_size, bits)
     s = to_stream(stream)
     x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
     check_packed_weights(op, w, scales, biases, group_size, bits)

@@ -66,9 +66,10 @@ class Sum(Linear, Reduction):
         return sum_dtype(dtype)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.shape import broadcast_to
+        from nuvec.ops.shape import BroadcastTo
 
-        return [broadcast_to(cotangents[0], primals[0].shape)]
+        g, shape = cotangents[0], primals[0].shape  # g keeps the summed axes as size 1
+        return [g if g.shape == shape else apply(BroadcastTo(shape), g)]
 
 
 class Prod(Reduction):
@@ -253,6 +254,7 @@ def sum(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
         a: the input.
         axis: an axis, a sequence of axes, or None for all; negative axes count from the end.
         keepdims: keep the reduced axes as size-1 dimensions.
+        stream: the stream (or device) to record on.
 
     Returns:
         The sums.
@@ -273,6 +275,12 @@ def prod(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = 
 
     Result dtypes follow `sum`.
 
+    Args:
+        a, axis, keepdims, stream: as `sum`.
+
+    Returns:
+        The products.
+
     Raises:
         ValueError: if an axis is out of range or repeated.
 
@@ -286,6 +294,12 @@ def prod(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = 
 
 def max(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Maximum over `axis` (all axes when None); NaN propagates.
+
+    Args:
+        a, axis, keepdims, stream: as `sum`.
+
+    Returns:
+        The maxima, of `a`'s dtype.
 
     Raises:
         ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
@@ -301,6 +315,12 @@ def max(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
 def min(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Minimum over `axis` (all axes when None); NaN propagates.
 
+    Args:
+        a, axis, keepdims, stream: as `sum`.
+
+    Returns:
+        The minima, of `a`'s dtype.
+
     Raises:
         ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
 
@@ -315,6 +335,12 @@ def min(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
 def all(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Whether every element over `axis` is nonzero (True for an empty axis); bool result.
 
+    Args:
+        a, axis, keepdims, stream: as `sum`.
+
+    Returns:
+        A bool array.
+
     Raises:
         ValueError: if an axis is out of range or repeated.
     """
@@ -323,6 +349,12 @@ def all(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
 
 def any(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Whether some element over `axis` is nonzero (False for an empty axis); bool result.
+
+    Args:
+        a, axis, keepdims, stream: as `sum`.
+
+    Returns:
+        A bool array.
 
     Raises:
         ValueError: if an axis is out of range or repeated.
@@ -351,6 +383,12 @@ def argmax(
 ) -> Array:
     """Index of the (first) maximum along `axis`, or in the flattened array when None.
 
+    Args:
+        a: the input.
+        axis: the axis to search; None searches the flattened array.
+        keepdims: keep the reduced axes as size-1 dimensions.
+        stream: the stream (or device) to record on.
+
     Returns:
         uint32 indices (as MLX).
 
@@ -371,6 +409,12 @@ def argmin(
     a: Any, /, axis: int | None = None, keepdims: bool = False, *, stream: Any = None
 ) -> Array:
     """Index of the (first) minimum along `axis`, or in the flattened array when None.
+
+    Args:
+        a: the input.
+        axis: the axis to search; None searches the flattened array.
+        keepdims: keep the reduced axes as size-1 dimensions.
+        stream: the stream (or device) to record on.
 
     Returns:
         uint32 indices (as MLX).

@@ -241,6 +241,12 @@ def cumprod(a: Any, /, axis: int | None = None, *, reverse: bool = False,
 
     The derivative is exact at zeros (no division by `a`).
 
+    Args:
+        a, axis, reverse, inclusive, stream: as `cumsum`.
+
+    Returns:
+        An array of the scanned shape.
+
     Raises:
         ValueError: if `axis` is out of range.
 
@@ -257,6 +263,12 @@ def cummax(a: Any, /, axis: int | None = None, *, reverse: bool = False,
     """Running maximum along `axis` (see `cumsum`); an exclusive scan starts from the
     dtype's lowest value. The cotangent of each output goes to the inputs equal to it within its
     window, split equally among ties.
+
+    Args:
+        a, axis, reverse, inclusive, stream: as `cumsum`.
+
+    Returns:
+        An array of the scanned shape.
 
     Raises:
         ValueError: if `axis` is out of range.
@@ -276,6 +288,12 @@ def cummin(a: Any, /, axis: int | None = None, *, reverse: bool = False,
     dtype's highest value. The cotangent of each output goes to the inputs equal to it within its
     window, split equally among ties.
 
+    Args:
+        a, axis, reverse, inclusive, stream: as `cumsum`.
+
+    Returns:
+        An array of the scanned shape.
+
     Raises:
         ValueError: if `axis` is out of range.
         TypeError: for complex input.
@@ -292,6 +310,12 @@ def logcumsumexp(a: Any, /, axis: int | None = None, *, reverse: bool = False,
                  inclusive: bool = True, stream: Any = None) -> Array:
     """Running `log(sum(exp(a)))` along `axis`, computed stably (see `cumsum`); integer
     inputs compute in float32 and an exclusive scan starts from -inf.
+
+    Args:
+        a, axis, reverse, inclusive, stream: as `cumsum`.
+
+    Returns:
+        An array of the scanned shape.
 
     Raises:
         ValueError: if `axis` is out of range.

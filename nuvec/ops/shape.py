@@ -15,9 +15,9 @@ from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 
 __all__ = [
-    "reshape", "flatten", "unflatten", "transpose", "swapaxes", "moveaxis", "expand_dims",
-    "squeeze", "broadcast_to", "broadcast_arrays", "broadcast_shapes", "atleast_1d",
-    "atleast_2d", "atleast_3d",
+    "reshape", "flatten", "unflatten", "transpose", "permute_dims", "swapaxes", "moveaxis",
+    "expand_dims", "squeeze", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
+    "atleast_1d", "atleast_2d", "atleast_3d",
 ]
 
 Shape = tuple[int, ...]
@@ -264,6 +264,9 @@ def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = Non
     if perm == tuple(range(a.ndim)):
         return a
     return record1(Transpose(perm), (a,), to_stream(stream))
+
+
+permute_dims = transpose  # MLX's (and the array API's) second name for `transpose`
 
 
 def swapaxes(a: Any, /, axis1: int, axis2: int, *, stream: Any = None) -> Array:

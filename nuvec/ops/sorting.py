@@ -258,6 +258,12 @@ def partition(a: Any, /, kth: int, axis: int | None = -1, *, stream: Any = None)
 def argpartition(a: Any, /, kth: int, axis: int | None = -1, *, stream: Any = None) -> Array:
     """Indices that partition `a` along `axis` around position `kth` (see `partition`).
 
+    Args:
+        a: the input array.
+        kth: the pivot position; negative counts from the end.
+        axis: the axis to partition; None partitions the flattened array.
+        stream: the stream or device to run on.
+
     Returns:
         A uint32 array of `a`'s shape (the flattened size when `axis` is None).
 

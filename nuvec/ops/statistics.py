@@ -21,6 +21,13 @@ __all__ = ["mean", "var", "std", "median", "count_nonzero"]
 def mean(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Arithmetic mean over `axis`: `sum / n` (integers give float32; NaN for an empty axis).
 
+    Args:
+        a, axis, keepdims: as `sum`.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The means (float32 for integer and bool input).
+
     Raises:
         ValueError: if an axis is out of range or repeated.
 
@@ -48,6 +55,14 @@ def var(
 ) -> Array:
     """Variance over `axis`: `sum((a - mean)**2) / (n - ddof)` (inf/NaN when n <= ddof).
 
+    Args:
+        a, axis, keepdims: as `sum`.
+        ddof: the delta degrees of freedom subtracted from the count.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The variances (float32 for integer and bool input).
+
     Raises:
         ValueError: if an axis is out of range or repeated.
 
@@ -72,6 +87,14 @@ def std(
 ) -> Array:
     """Standard deviation over `axis`: `sqrt(var(a, axis, keepdims, ddof))`.
 
+    Args:
+        a, axis, keepdims: as `sum`.
+        ddof: the delta degrees of freedom subtracted from the count.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The standard deviations (float32 for integer and bool input).
+
     Raises:
         ValueError: if an axis is out of range or repeated.
 
@@ -92,6 +115,13 @@ def count_nonzero(
 ) -> Array:
     """Number of nonzero (NaN counts as nonzero) elements over `axis`, as int32.
 
+    Args:
+        a, axis, keepdims: as `sum`.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The int32 counts.
+
     Raises:
         ValueError: if an axis is out of range or repeated.
 
@@ -109,6 +139,13 @@ def count_nonzero(
 
 def median(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Median over `axis` (mean of the two middle values for an even count; float result).
+
+    Args:
+        a, axis, keepdims: as `sum`.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The medians (float32 for integer and bool input).
 
     Raises:
         ValueError: if an axis is out of range or repeated, or the reduced size is 0.

@@ -58,7 +58,7 @@ def _items(op: str, shape: Shape, key: Any) -> list[tuple]:
             if ellipsis_at is not None:
                 raise IndexError(f"{op}: an index can only have a single ellipsis (...)")
             ellipsis_at = len(items)
-        elif isinstance(k, bool) or isinstance(k, np.bool_):
+        elif isinstance(k, (bool, np.bool_)):
             raise TypeError(f"{op}: a boolean scalar is not a valid index")
         elif isinstance(k, (int, np.integer)):
             items.append(("int", int(k)))

@@ -1,7 +1,8 @@
-"""Elementwise operations of one array: math functions, rounding, predicates, casts.
+"""Elementwise operations of one array: math functions, signs, rounding, complex parts, casts.
 
 Smooth functions derive from `_Smooth` (vjp and jvp multiply by `derivative`). Integer and bool
-inputs of float-valued functions compute in float32, as in MLX.
+inputs of float-valued functions compute in float32, as in MLX. The NaN and infinity tests live
+in `nuvec.ops.nonfinite`.
 """
 
 from __future__ import annotations
@@ -19,26 +20,24 @@ __all__ = [
     "abs", "negative", "sign", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
     "rsqrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv", "floor",
-    "ceil", "round", "trunc", "logical_not", "isnan", "isinf", "isposinf", "isneginf",
-    "isfinite", "degrees", "radians", "nan_to_num", "conj", "conjugate", "real", "imag",
-    "stop_gradient", "astype",
+    "ceil", "round", "trunc", "logical_not", "degrees", "radians", "conj", "conjugate", "real",
+    "imag", "stop_gradient", "astype",
 ]  # fmt: skip
 
 StreamLike = Any
 
 
+_binary: Any = None
+
+
 def _b():
-    """`nuvec.ops.binary`, imported late (it imports this module)."""
-    from nuvec.ops import binary
+    """`nuvec.ops.binary`, imported on first use (it imports this module); rules call this."""
+    global _binary
+    if _binary is None:
+        from nuvec.ops import binary
 
-    return binary
-
-
-def _c():
-    """`nuvec.ops.comparison`, imported late (it imports this module)."""
-    from nuvec.ops import comparison
-
-    return comparison
+        _binary = binary
+    return _binary
 
 
 class AsType(Unary):
@@ -97,10 +96,10 @@ class _Smooth(Unary):
     __slots__ = ()
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_b().multiply(cotangents[0], self.derivative(primals[0], outputs[0]))]
+        return [_b().product(cotangents[0], self.derivative(primals[0], outputs[0]))]
 
     def jvp(self, primals, tangents, outputs):
-        return [_b().multiply(tangents[0], self.derivative(primals[0], outputs[0]))]
+        return [_b().product(tangents[0], self.derivative(primals[0], outputs[0]))]
 
 
 class _Flat(Unary):
@@ -142,8 +141,9 @@ Sqrt = _smooth("Sqrt", "sqrt(x); d/dx = 0.5 / out.", lambda x, out: _b().divide(
 Rsqrt = _smooth("Rsqrt", "1 / sqrt(x); d/dx = -0.5 out**3.",
                 lambda x, out: _b().multiply(_b().multiply(out, square(out)), -0.5))
 Square = _smooth("Square", "x**2; d/dx = 2x.", lambda x, out: _b().multiply(x, 2.0))
-Sin = _smooth("Sin", "sin(x); d/dx = cos(x).", lambda x, out: cos(x))
-Cos = _smooth("Cos", "cos(x); d/dx = -sin(x).", lambda x, out: negative(sin(x)))
+# x is already of a float type here, so the rules record the primitives without the ops' checks
+Sin = _smooth("Sin", "sin(x); d/dx = cos(x).", lambda x, out: apply(COS, x))
+Cos = _smooth("Cos", "cos(x); d/dx = -sin(x).", lambda x, out: apply(NEGATIVE, apply(SIN, x)))
 Tan = _smooth("Tan", "tan(x); d/dx = 1 + out**2.", lambda x, out: _b().add(square(out), 1.0))
 ArcSin = _smooth("ArcSin", "arcsin(x); d/dx = 1 / sqrt(1 - x**2).",
                  lambda x, out: rsqrt(_one_minus_square(x)))
@@ -277,7 +277,8 @@ def _float_input(a: Any, op: str, s: Stream, complex_ok: bool = True) -> Array:
     Raises:
         TypeError: if `a` is complex and the function is real-only.
     """
-    a = as_array(a, op)
+    if not isinstance(a, Array):
+        a = as_array(a, op)
     if not a.dtype.is_inexact:
         a = record1(AsType(dt.float32), (a,), s)
     elif a.dtype is dt.complex64 and not complex_ok:
@@ -536,99 +537,6 @@ def logical_not(a: Any, /, *, stream: StreamLike = None) -> Array:
     return record1(LOGICAL_NOT, (a,), s)
 
 
-def isnan(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise test for NaN (always False for integers and bools).
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        A bool array.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.isnan(mx.array([1.0, mx.nan])).tolist()
-        [False, True]
-    """
-    a = as_array(a, "isnan")
-    return _c().not_equal(a, a, stream=stream)
-
-
-def isinf(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise test for positive or negative infinity (complex: either part).
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        A bool array.
-    """
-    a = as_array(a, "isinf")
-    if not a.dtype.is_inexact:
-        return _c().not_equal(a, a, stream=stream)
-    return _c().equal(abs(a, stream=stream), math.inf, stream=stream)
-
-
-def isposinf(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise test for positive infinity.
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        A bool array.
-
-    Raises:
-        TypeError: for complex input.
-    """
-    return _signed_inf("isposinf", a, math.inf, stream)
-
-
-def isneginf(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise test for negative infinity.
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        A bool array.
-
-    Raises:
-        TypeError: for complex input.
-    """
-    return _signed_inf("isneginf", a, -math.inf, stream)
-
-
-def _signed_inf(name: str, a: Any, value: float, stream: StreamLike) -> Array:
-    a = as_array(a, name)
-    if a.dtype is dt.complex64:
-        raise TypeError(f"{name}: not supported for complex64 arrays")
-    if not a.dtype.is_floating:
-        return _c().not_equal(a, a, stream=stream)
-    return _c().equal(a, value, stream=stream)
-
-
-def isfinite(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise test for finite values (neither infinite nor NaN; always True for integers).
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        A bool array.
-    """
-    a = as_array(a, "isfinite")
-    if not a.dtype.is_inexact:
-        return _c().equal(a, a, stream=stream)
-    # |a| < inf is False for inf and NaN alike (complex: either part)
-    return _c().less(abs(a, stream=stream), math.inf, stream=stream)
-
-
 def degrees(a: Any, /, *, stream: StreamLike = None) -> Array:
     """Converts radians to degrees; integer inputs give float32.
 
@@ -655,51 +563,6 @@ def radians(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     s = to_stream(stream)
     return _b().multiply(_float_input(a, "radians", s), math.pi / 180.0, stream=s)
-
-
-def nan_to_num(
-    a: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None,
-    *, stream: StreamLike = None,
-) -> Array:
-    """Replaces NaN with `nan` and infinities with `posinf`/`neginf`.
-
-    Args:
-        a: input array; integer and boolean arrays are returned unchanged.
-        nan: the value for NaN.
-        posinf: the value for +inf; default the largest finite value of the dtype.
-        neginf: the value for -inf; default the lowest finite value of the dtype.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        An array of `a`'s dtype without NaN or infinities.
-
-    Raises:
-        TypeError: if a replacement value is not a real number.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.nan_to_num(mx.array([mx.nan, 1.0])).tolist()
-        [0.0, 1.0]
-    """
-    for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-            raise TypeError(f"nan_to_num: {what} must be a real number, got {type(v).__name__}")
-    a = as_array(a, "nan_to_num")
-    if not a.dtype.is_inexact:
-        return a
-    s = to_stream(stream)
-    if a.dtype is dt.complex64:
-        parts = [nan_to_num(f(a, stream=s), nan, posinf, neginf, stream=s) for f in (real, imag)]
-        return _b().add(astype(parts[0], dt.complex64, stream=s),
-                        _b().multiply(astype(parts[1], dt.complex64, stream=s), 1j, stream=s),
-                        stream=s)
-    info = dt.finfo(a.dtype)
-    b, where = _c(), _c().where
-    out = where(isnan(a, stream=s), float(nan), a, stream=s)
-    out = where(b.equal(a, math.inf, stream=s), float(info.max if posinf is None else posinf),
-                out, stream=s)
-    return where(b.equal(a, -math.inf, stream=s), float(info.min if neginf is None else neginf),
-                 out, stream=s)
 
 
 def conjugate(a: Any, /, *, stream: StreamLike = None) -> Array:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import nuvec as mx
+from nuvec.testing import assert_allclose
 
 DTYPES = [mx.float32, mx.float16, mx.bfloat16, mx.float64]
 DTYPE_IDS = [d.name for d in DTYPES]
@@ -14,6 +15,18 @@ def sample(rng: np.random.Generator, shape, dtype, scale: float = 1.0):
     """A random nuvec array of `dtype` and its exact values in float64."""
     a = mx.array(rng.standard_normal(shape) * scale, dtype)
     return a, np.asarray(a).astype(np.float64)
+
+
+def normal64(rng: np.random.Generator, shape) -> mx.array:
+    """A float64 nuvec array of standard normal values (for gradient checks)."""
+    return mx.array(rng.standard_normal(shape), mx.float64)
+
+
+def close(y, want, dtype, tolerances: dict) -> None:
+    """`assert_allclose` with the `(rtol, atol)` that `tolerances` gives `dtype`'s name, the
+    per-dtype defaults for the others."""
+    rtol, atol = tolerances.get(dtype.name, (None, None))
+    assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
 
 
 def rms_norm(x, w, eps):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, sample
 from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.planner import plan_attention
 from nuvec.graph.array import record
@@ -318,17 +318,13 @@ def test_gpu_float64_composes(fake_gpu):
 
 
 # -- derivatives ---------------------------------------------------------------------------
-def _f64(rng, *shape):
-    return mx.array(rng.standard_normal(shape), mx.float64)
-
-
 @pytest.mark.parametrize("options", [dict(mask="causal", window=2, max_score_bytes=64),
                                      dict(sinks=True)], ids=["window_blocks", "sinks"])
 def test_grad_of_grad(options):
     rng = np.random.default_rng(6)
-    q, k, v = _f64(rng, 1, 2, 4, 3), _f64(rng, 1, 1, 4, 3), _f64(rng, 1, 1, 4, 3)
+    q, k, v = normal64(rng, (1, 2, 4, 3)), normal64(rng, (1, 1, 4, 3)), normal64(rng, (1, 1, 4, 3))
     options = dict(options)
-    sinks = _f64(rng, 2) if options.pop("sinks", False) else None
+    sinks = normal64(rng, (2,)) if options.pop("sinks", False) else None
 
     def loss(q, k, v):
         return mx.sum(sdpa(q, k, v, scale=0.7, sinks=sinks, **options) ** 2)
@@ -343,7 +339,7 @@ def test_grad_of_grad(options):
 
 def test_vmap_of_public_op_matches_loop():
     rng = np.random.default_rng(7)
-    q, k = _f64(rng, 3, 1, 2, 5, 4), _f64(rng, 3, 1, 1, 6, 4)
+    q, k = normal64(rng, (3, 1, 2, 5, 4)), normal64(rng, (3, 1, 1, 6, 4))
     f = mx.vmap(lambda q, k: sdpa(q, k, k, scale=0.5, mask="causal", max_score_bytes=50))
     want = np.stack([np.asarray(sdpa(q[i], k[i], k[i], scale=0.5, mask="causal"))
                      for i in range(3)])

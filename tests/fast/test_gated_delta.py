@@ -7,18 +7,12 @@ import pytest
 
 import nuvec as mx
 import fast_refs as ref
-from fast_refs import DTYPE_IDS, DTYPES, sample
+from fast_refs import DTYPE_IDS, DTYPES, close, sample
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.graph.array import record
-from nuvec.testing import assert_allclose
 
 CPU = mx.default_stream(mx.cpu)
 TOL = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 6e-2), "float32": (1e-5, 1e-5)}
-
-
-def _close(y, want, dtype):
-    rtol, atol = TOL.get(dtype.name, (None, None))
-    assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
 
 
 def _inputs(rng, dtype, b=2, t=3, hk=1, hv=2, dv=3, dk=32, state_dtype=None):
@@ -40,8 +34,8 @@ def test_gated_delta(dtype, shape):
     arrays, refs = _inputs(rng, dtype, **shape)
     y, s = mx.fast.gated_delta(*arrays)
     yr, sr = ref.gated_delta(*refs)
-    _close(y, yr, dtype)
-    _close(s, sr, dtype)
+    close(y, yr, dtype, TOL)
+    close(s, sr, dtype, TOL)
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=["float32", "float64"])
@@ -51,8 +45,8 @@ def test_gated_delta_steps(dtype):
     y, states = mx.fast.gated_delta_steps(*arrays)
     yr, sr = ref.gated_delta(*refs, steps=True)
     assert states.shape == (2, 3, 2, 3, 32)
-    _close(y, yr, dtype)
-    _close(states, sr, dtype)
+    close(y, yr, dtype, TOL)
+    close(states, sr, dtype, TOL)
 
 
 def test_state_dtype_is_kept():
@@ -60,7 +54,7 @@ def test_state_dtype_is_kept():
     arrays, refs = _inputs(rng, mx.float16, state_dtype=mx.float32)
     y, s = mx.fast.gated_delta(*arrays)
     assert y.dtype is mx.float16 and s.dtype is mx.float32
-    _close(s, ref.gated_delta(*refs)[1], mx.float32)
+    close(s, ref.gated_delta(*refs)[1], mx.float32, TOL)
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16], ids=str)
@@ -73,8 +67,8 @@ def test_gated_delta_slots(dtype):
     yr, sr = ref.gated_delta(*refs[:5], pr[slots])
     want = pr.copy()
     want[slots] = sr
-    _close(y, yr, dtype)
-    _close(new_pool, want, dtype)
+    close(y, yr, dtype, TOL)
+    close(new_pool, want, dtype, TOL)
 
 
 def test_kernel_nodes_on_the_gpu_stream(fake_gpu):
@@ -87,13 +81,13 @@ def test_kernel_nodes_on_the_gpu_stream(fake_gpu):
         y2, p2 = mx.fast.gated_delta_slots(*arrays[:5], pool, mx.array([2, 0]))
         assert isinstance(y2.primitive, GatedDeltaSlots)
     yr, sr = ref.gated_delta(*refs)
-    _close(y, yr, mx.float32)
-    _close(s, sr, mx.float32)
+    close(y, yr, mx.float32, TOL)
+    close(s, sr, mx.float32, TOL)
     yr2, sr2 = ref.gated_delta(*refs[:5], pr[[2, 0]])
     want = pr.copy()
     want[[2, 0]] = sr2
-    _close(y2, yr2, mx.float32)
-    _close(p2, want, mx.float32)
+    close(y2, yr2, mx.float32, TOL)
+    close(p2, want, mx.float32, TOL)
 
 
 def _softplus(x):
@@ -118,8 +112,8 @@ def test_gated_delta_update(masked):
         g = np.where(mask[..., None], g, 1.0)
         beta = np.where(mask[..., None], beta, 0.0)
     yr, sr = ref.gated_delta(*refs[:3], g, beta, np.zeros((2, 2, 3, 32)))
-    _close(y, yr, mx.float32)
-    _close(s, sr, mx.float32)
+    close(y, yr, mx.float32, TOL)
+    close(s, sr, mx.float32, TOL)
 
 
 Q = mx.ones((1, 2, 1, 32))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from fast_refs import DTYPE_IDS, DTYPES, close, nodes, sample
 from nuvec.fast.conv import DepthwiseConv1d, depthwise_conv1d
 from nuvec.fast.gather import GatherMm, GatherQmm, gather_mm_node, gather_qmm_node
 from nuvec.graph.array import record
@@ -14,11 +14,6 @@ from nuvec.testing import assert_allclose
 
 CPU = mx.default_stream(mx.cpu)
 TOL = {"float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2)}
-
-
-def _close(y, want, dtype):
-    rtol, atol = TOL.get(dtype.name, (None, None))
-    assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
 
 
 def _u32(values):
@@ -33,7 +28,7 @@ def test_gather_mm(dtype):
     lhs, rhs = np.array([[2, 0], [1, 1]]), np.array([[3, 0], [1, 2]])
     y = gather_mm_node(a, b, _u32(lhs), _u32(rhs))
     want = ar[lhs] @ br.reshape(4, 4, 5)[rhs]
-    _close(y, want, dtype)
+    close(y, want, dtype, TOL)
 
 
 def test_gather_mm_with_sorted_row_offsets(fake_gpu):
@@ -50,8 +45,8 @@ def test_gather_mm_with_sorted_row_offsets(fake_gpu):
         offsets = z._node.inputs[-1]
         assert offsets.dtype == mx.int32 and offsets.tolist() == [0, 2, 2]
         assert len(mx.gather_mm(a, b, mx.arange(4), mx.array(rhs))._node.inputs) == 4
-    _close(y, ar @ br[rhs], mx.float32)
-    _close(z, ar @ br[rhs], mx.float32)
+    close(y, ar @ br[rhs], mx.float32, TOL)
+    close(z, ar @ br[rhs], mx.float32, TOL)
 
 
 def test_public_gather_qmm_records_the_node(fake_gpu):
@@ -146,7 +141,7 @@ def test_depthwise_conv1d(dtype, stride, padding, dilation):
     x, xr = sample(rng, (2, 9, 3), dtype)
     w, wr = sample(rng, (3, 3, 1), dtype)
     y = depthwise_conv1d(x, w, stride, padding, dilation)
-    _close(y, _conv_ref(xr, wr, stride, padding, dilation), dtype)
+    close(y, _conv_ref(xr, wr, stride, padding, dilation), dtype, TOL)
 
 
 def test_depthwise_conv1d_node_on_the_gpu_stream(fake_gpu):
@@ -156,7 +151,7 @@ def test_depthwise_conv1d_node_on_the_gpu_stream(fake_gpu):
     with mx.stream(fake_gpu):
         y = depthwise_conv1d(x, w, 1, 1, 1)
         assert isinstance(y.primitive, DepthwiseConv1d)
-    _close(y, _conv_ref(xr, wr, 1, 1, 1), mx.float32)
+    close(y, _conv_ref(xr, wr, 1, 1, 1), mx.float32, TOL)
     assert nodes(depthwise_conv1d(x, w, 1, 1, 1), DepthwiseConv1d) == 0
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import nuvec as mx
 import fast_refs as ref
-from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, sample
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.graph.array import record
 from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp
@@ -123,15 +123,11 @@ def test_a_node_built_directly_with_invalid_inputs_is_rejected(op, inputs):
         record(op, inputs(x), CPU)
 
 
-def _f64(rng, shape):
-    return mx.array(rng.standard_normal(shape), mx.float64)
-
-
 def test_derivatives_of_the_fused_nodes_in_float64():
     rng = np.random.default_rng(6)
-    x, w, b = _f64(rng, (3, 6)), _f64(rng, (6,)), _f64(rng, (6,))
+    x, w, b = normal64(rng, (3, 6)), normal64(rng, (6,)), normal64(rng, (6,))
     assert isinstance(mx.fast.rms_norm(x, w, EPS).primitive, RmsNorm)
-    r = _f64(rng, (3, 6))
+    r = normal64(rng, (3, 6))
     cases = [
         (lambda x, w: mx.fast.rms_norm(x, w, EPS), [x, w]),
         (lambda x, w, b: mx.fast.layer_norm(x, w, b, EPS), [x, w, b]),
@@ -145,7 +141,8 @@ def test_derivatives_of_the_fused_nodes_in_float64():
 @pytest.mark.parametrize("which", ["rms", "layer"])
 def test_grad_of_grad(which):
     rng = np.random.default_rng(7)
-    x, w, b, u = _f64(rng, (2, 5)), _f64(rng, (5,)), _f64(rng, (5,)), _f64(rng, (2, 5))
+    x, w = normal64(rng, (2, 5)), normal64(rng, (5,))
+    b, u = normal64(rng, (5,)), normal64(rng, (2, 5))
 
     def loss(x, w):
         y = mx.fast.rms_norm(x, w, EPS) if which == "rms" else mx.fast.layer_norm(x, w, b, EPS)

@@ -7,17 +7,12 @@ import pytest
 
 import nuvec as mx
 import fast_refs as ref
-from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from fast_refs import DTYPE_IDS, DTYPES, close, nodes, sample
 from nuvec.fast.rope import NormRope, Rope
 from nuvec.graph.array import record
-from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp
+from nuvec.testing import check_grads, check_jvp_vjp
 
 TOL = {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2)}
-
-
-def _close(y, want, dtype):
-    rtol, atol = TOL.get(dtype.name, (None, None))
-    assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -28,7 +23,7 @@ def test_rope_with_base(dtype, traditional, shape, dims):
     rng = np.random.default_rng(0)
     x, xr = sample(rng, shape, dtype)
     y = mx.fast.rope(x, dims, traditional=traditional, base=100.0, scale=0.5, offset=3)
-    _close(y, ref.rope(xr, dims, traditional, 100.0, 0.5, 3), dtype)
+    close(y, ref.rope(xr, dims, traditional, 100.0, 0.5, 3), dtype, TOL)
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=["float32", "float64"])
@@ -40,7 +35,7 @@ def test_rope_with_freqs_and_per_row_offsets(dtype, traditional):
     offset = np.array([0, 5, 2])
     y = mx.fast.rope(x, 8, traditional=traditional, base=None, scale=1.0,
                      offset=mx.array(offset), freqs=mx.array(freqs))
-    _close(y, ref.rope(xr, 8, traditional, None, 1.0, offset, freqs), dtype)
+    close(y, ref.rope(xr, 8, traditional, None, 1.0, offset, freqs), dtype, TOL)
 
 
 @pytest.mark.parametrize("offset", [mx.array(4, mx.int64), mx.array([4], mx.uint8), 4],
@@ -49,7 +44,7 @@ def test_rope_offset_kinds(offset):
     rng = np.random.default_rng(2)
     x, xr = sample(rng, (2, 3, 4), mx.float32)
     y = mx.fast.rope(x, 4, traditional=False, base=10000.0, scale=1.0, offset=offset)
-    _close(y, ref.rope(xr, 4, False, 10000.0, 1.0, 4), mx.float32)
+    close(y, ref.rope(xr, 4, False, 10000.0, 1.0, 4), mx.float32, TOL)
 
 
 def test_rope_fallback_graph_agrees():
@@ -58,9 +53,9 @@ def test_rope_fallback_graph_agrees():
     for trad in (False, True):
         op = Rope(6, trad, 10.0, 1.0)
         (y,) = op.fallback([x, mx.array(2)])
-        _close(y, ref.rope(xr, 6, trad, 10.0, 1.0, 2), mx.float32)
+        close(y, ref.rope(xr, 6, trad, 10.0, 1.0, 2), mx.float32, TOL)
         (z,) = op.inverse().fallback([y, mx.array(2)])
-        _close(z, xr, mx.float32)
+        close(z, xr, mx.float32, TOL)
 
 
 X3 = mx.ones((2, 3, 4))
@@ -155,7 +150,7 @@ def test_norm_rope(dtype, normed, cached):
         want = cr
     y = mx.fast.norm_rope(x, w, 1e-5 if normed else None, dims=8, traditional=True,
                           base=100.0, offset=2, cache=cache)
-    _close(y, want, dtype)
+    close(y, want, dtype, TOL)
 
 
 @pytest.mark.parametrize("cached", [True, False], ids=["cache", "no-cache"])
@@ -172,7 +167,7 @@ def test_norm_rope_node_and_fallback_agree(cached, fake_gpu):
     with mx.stream(fake_gpu):
         y = mx.fast.norm_rope(x, w, 1e-5, dims=6, scale=2.0, offset=1, freqs=freqs, cache=cache)
         assert isinstance(y.primitive, NormRope)
-    _close(y, want, mx.float32)
+    close(y, want, mx.float32, TOL)
 
 
 def test_rope_gradient_is_the_inverse_rotation():
@@ -218,7 +213,7 @@ def test_vmap_keeps_one_rope_node_with_the_batch_axis_first():
     y = mx.vmap(f, in_axes=2)(x)
     assert nodes(y, Rope) == 1
     xr = np.moveaxis(np.asarray(x, np.float64), 2, 0)
-    _close(y, ref.rope(xr, 4, False, 10.0, 1.0, 1), mx.float32)
+    close(y, ref.rope(xr, 4, False, 10.0, 1.0, 1), mx.float32, TOL)
 
 
 def test_vmap_with_per_row_and_batched_offsets_batches_the_fallback():

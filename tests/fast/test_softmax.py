@@ -7,7 +7,7 @@ import pytest
 
 import nuvec as mx
 import fast_refs as ref
-from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, sample
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.softmax import LogSumExp, Softmax
 from nuvec.graph.array import record
@@ -103,13 +103,9 @@ def test_softmax_arity_is_checked():
         record(Softmax(), [X, X], CPU)
 
 
-def _f64(rng, shape):
-    return mx.array(rng.standard_normal(shape), mx.float64)
-
-
 def test_closed_form_derivatives():
     rng = np.random.default_rng(3)
-    x = _f64(rng, (3, 5))
+    x = normal64(rng, (3, 5))
     for f, cls in ((mx.fast.softmax, Softmax), (mx.fast.logsumexp, LogSumExp)):
         assert isinstance(f(x).primitive, cls)
         check_grads(f, [x])
@@ -119,7 +115,7 @@ def test_closed_form_derivatives():
 
 def test_cross_entropy_gradient():
     rng = np.random.default_rng(4)
-    x = _f64(rng, (4, 6))
+    x = normal64(rng, (4, 6))
     t = mx.array([0, -1, 3, 5])
 
     def loss(x):

@@ -102,7 +102,6 @@ def test_conv_general(xs, ws, kw):
 def transpose_reference(x, w, stride, padding, dilation, output_padding, groups):
     """The transposed convolution as the adjoint of the forward one: scatter each input
     position's contribution (x[n, i] * w[:, t]) to output position i * stride + t * dilation."""
-    nd = x.ndim - 2
     kernel = w.shape[1:-1]
     full = [(n - 1) * s + (k - 1) * d + 1 + op for n, s, k, d, op in
             zip(x.shape[1:-1], stride, kernel, dilation, output_padding)]
@@ -239,3 +238,49 @@ def test_depthwise_conv1d_goes_through_the_fused_op_and_matches_the_grouped_form
     np.testing.assert_allclose(np.asarray(gw), np.asarray(hw), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="^conv1d: the padded input"):
         mx.conv1d(mx.zeros((1, 2, 4)), mx.zeros((4, 5, 1)), groups=4)
+
+
+# -- convolve (1-D, NumPy's modes) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("sizes", [(5, 3), (3, 5), (6, 4), (4, 7), (1, 1), (7, 1), (5, 5)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_convolve_matches_numpy(mode, sizes):
+    a, v = RNG.standard_normal(sizes[0]), RNG.standard_normal(sizes[1])
+    got = mx.convolve(mx.array(a, mx.float64), mx.array(v, mx.float64), mode)
+    assert_allclose(got, np.convolve(a, v, mode), dtype=mx.float64)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float32], ids=lambda d: d.name)
+def test_convolve_dtypes_and_promotion(dtype):
+    a, v = RNG.standard_normal(6).astype(np.float32), RNG.standard_normal(3).astype(np.float32)
+    got = mx.convolve(mx.array(a, dtype), mx.array(v, mx.float32))
+    want = np.convolve(np.asarray(mx.array(a, dtype), np.float64), v.astype(np.float64))
+    assert_allclose(got, want, dtype=dt.promote_types(dtype, mx.float32))
+
+
+def test_convolve_grad():
+    a, v = RNG.standard_normal(5), RNG.standard_normal(3)
+    ga, gv = mx.grad(lambda x, y: mx.sum(mx.convolve(x, y) ** 2), argnums=(0, 1))(
+        mx.array(a, mx.float64), mx.array(v, mx.float64))
+    full = np.convolve(a, v)
+    # d/da sum(conv(a, v)^2) = correlate(2 conv, v), and likewise for v
+    assert_allclose(ga, np.correlate(2 * full, v, "valid"), dtype=mx.float64)
+    assert_allclose(gv, np.correlate(2 * full, a, "valid"), dtype=mx.float64)
+
+
+@pytest.mark.parametrize(
+    "a, v, mode, error, message",
+    [
+        (mx.ones((3,)), mx.ones((2,)), "circular", ValueError, "^convolve: mode must be"),
+        (mx.ones((2, 3)), mx.ones((2,)), "full", ValueError, "^convolve: inputs must be 1-D"),
+        (mx.ones((0,)), mx.ones((2,)), "full", ValueError, "^convolve: inputs cannot be empty"),
+        (mx.ones((3,), mx.int32), mx.ones((2,), mx.int32), "full", TypeError,
+         "^convolve: expected a floating-point array, got int32"),
+    ],
+    ids=["mode", "2-d", "empty", "int"],
+)
+def test_convolve_rejects(a, v, mode, error, message):
+    with pytest.raises(error, match=message):
+        mx.convolve(a, v, mode)

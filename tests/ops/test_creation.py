@@ -6,15 +6,12 @@ import numpy as np
 import pytest
 
 import nuvec as mx
+from helpers import ids
+from nuvec.graph import dtypes as dt
 from nuvec.testing import assert_allclose
 
-ALL = [mx.bool_, mx.uint8, mx.uint16, mx.uint32, mx.uint64, mx.int8, mx.int16, mx.int32,
-       mx.int64, mx.float16, mx.float32, mx.float64, mx.bfloat16, mx.complex64]
+ALL = list(dt.ALL_DTYPES)
 NUMERIC = [d for d in ALL if d is not mx.bool_]
-
-
-def ids(x):
-    return getattr(x, "name", str(x))
 
 
 @pytest.mark.parametrize(

@@ -10,23 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nuvec as mx
+from helpers import int_data, int_pair
 from nuvec.graph import dtypes as dt
 from nuvec.testing import assert_allclose
 
 ALL = dt.ALL_DTYPES
-
-
-def _data(shape, dtype=dt.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    values = rng.integers(0, 50, size=shape)
-    if dtype is dt.bool_:
-        return values % 2 == 0
-    return values.astype(dtype.np)
-
-
-def _both(shape, dtype=dt.float32, seed=0):
-    x = _data(shape, dtype, seed)
-    return mx.array(x, dtype), x
 
 
 def _check(actual, expected, dtype=dt.float32):
@@ -56,13 +44,13 @@ KEYS = [
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
 @pytest.mark.parametrize("name,make", KEYS, ids=[k[0] for k in KEYS])
 def test_getitem(name, make, dtype):
-    a, x = _both((3, 4, 5), dtype)
+    a, x = int_pair((3, 4, 5), dtype)
     _check(a[make(a)], x[make(a)], dtype)
 
 
 @pytest.mark.parametrize("name,make", KEYS, ids=[k[0] for k in KEYS])
 def test_setitem_and_at(name, make):
-    a, x = _both((3, 4, 5))
+    a, x = int_pair((3, 4, 5))
     key = make(a)
     shape = x[key].shape
     v = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) + 100
@@ -72,7 +60,7 @@ def test_setitem_and_at(name, make):
     b[key] = mx.array(v)
     _check(b, y)
     _check(a, y)  # the same handle was rebound
-    c, x = _both((3, 4, 5))
+    c, x = int_pair((3, 4, 5))
     y = x.copy()
     np.add.at(y, key, v)
     _check(c.at[key].add(mx.array(v)), y)
@@ -80,7 +68,7 @@ def test_setitem_and_at(name, make):
 
 
 def test_setitem_broadcast_cast_and_views():
-    a, x = _both((4, 6), dt.int32)
+    a, x = int_pair((4, 6), dt.int32)
     a[1:3] = 7.9  # a Python float is cast to the array's dtype
     x[1:3] = 7
     _check(a, x, dt.int32)
@@ -113,7 +101,7 @@ def test_repeated_indices():
 
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
 def test_take_family(dtype):
-    a, x = _both((3, 4), dtype)
+    a, x = int_pair((3, 4), dtype)
     idx = np.array([[0, -1], [2, 1]])
     _check(mx.take(a, mx.array(idx)), np.take(x, idx), dtype)
     _check(mx.take(a, mx.array(idx), axis=1), np.take(x, idx, axis=1), dtype)
@@ -124,7 +112,7 @@ def test_take_family(dtype):
            np.take_along_axis(x, along, axis=0), dtype)
     flat = np.take_along_axis(x.ravel(), np.array([1, 11]), 0)
     _check(mx.take_along_axis(a, mx.array([1, 11])), flat, dtype)
-    vals = _data((1, 4), dtype, seed=3)
+    vals = int_data((1, 4), dtype, seed=3)
     y = x.copy()
     np.put_along_axis(y, along, vals, axis=0)
     _check(mx.put_along_axis(a, mx.array(along), mx.array(vals, dtype), axis=0), y, dtype)
@@ -136,7 +124,7 @@ def test_take_family(dtype):
 
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (0, 3), (1, 1)], ids=str)
 def test_special_shapes(shape):
-    a, x = _both(shape)
+    a, x = int_pair(shape)
     _check(a[...], x[...])
     _check(a[None], x[None])
     if shape:
@@ -152,7 +140,7 @@ def test_special_shapes(shape):
 
 
 def test_iteration_and_integer_arrays_as_keys():
-    a, x = _both((3, 2))
+    a, x = int_pair((3, 2))
     assert [r.tolist() for r in a] == x.tolist()
     _check(a[mx.array(1)], x[1])
     _check(a[np.int64(-1)], x[-1])
@@ -215,7 +203,7 @@ def _index_case(draw):
 @given(_index_case())
 def test_fuzz_getitem_setitem(case):
     shape, key = case
-    a, x = _both(shape)
+    a, x = int_pair(shape)
     try:
         expected = x[key]
     except IndexError:
@@ -313,7 +301,7 @@ def test_grad_accumulates_repeated_reads():
 
 @pytest.mark.parametrize("index_dtype", [d for d in ALL if d.is_integer], ids=lambda d: d.name)
 def test_index_dtypes(index_dtype):
-    a, x = _both((4, 3))
+    a, x = int_pair((4, 3))
     idx = np.array([3, 0, 3])
     i = mx.array(idx, index_dtype)
     _check(a[i], x[idx])

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
+from helpers import ids
 from nuvec.testing import assert_allclose, to_numpy64
 
 FLOATS = [mx.float16, mx.float32, mx.float64, mx.bfloat16]
@@ -14,10 +15,6 @@ SHAPES = [
     ((2, 3), (5, 3, 4)), ((2, 1, 2, 3), (4, 3, 2)), ((5, 2, 3), (3,)), ((4,), (2, 4, 3)),
     ((0, 3), (3, 2)), ((2, 0), (0, 3)), ((1, 1), (1, 1)), ((2, 0, 3), (3, 4)),
 ]
-
-
-def ids(x):
-    return getattr(x, "name", str(x))
 
 
 def sample(shape, dtype, rng):

@@ -319,3 +319,30 @@ W_Q, SCALES, BIASES = mx.quantize(mx.ones((4, 64)))
 def test_rejected_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_none_group_size_and_bits_mean_mlx_affine_defaults():
+    w = mx.array(np.random.default_rng(1).standard_normal((4, 128)).astype(np.float32))
+    default = mx.quantize(w, None, None)
+    explicit = mx.quantize(w, 64, 4)
+    for got, want in zip(default, explicit):
+        assert got.shape == want.shape and np.array_equal(np.asarray(got), np.asarray(want))
+    x = mx.ones((2, 128))
+    assert np.array_equal(np.asarray(mx.quantized_matmul(x, *default, True, None, None)),
+                          np.asarray(mx.quantized_matmul(x, *explicit, True, 64, 4)))
+    assert np.array_equal(np.asarray(mx.dequantize(*default)),
+                          np.asarray(mx.dequantize(*explicit, group_size=64, bits=4)))
+    w3 = mx.stack([w, w])
+    packed = mx.quantize(w3)
+    got = mx.gather_qmm(x, *packed, rhs_indices=mx.array([1]))
+    assert got.shape == (1, 2, 4)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float64], ids=lambda d: d.name)
+def test_dequantize_dtype(dtype):
+    w = mx.array(np.random.default_rng(2).standard_normal((2, 64)).astype(np.float32))
+    packed = mx.quantize(w)
+    out = mx.dequantize(*packed, dtype=dtype)
+    assert out.dtype is dtype
+    np.testing.assert_allclose(np.asarray(out.astype(mx.float32)),
+                               np.asarray(mx.dequantize(*packed)), rtol=1e-2, atol=1e-2)

@@ -8,10 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nuvec as mx
+from helpers import ids
+from nuvec.graph import dtypes as dt
 from nuvec.testing import assert_allclose, to_numpy64
 
-ALL = [mx.bool_, mx.uint8, mx.uint16, mx.uint32, mx.uint64, mx.int8, mx.int16, mx.int32,
-       mx.int64, mx.float16, mx.float32, mx.float64, mx.bfloat16, mx.complex64]
+ALL = list(dt.ALL_DTYPES)
 REAL = [d for d in ALL if d is not mx.complex64]
 FLOATS = [mx.float16, mx.float32, mx.float64, mx.bfloat16]
 SHAPES = [(), (0,), (1,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]
@@ -39,10 +40,6 @@ def axes_for(shape):
     if len(shape) >= 2:
         out += [(0, -1), [1]]
     return out
-
-
-def ids(x):
-    return getattr(x, "name", str(x))
 
 
 def cases(dtypes):

@@ -9,25 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nuvec as mx
+from helpers import int_pair
 from nuvec.graph import dtypes as dt
 from nuvec.testing import assert_allclose
 
 ALL = dt.ALL_DTYPES
-
-
-def _data(shape, dtype=dt.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    values = rng.integers(0, 50, size=shape)
-    if dtype is dt.bool_:
-        return values % 2 == 0
-    if dtype is dt.complex64:
-        return (values + 1j * rng.integers(0, 5, size=shape)).astype(np.complex64)
-    return values.astype(dtype.np)
-
-
-def _both(shape, dtype=dt.float32, seed=0):
-    x = _data(shape, dtype, seed)
-    return mx.array(x, dtype), x
 
 
 def _check(actual, expected, dtype):
@@ -77,7 +63,7 @@ CASES = [
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
 @pytest.mark.parametrize("name,fn,ref,shape", CASES, ids=[c[0] for c in CASES])
 def test_against_numpy(name, fn, ref, shape, dtype):
-    a, x = _both(shape, dtype)
+    a, x = int_pair(shape, dtype)
     _check(fn(a), ref(x), dtype)
 
 
@@ -89,15 +75,15 @@ VIEW_CASES = [c for c in CASES if c[0] in ("reshape", "transpose", "concatenate"
 def test_views(name, fn, ref, shape):
     # inputs that are views: a reversed step-slice, and a transpose
     size = int(np.prod(shape))
-    big_a, big_x = _both((3, 2 * size), dt.float32)
+    big_a, big_x = int_pair((3, 2 * size), dt.float32)
     _check(fn(mx.reshape(big_a[1, ::-2], shape)), ref(big_x[1, ::-2].reshape(shape)), dt.float32)
-    base_a, base_x = _both(shape[::-1], dt.float32, seed=1)
+    base_a, base_x = int_pair(shape[::-1], dt.float32, seed=1)
     _check(fn(mx.transpose(base_a)), ref(base_x.T), dt.float32)
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (0, 3), (1, 1)], ids=str)
 def test_special_shapes(shape):
-    a, x = _both(shape)
+    a, x = int_pair(shape)
     _check(mx.reshape(a, (-1,)), x.reshape(-1), dt.float32)
     _check(mx.flatten(a), x.reshape(-1), dt.float32)
     _check(mx.transpose(a), x.T, dt.float32)
@@ -126,7 +112,7 @@ def test_concatenate_promotes_and_broadcast_helpers():
 
 
 def test_pad_constant_values_cast_and_methods():
-    a, x = _both((2, 3), dt.int32)
+    a, x = int_pair((2, 3), dt.int32)
     _check(mx.pad(a, 1, constant_values=7), np.pad(x, 1, constant_values=7), dt.int32)
     _check(mx.pad(a, (1, 0), constant_values=mx.array(2.9)), np.pad(x, (1, 0), constant_values=2),
            dt.int32)
@@ -140,7 +126,7 @@ def test_pad_constant_values_cast_and_methods():
 
 
 def test_slice_dynamic():
-    a, x = _both((4, 5), dt.int32)
+    a, x = int_pair((4, 5), dt.int32)
     _check(mx.slice(a, mx.array([1, 2]), (0, 1), (2, 3)), x[1:3, 2:5], dt.int32)
     _check(mx.slice(a, mx.array(1), (1,), (3, 2)), x[:3, 1:3], dt.int32)
     # a start past the end is clamped so the window fits

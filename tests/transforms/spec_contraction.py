@@ -1,5 +1,5 @@
-"""Rule rows for contractions (`nuvec.ops.contraction`): compositions, so the rows cover the
-primitives they are built from (matmul, diagonal, sums, products)."""
+"""Rule rows for contractions (`nuvec.ops.contraction`, `nuvec.ops.einsum`): compositions, so
+the rows cover the primitives they are built from (matmul, diagonal, sums, products)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,6 @@ infinite identity, so their rows drop that first output before checking."""
 
 from __future__ import annotations
 
-import numpy as np
-
 import nuvec as mx
 from nuvec.ops import scan as sc
 from nuvec.testing import OpSpec

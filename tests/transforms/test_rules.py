@@ -36,7 +36,7 @@ def _load_specs() -> list[tuple[str, OpSpec]]:
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules[name] = module
             loader_spec.loader.exec_module(module)
-        for row in getattr(module, "SPECS"):
+        for row in module.SPECS:
             rows.append((family, row))
     return rows
 

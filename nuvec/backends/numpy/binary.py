@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nuvec.backends.numpy.registry import kernel
-from nuvec.backends.numpy.unary import widen
+from nuvec.backends.numpy.unary import HALF, widen
 from nuvec.ops import binary as b
 
 
@@ -19,26 +19,34 @@ def _no_bool(x: np.ndarray) -> np.ndarray:
     return x.view(np.uint8) if x.dtype == np.bool_ else x
 
 
-@kernel(b.Add)
-def add(p, x, y):
-    return np.add(x, y)
+@kernel(b.Add, out=True)
+def add(p, x, y, out=None):
+    return np.add(x, y, out=out)
 
 
-@kernel(b.Subtract)
-def subtract(p, x, y):
+@kernel(b.Subtract, out=True)
+def subtract(p, x, y, out=None):
     if x.dtype == np.bool_:  # bool - bool is nonzero exactly when they differ
-        return np.not_equal(x, y)
-    return np.subtract(x, y)
+        return np.not_equal(x, y, out=out)
+    return np.subtract(x, y, out=out)
 
 
-@kernel(b.Multiply)
-def multiply(p, x, y):
-    return np.multiply(x, y)
+@kernel(b.Multiply, out=True)
+def multiply(p, x, y, out=None):
+    return np.multiply(x, y, out=out)
 
 
-@kernel(b.Divide)
-def divide(p, x, y):
-    return np.divide(widen(x), widen(y))
+def _widened(fn):
+    """A kernel applying the ufunc `fn`: 16-bit floats in float32, other dtypes into `out`."""
+
+    def compute(p, x, y, out=None):
+        return fn(widen(x), widen(y)) if x.dtype in HALF else fn(x, y, out=out)
+
+    return compute
+
+
+for _cls, _fn in ((b.Divide, np.divide), (b.Maximum, np.maximum), (b.Minimum, np.minimum)):
+    kernel(_cls, out=True)(_widened(_fn))
 
 
 @kernel(b.FloorDivide)
@@ -62,16 +70,6 @@ def power(p, x, y):
     parity = np.where(y % 2 == 0, 1, -1).astype(x.dtype)
     inverse = np.where(x == 1, 1, np.where(x == -1, parity, 0)).astype(x.dtype)
     return np.where(negative, inverse, out)
-
-
-@kernel(b.Maximum)
-def maximum(p, x, y):
-    return np.maximum(widen(x), widen(y))
-
-
-@kernel(b.Minimum)
-def minimum(p, x, y):
-    return np.minimum(widen(x), widen(y))
 
 
 @kernel(b.ArcTan2)

@@ -21,10 +21,6 @@ def accumulator(dtype: np.dtype) -> np.dtype:
     return r.sum_dtype(from_numpy_dtype(dtype)).np
 
 
-def widened(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32) if is_half(x.dtype) else x
-
-
 @kernel(r.Sum)
 def sum_(p, x):
     return np.sum(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))

@@ -16,13 +16,13 @@ from nuvec.backends.numpy.registry import kernel
 from nuvec.graph.primitive import Copy
 from nuvec.ops import unary as u
 
-_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+HALF = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))  # hashed: a fast `in`
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def widen(x: np.ndarray) -> np.ndarray:
     """`x` in float32 if it is a 16-bit float, else unchanged."""
-    return x.astype(np.float32) if x.dtype in _HALF else x
+    return x.astype(np.float32) if x.dtype in HALF else x
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -78,16 +78,25 @@ def astype(p, x):
 
 
 def _plain(fn):
-    """A kernel applying `fn` as it is: exact in every dtype, never warns."""
-    return lambda p, x: fn(x)
+    """A kernel applying the ufunc `fn` as it is: exact in every dtype, never warns."""
+    return lambda p, x, out=None: fn(x, out=out)
 
 
 for _cls, _fn in (
     (u.Negative, np.negative), (u.Abs, np.abs), (u.Sign, np.sign),
-    (u.LogicalNot, np.logical_not), (u.Conjugate, np.conjugate), (u.Real, np.real),
-    (u.Imag, np.imag),
+    (u.LogicalNot, np.logical_not), (u.Conjugate, np.conjugate),
 ):  # fmt: skip
-    kernel(_cls)(_plain(_fn))
+    kernel(_cls, out=True)(_plain(_fn))
+
+
+@kernel(u.Real)
+def real(p, x):
+    return np.real(x)
+
+
+@kernel(u.Imag)
+def imag(p, x):
+    return np.imag(x)
 
 
 @kernel(u.Log)
@@ -124,8 +133,8 @@ def erfinv_(p, x):
 def _widened(fn):
     """A kernel applying `fn` to 16-bit floats in float32, with IEEE results and no warnings."""
 
-    def compute(p, x):
-        return fn(widen(x))
+    def compute(p, x, out=None):
+        return fn(widen(x)) if x.dtype in HALF else fn(x, out=out)
 
     return compute
 
@@ -138,4 +147,4 @@ for _cls, _fn in (
     (u.ArcTanh, np.arctanh), (u.Floor, np.floor), (u.Ceil, np.ceil), (u.Round, np.rint),
     (u.Trunc, np.trunc),
 ):  # fmt: skip
-    kernel(_cls)(_widened(_fn))
+    kernel(_cls, out=True)(_widened(_fn))

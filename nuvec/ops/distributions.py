@@ -1,0 +1,456 @@
+"""The samplers of `nuvec.random` beyond `bits` and `uniform`: normal, truncated normal,
+Gumbel, Laplace, multivariate normal, integers, Bernoulli, categorical and permutations.
+
+Each composes over `uniform` or `RandomBits` (`nuvec.ops.random`); none is a primitive. The
+public namespace is `nuvec.random` (this module exports nothing into `nuvec`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, record1
+from nuvec.graph.device import to_stream
+from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, normalize_axis
+from nuvec.ops.random import (
+    RandomBits, float_dtype, resolve_key, sample_shape, uniform, work_dtype,
+)
+
+__all__: list[str] = []
+
+
+def normal(
+    shape: Sequence[int] = (),
+    dtype: Any = dt.float32,
+    loc: Any = None,
+    scale: Any = None,
+    key: Array | None = None,
+    *,
+    stream: Any = None,
+) -> Array:
+    """Normal samples with mean `loc` (default 0) and standard deviation `scale` (default 1).
+
+    Computed as MLX does: `sqrt(2) * erfinv(u)` for `u` uniform in (-1, 1).
+
+    Args:
+        shape: the output shape; `loc` and `scale` must broadcast to it.
+        dtype: a real floating dtype.
+        loc: the mean (scalar or array); 0 when None.
+        scale: the standard deviation (scalar or array); 1 when None.
+        key: a PRNG key; the global key when None.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `shape` and `dtype`.
+
+    Raises:
+        TypeError: for a non-floating dtype.
+        ValueError: if `loc`/`scale` do not broadcast to `shape`, or for a malformed key.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.random.normal((2, 3), key=mx.random.key(0)).shape
+        (2, 3)
+    """
+    from nuvec.ops.binary import add, multiply
+    from nuvec.ops.unary import astype, erfinv
+
+    s = to_stream(stream)
+    dtype = float_dtype(dtype, "normal")
+    params = [as_array(p, "normal", dtype) for p in (loc, scale) if p is not None]
+    shape = sample_shape("normal", shape, *params)
+    k = resolve_key(key, "normal")
+    work = work_dtype(dtype)
+    low = float(np.nextafter(work.np.type(-1), work.np.type(0)))
+    u = uniform(low, 1.0, shape, work, k, stream=s)
+    out = multiply(erfinv(u, stream=s), math.sqrt(2.0), stream=s)
+    if scale is not None:
+        out = multiply(out, astype(as_array(scale, "normal", dtype), work, stream=s), stream=s)
+    if loc is not None:
+        out = add(out, astype(as_array(loc, "normal", dtype), work, stream=s), stream=s)
+    return astype(out, dtype, stream=s)
+
+
+def randint(
+    low: Any,
+    high: Any,
+    shape: Sequence[int] = (),
+    dtype: Any = dt.int32,
+    key: Array | None = None,
+    *,
+    stream: Any = None,
+) -> Array:
+    """Random integers uniformly in `[low, high)`.
+
+    Args:
+        low: the lower bound, included (scalar or array).
+        high: the upper bound, excluded (scalar or array).
+        shape: the output shape; the bounds must broadcast to it.
+        dtype: an integer dtype.
+        key: a PRNG key; the global key when None.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `shape` and `dtype`.
+
+    Raises:
+        TypeError: for a floating or complex dtype.
+        ValueError: if the bounds do not broadcast to `shape`, or for a malformed key.
+
+    Example:
+        >>> import nuvec as mx
+        >>> x = mx.random.randint(0, 10, (100,), key=mx.random.key(0))
+        >>> 0 <= x.min().item() and x.max().item() < 10
+        True
+    """
+    from nuvec.ops.binary import maximum
+    from nuvec.ops.unary import astype, floor
+
+    s = to_stream(stream)
+    dtype = dt.int32 if dtype is None else dt.to_dtype(dtype, "randint")
+    if dtype.is_inexact:
+        raise TypeError(f"randint: dtype must be an integer or bool dtype, got {dtype.name}")
+    lo, hi = as_array(low, "randint"), as_array(high, "randint")
+    shape = sample_shape("randint", shape, lo, hi)
+    k = resolve_key(key, "randint")
+    lo64, hi64 = astype(lo, dt.float64, stream=s), astype(hi, dt.float64, stream=s)
+    # float64 keeps every integer of an int32 range exact; floor (not truncation) keeps
+    # negative bounds unbiased.
+    u = floor(uniform(lo64, hi64, shape, dt.float64, k, stream=s), stream=s)
+    return astype(maximum(u, lo64, stream=s), dtype, stream=s)
+
+
+def bernoulli(
+    p: Any = 0.5, shape: Sequence[int] | None = None, key: Array | None = None, *,
+    stream: Any = None,
+) -> Array:
+    """Boolean samples that are True with probability `p`.
+
+    Args:
+        p: probability (scalar or array).
+        shape: output shape; `p`'s shape when None.
+        key: a PRNG key; the global key when None.
+
+    Raises:
+        ValueError: if `p` does not broadcast to `shape`, or for a malformed key.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.random.bernoulli(0.5, (4,), key=mx.random.key(0)).dtype == mx.bool_
+        True
+    """
+    from nuvec.ops.binary import less
+
+    s = to_stream(stream)
+    pa = as_array(p, "bernoulli")
+    if not pa.dtype.is_floating:
+        from nuvec.ops.unary import astype
+
+        pa = astype(pa, dt.float32, stream=s)
+    shape = pa.shape if shape is None else sample_shape("bernoulli", shape, pa)
+    k = resolve_key(key, "bernoulli")
+    return less(uniform(0, 1, shape, pa.dtype, k, stream=s), pa, stream=s)
+
+
+def truncated_normal(
+    lower: Any,
+    upper: Any,
+    shape: Sequence[int] | None = None,
+    dtype: Any = dt.float32,
+    key: Array | None = None,
+    *,
+    stream: Any = None,
+) -> Array:
+    """Standard normal samples truncated to `[lower, upper]` (inverse-CDF sampling).
+
+    Args:
+        lower: the lower bound (scalar or array).
+        upper: the upper bound (scalar or array).
+        shape: the output shape; the bounds' broadcast shape when None.
+        dtype: a real floating dtype.
+        key: a PRNG key; the global key when None.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `shape` and `dtype`.
+
+    Raises:
+        TypeError: for a non-floating dtype.
+        ValueError: if the bounds do not broadcast to `shape`, or for a malformed key.
+
+    Example:
+        >>> import nuvec as mx
+        >>> x = mx.random.truncated_normal(-1, 1, (50,), key=mx.random.key(0))
+        >>> bool((mx.abs(x) <= 1).all())
+        True
+    """
+    from nuvec.ops.binary import clip, multiply
+    from nuvec.ops.unary import astype, erf, erfinv
+
+    s = to_stream(stream)
+    dtype = float_dtype(dtype, "truncated_normal")
+    lo = astype(as_array(lower, "truncated_normal", dtype), dtype, stream=s)
+    hi = astype(as_array(upper, "truncated_normal", dtype), dtype, stream=s)
+    if shape is None:
+        shape = broadcast_shapes(lo.shape, hi.shape, op="truncated_normal")
+    shape = sample_shape("truncated_normal", shape, lo, hi)
+    k = resolve_key(key, "truncated_normal")
+    work = work_dtype(dtype)
+    root2 = math.sqrt(2.0)
+    lo_w, hi_w = astype(lo, work, stream=s), astype(hi, work, stream=s)
+    a = erf(multiply(lo_w, 1 / root2, stream=s), stream=s)
+    b = erf(multiply(hi_w, 1 / root2, stream=s), stream=s)
+    u = uniform(a, b, shape, work, k, stream=s)
+    out = multiply(erfinv(u, stream=s), root2, stream=s)
+    return astype(clip(out, lo_w, hi_w, stream=s), dtype, stream=s)
+
+
+def gumbel(
+    shape: Sequence[int] = (), dtype: Any = dt.float32, key: Array | None = None, *,
+    stream: Any = None,
+) -> Array:
+    """Standard Gumbel samples: `-log(-log(u))` for `u` uniform in (0, 1).
+
+    Args:
+        shape: the output shape.
+        dtype: a real floating dtype.
+        key: a PRNG key; the global key when None.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `shape` and `dtype`.
+
+    Raises:
+        TypeError: for a non-floating dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.random.gumbel((3,), key=mx.random.key(0)).shape
+        (3,)
+    """
+    from nuvec.ops.unary import astype, log, negative
+
+    s = to_stream(stream)
+    dtype = float_dtype(dtype, "gumbel")
+    shape = check_shape(shape, "gumbel")
+    k = resolve_key(key, "gumbel")
+    work = work_dtype(dtype)
+    u = uniform(float(dt.finfo(work).tiny), 1.0, shape, work, k, stream=s)
+    out = negative(log(negative(log(u, stream=s), stream=s), stream=s), stream=s)
+    return astype(out, dtype, stream=s)
+
+
+def laplace(
+    shape: Sequence[int] = (),
+    dtype: Any = dt.float32,
+    loc: float = 0.0,
+    scale: float = 1.0,
+    key: Array | None = None,
+    *,
+    stream: Any = None,
+) -> Array:
+    """Laplace samples with location `loc` and scale `scale` (inverse CDF).
+
+    Args:
+        shape: the output shape.
+        dtype: a real floating dtype.
+        loc: the location.
+        scale: the scale.
+        key: a PRNG key; the global key when None.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        An array of `shape` and `dtype`.
+
+    Raises:
+        TypeError: for a non-floating dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.random.laplace((3,), key=mx.random.key(0)).dtype == mx.float32
+        True
+    """
+    from nuvec.ops.binary import add, multiply
+    from nuvec.ops.unary import abs as absolute
+    from nuvec.ops.unary import astype, log1p, negative, sign
+
+    s = to_stream(stream)
+    dtype = float_dtype(dtype, "laplace")
+    shape = check_shape(shape, "laplace")
+    k = resolve_key(key, "laplace")
+    work = work_dtype(dtype)
+    low = float(np.nextafter(work.np.type(-1), work.np.type(0)))
+    u = uniform(low, 1.0, shape, work, k, stream=s)
+    tail = log1p(negative(absolute(u, stream=s), stream=s), stream=s)
+    out = negative(multiply(sign(u, stream=s), tail, stream=s), stream=s)
+    out = add(multiply(out, scale, stream=s), loc, stream=s)
+    return astype(out, dtype, stream=s)
+
+
+def categorical(
+    logits: Any,
+    axis: int = -1,
+    shape: Sequence[int] | None = None,
+    num_samples: int | None = None,
+    key: Array | None = None,
+    *,
+    stream: Any = None,
+) -> Array:
+    """Samples class indices (uint32) from unnormalized log-probabilities along `axis`.
+
+    Uses the Gumbel-max trick: `argmax(logits + gumbel)`.
+
+    Args:
+        logits: unnormalized log-probabilities.
+        axis: the class axis.
+        shape: output shape (must broadcast with the logits' other axes).
+        num_samples: samples per distribution, appended as the last output axis.
+        key: a PRNG key; the global key when None.
+
+    Raises:
+        ValueError: if both `shape` and `num_samples` are given, for a bad axis or shape, or
+            an empty class axis.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.random.categorical(mx.array([[0.0, 9.0]]), key=mx.random.key(0)).tolist()
+        [1]
+    """
+    from nuvec.ops.binary import add
+    from nuvec.ops.reduction import argmax
+    from nuvec.ops.shape import expand_dims, moveaxis
+
+    s = to_stream(stream)
+    lg = as_array(logits, "categorical")
+    if lg.ndim == 0:
+        raise ValueError("categorical: logits must have at least one dimension")
+    ax = normalize_axis(axis, lg.ndim, "categorical")
+    if shape is not None and num_samples is not None:
+        raise ValueError("categorical: at most one of shape or num_samples can be given")
+    lg = moveaxis(lg, ax, -1, stream=s)
+    rest, classes = lg.shape[:-1], lg.shape[-1]
+    if num_samples is not None:
+        if int(num_samples) < 0:
+            raise ValueError(f"categorical: num_samples must be non-negative, got {num_samples}")
+        out_shape = (*rest, int(num_samples))
+        lg = expand_dims(lg, -2, stream=s)
+    else:
+        out_shape = rest if shape is None else check_shape(shape, "categorical")
+        if broadcast_shapes(out_shape, rest, op="categorical") != out_shape:
+            raise ValueError(
+                f"categorical: shape {out_shape} does not broadcast with the logits' "
+                f"batch shape {rest}"
+            )
+    if classes == 0:
+        raise ValueError(f"categorical: axis {axis} of the logits (shape {lg.shape}) is empty")
+    k = resolve_key(key, "categorical")
+    if math.prod(out_shape) == 0:
+        from nuvec.ops.creation import zeros
+
+        return zeros(out_shape, dt.uint32, stream=s)
+    work = work_dtype(lg.dtype)
+    g = gumbel((*out_shape, classes), work, k, stream=s)
+    return argmax(add(g, lg, stream=s), axis=-1, stream=s)
+
+
+def multivariate_normal(
+    mean: Any,
+    cov: Any,
+    shape: Sequence[int] = (),
+    dtype: Any = dt.float32,
+    key: Array | None = None,
+    *,
+    stream: Any = None,
+) -> Array:
+    """Samples of a multivariate normal distribution `N(mean, cov)`.
+
+    `cov` must be symmetric positive semi-definite; it is factored with `eigh` as
+    `V sqrt(w)`, which also covers singular covariances.
+
+    Args:
+        mean: `[..., n]`.
+        cov: `[..., n, n]`.
+        shape: the batch shape of the samples (broadcast with the parameters' batch shapes).
+        dtype: float32 or float64.
+
+    Returns:
+        An array of shape `broadcast(shape, mean.shape[:-1], cov.shape[:-2]) + [n]`.
+
+    Raises:
+        TypeError: for dtypes other than float32/float64.
+        ValueError: for mismatched mean/cov shapes or a malformed key.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.random.multivariate_normal(mx.zeros((2,)), mx.eye(2), (5,)).shape
+        (5, 2)
+    """
+    from nuvec.linalg import eigh
+    from nuvec.ops.binary import add, maximum, multiply
+    from nuvec.ops.matmul import matmul
+    from nuvec.ops.shape import expand_dims, squeeze
+    from nuvec.ops.unary import astype, sqrt
+
+    s = to_stream(stream)
+    dtype = dt.float32 if dtype is None else dt.to_dtype(dtype, "multivariate_normal")
+    if dtype not in (dt.float32, dt.float64):
+        raise TypeError(f"multivariate_normal: dtype must be float32 or float64, got {dtype.name}")
+    m = astype(as_array(mean, "multivariate_normal"), dtype, stream=s)
+    c = astype(as_array(cov, "multivariate_normal"), dtype, stream=s)
+    if m.ndim < 1 or c.ndim < 2 or c.shape[-1] != c.shape[-2] or c.shape[-1] != m.shape[-1]:
+        raise ValueError(
+            "multivariate_normal: mean must be [..., n] and cov [..., n, n], got shapes "
+            f"{m.shape} and {c.shape}"
+        )
+    batch = broadcast_shapes(check_shape(shape, "multivariate_normal"), m.shape[:-1],
+                             c.shape[:-2], op="multivariate_normal")
+    k = resolve_key(key, "multivariate_normal")
+    z = normal((*batch, m.shape[-1]), dtype, key=k, stream=s)
+    w, v = eigh(c, stream=s)
+    factor = multiply(v, expand_dims(sqrt(maximum(w, 0.0, stream=s), stream=s), -2, stream=s),
+                      stream=s)
+    out = squeeze(matmul(factor, expand_dims(z, -1, stream=s), stream=s), -1, stream=s)
+    return add(out, m, stream=s)
+
+
+def permutation(
+    x: Any, axis: int = 0, key: Array | None = None, *, stream: Any = None
+) -> Array:
+    """A random permutation of `arange(x)` (int `x`) or of `x`'s entries along `axis`.
+
+    Args:
+        x: a length `n` (permutes `arange(n)`) or an array to shuffle.
+        axis: the axis of `x` to shuffle.
+        key: a PRNG key; the global key when None.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The permuted values (uint32 for an int `x`).
+
+    Raises:
+        ValueError: for a negative length, a 0-d array or a bad axis.
+
+    Example:
+        >>> import nuvec as mx
+        >>> sorted(mx.random.permutation(5, key=mx.random.key(0)).tolist())
+        [0, 1, 2, 3, 4]
+    """
+    from nuvec.ops.indexing import take
+    from nuvec.ops.sorting import argsort
+
+    s = to_stream(stream)
+    k = resolve_key(key, "permutation")
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        if x < 0:
+            raise ValueError(f"permutation: length must be non-negative, got {x}")
+        return argsort(record1(RandomBits((int(x),), 4), (k,), s), stream=s)
+    a = as_array(x, "permutation")
+    if a.ndim == 0:
+        raise ValueError("permutation: cannot permute a 0-d array")
+    ax = normalize_axis(axis, a.ndim, "permutation")
+    order = argsort(record1(RandomBits((a.shape[ax],), 4), (k,), s), stream=s)
+    return take(a, order, axis=ax, stream=s)

@@ -1,0 +1,140 @@
+"""`save`, `savez`, `savez_compressed` and `load` against NumPy's own `.npy`/`.npz` files."""
+
+from __future__ import annotations
+
+import io
+import pathlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import ids, int_pair
+
+import nuvec as mx
+from nuvec.graph import dtypes as dt
+from nuvec.testing import assert_allclose
+
+@pytest.mark.parametrize("dtype", dt.ALL_DTYPES, ids=ids)
+def test_save_load_roundtrip_keeps_dtype(tmp_path: pathlib.Path, dtype):
+    a, x = int_pair((2, 3), dtype)
+    mx.save(tmp_path / "a.npy", a)
+    b = mx.load(tmp_path / "a.npy")
+    assert_allclose(b, x, dtype=dtype, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (2, 0, 3), (3, 4)], ids=str)
+def test_save_load_shapes(tmp_path: pathlib.Path, shape):
+    a, x = int_pair(shape, mx.float32)
+    mx.save(str(tmp_path / "a.npy"), a)
+    assert_allclose(mx.load(str(tmp_path / "a.npy")), x, dtype=mx.float32, rtol=0, atol=0)
+
+
+def test_save_appends_the_npy_extension(tmp_path: pathlib.Path):
+    mx.save(str(tmp_path / "weights"), mx.arange(3))
+    assert (tmp_path / "weights.npy").exists()
+    assert mx.load(str(tmp_path / "weights.npy")).tolist() == [0, 1, 2]
+
+
+def test_save_evaluates_views_and_lazy_results(tmp_path: pathlib.Path):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = mx.exp(mx.array(x)).T[::2]
+    mx.save(tmp_path / "v.npy", a)
+    np.testing.assert_allclose(np.load(tmp_path / "v.npy"), np.exp(x).T[::2], rtol=1e-6)
+
+
+def test_numpy_reads_nuvec_files_and_nuvec_reads_numpy_files(tmp_path: pathlib.Path):
+    mx.save(tmp_path / "a.npy", mx.array([[1, 2], [3, 4]], dtype=mx.int16))
+    got = np.load(tmp_path / "a.npy")
+    assert got.dtype == np.int16 and got.tolist() == [[1, 2], [3, 4]]
+    np.save(tmp_path / "b.npy", np.asfortranarray(np.arange(6.0).reshape(2, 3)))
+    assert_allclose(mx.load(tmp_path / "b.npy"), np.arange(6.0).reshape(2, 3), dtype=mx.float64)
+
+
+def test_load_big_endian_data():
+    f = io.BytesIO()
+    np.save(f, np.arange(4, dtype=">i4"))
+    f.seek(0)
+    assert_allclose(mx.load(f, format="npy"), np.arange(4), dtype=mx.int32, rtol=0, atol=0)
+
+
+def test_bfloat16_is_stored_as_two_byte_void_like_mlx():
+    f = io.BytesIO()
+    mx.save(f, mx.array([1.5, -2.0], dtype=mx.bfloat16))
+    assert b"'descr': '<V2'" in f.getvalue()
+    f.seek(0)
+    assert np.load(f).view(ml_dtypes.bfloat16).tolist() == [1.5, -2.0]
+
+
+def test_save_and_load_through_file_objects(tmp_path: pathlib.Path):
+    with open(tmp_path / "a.npy", "wb") as f:
+        mx.save(f, mx.array([1.0, 2.0]))
+    with open(tmp_path / "a.npy", "rb") as f:  # the format comes from the file's name
+        assert mx.load(f).tolist() == [1.0, 2.0]
+
+
+def test_savez_names_and_load_dict(tmp_path: pathlib.Path):
+    a, x = int_pair((2, 2), mx.float32)
+    b, y = int_pair((3,), mx.int64, seed=1)
+    mx.savez(tmp_path / "archive", a, b, w=a)
+    out = mx.load(tmp_path / "archive.npz")
+    assert sorted(out) == ["arr_0", "arr_1", "w"]
+    assert_allclose(out["arr_0"], x, dtype=mx.float32, rtol=0, atol=0)
+    assert_allclose(out["arr_1"], y, dtype=mx.int64, rtol=0, atol=0)
+    assert_allclose(out["w"], x, dtype=mx.float32, rtol=0, atol=0)
+    with np.load(tmp_path / "archive.npz") as z:  # NumPy reads the archive too
+        np.testing.assert_array_equal(z["w"], x)
+
+
+def test_savez_compressed_is_smaller_and_loads(tmp_path: pathlib.Path):
+    zeros = mx.zeros((4096,))
+    mx.savez(tmp_path / "plain.npz", z=zeros)
+    mx.savez_compressed(tmp_path / "small.npz", z=zeros)
+    assert (tmp_path / "small.npz").stat().st_size < (tmp_path / "plain.npz").stat().st_size
+    assert_allclose(mx.load(tmp_path / "small.npz")["z"], np.zeros(4096), dtype=mx.float32)
+
+
+def test_savez_of_a_flattened_tree(tmp_path: pathlib.Path):
+    params = {"layers": [{"w": mx.ones((2, 2))}, {"w": mx.zeros((2,))}]}
+    mx.savez(tmp_path / "model.npz", **dict(mx.utils.tree_flatten(params)))
+    loaded = mx.utils.tree_unflatten(list(mx.load(tmp_path / "model.npz").items()))
+    assert loaded["layers"][0]["w"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert loaded["layers"][1]["w"].tolist() == [0.0, 0.0]
+
+
+def test_load_uses_the_given_format_over_the_extension(tmp_path: pathlib.Path):
+    mx.savez(tmp_path / "x.npz", a=mx.ones((1,)))
+    (tmp_path / "x.npz").rename(tmp_path / "x.bin")
+    assert mx.load(tmp_path / "x.bin", format="npz")["a"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda p: mx.save(p / "a.npy", np.ones(2)), TypeError, "^save: expected an array"),
+        (lambda p: mx.savez(p / "a", [1, 2]), TypeError, "^savez: expected an array"),
+        (lambda p: mx.savez_compressed(p / "a", x=3), TypeError,
+         "^savez_compressed: expected an array"),
+        (lambda p: mx.savez(p / "a", mx.ones(1), arr_0=mx.ones(1)), ValueError,
+         "^savez: cannot use un-named variables and keyword arr_0"),
+        (lambda p: mx.load(p / "noextension"), ValueError, "^load: cannot infer the file format"),
+        (lambda p: mx.load(io.BytesIO(b"")), ValueError, "^load: cannot infer the file format"),
+        (lambda p: mx.load(p / "w.safetensors"), ValueError, "^load: unsupported format"),
+        (lambda p: mx.load(p / "w.npy", format="gguf"), ValueError, "^load: unsupported format"),
+        (lambda p: mx.load(p / "w.npy", return_metadata=True), ValueError,
+         "^load: metadata is not supported for the npy format"),
+        (lambda p: mx.load(p / "w.npy", stream="cpu"), TypeError, "stream must be a Stream"),
+    ],
+    ids=["save-numpy", "savez-list", "savez_compressed-int", "savez-name-clash", "no-extension",
+         "nameless-file", "safetensors", "gguf", "metadata", "bad-stream"],
+)
+def test_io_rejects(tmp_path: pathlib.Path, call, error, message):
+    with pytest.raises(error, match=message):
+        call(tmp_path)
+
+
+@pytest.mark.parametrize("data", [np.array([1 + 2j]), np.array(["a"]), np.array([1], "<m8[s]")],
+                         ids=["complex128", "str", "timedelta"])
+def test_load_rejects_dtypes_nuvec_lacks(tmp_path: pathlib.Path, data):
+    np.save(tmp_path / "a.npy", data)
+    with pytest.raises(TypeError, match="^load: unsupported dtype"):
+        mx.load(tmp_path / "a.npy")

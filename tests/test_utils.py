@@ -1,0 +1,123 @@
+"""`nuvec.utils` against the results `mlx.utils` documents for its tree functions."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import pytest
+
+import nuvec as mx
+from nuvec.utils import (
+    tree_flatten,
+    tree_map,
+    tree_map_with_path,
+    tree_merge,
+    tree_reduce,
+    tree_unflatten,
+)
+
+Pair = namedtuple("Pair", "first second")
+
+
+def test_tree_map_keeps_structure_and_container_types():
+    tree = {"a": [1, (2, 3)], "b": Pair(4, 5), "c": None}
+    out = tree_map(lambda x: None if x is None else x * 10, tree)
+    assert out == {"a": [10, (20, 30)], "b": Pair(40, 50), "c": None}
+    assert type(out["a"][1]) is tuple and type(out["b"]) is Pair
+
+
+def test_tree_map_with_rest_and_is_leaf():
+    grads = {"w": [1.0, 2.0], "b": 3.0}
+    params = {"w": [10.0, 20.0], "b": 30.0}
+    assert tree_map(lambda p, g: p - g, params, grads) == {"w": [9.0, 18.0], "b": 27.0}
+    # `rest` may be deeper where `tree` has a leaf: the subtree is passed whole
+    assert tree_map(lambda x, y: (x, y), {"a": 1}, {"a": [2, 3]}) == {"a": (1, [2, 3])}
+    # is_leaf stops the descent
+    assert tree_map(len, {"a": [1, 2], "b": [3]}, is_leaf=lambda x: isinstance(x, list)) == {
+        "a": 2, "b": 1}
+
+
+def test_tree_map_over_arrays():
+    out = tree_map(lambda x: x * 2, {"w": mx.ones((2,)), "layers": [mx.zeros((1,))]})
+    assert out["w"].tolist() == [2.0, 2.0] and out["layers"][0].tolist() == [0.0]
+
+
+def test_tree_map_with_path_gives_dotted_paths():
+    tree = {"model": [{"w": 0, "b": 1}, {"w": 0, "b": 1}]}
+    paths = []
+    tree_map_with_path(lambda path, _: paths.append(path), tree)
+    assert paths == ["model.0.w", "model.0.b", "model.1.w", "model.1.b"]
+    assert tree_map_with_path(lambda p, x: p, [1, 2], path="root") == ["root.0", "root.1"]
+
+
+@pytest.mark.parametrize(
+    "tree, prefix, expected",
+    [
+        ([[[0]]], "", [("0.0.0", 0)]),
+        ([[[0]]], ".hello", [("hello.0.0.0", 0)]),
+        ({"a": {"b": 1, "c": [2, 3]}, "d": 4}, "", [("a.b", 1), ("a.c.0", 2), ("a.c.1", 3),
+                                                     ("d", 4)]),
+        (7, "", [("", 7)]),
+        ({"a": [], "b": {}}, "", []),
+    ],
+    ids=["nested-lists", "prefix", "mixed", "leaf", "empty-containers"],
+)
+def test_tree_flatten(tree, prefix, expected):
+    assert tree_flatten(tree, prefix) == expected
+
+
+def test_tree_flatten_into_a_dict_and_with_is_leaf():
+    assert tree_flatten({"a": [1, 2]}, destination={}) == {"a.0": 1, "a.1": 2}
+    flat = tree_flatten({"a": [1, 2], "b": 3}, is_leaf=lambda x: isinstance(x, list))
+    assert flat == [("a", [1, 2]), ("b", 3)]
+    with pytest.raises(TypeError, match="^tree_flatten: destination must be a list or a dict"):
+        tree_flatten([1], destination=())
+
+
+@pytest.mark.parametrize(
+    "flat, expected",
+    [
+        ([("hello.world", 42)], {"hello": {"world": 42}}),
+        ([("0", "a"), ("1", "b")], ["a", "b"]),
+        ([("0", "a"), ("2", "c")], ["a", {}, "c"]),
+        ([("", 5)], 5),
+        ({"layers.0.w": 1, "layers.1.w": 2}, {"layers": [{"w": 1}, {"w": 2}]}),
+    ],
+    ids=["dict", "list", "list-gap", "leaf", "from-dict"],
+)
+def test_tree_unflatten(flat, expected):
+    assert tree_unflatten(flat) == expected
+
+
+def test_flatten_unflatten_roundtrip():
+    tree = {"model": {"layers": [{"w": 1, "b": 2}, {"w": 3, "b": 4}], "head": 5}}
+    assert tree_unflatten(tree_flatten(tree)) == tree
+
+
+def test_tree_reduce():
+    tree = {"a": [1, 2, 3], "b": [4, 5]}
+    assert tree_reduce(lambda acc, x: acc + x, tree, 0) == 15
+    assert tree_reduce(lambda acc, x: acc + x, tree) == 15
+    assert tree_reduce(lambda acc, x: acc + [len(x)], tree, [],
+                       is_leaf=lambda x: isinstance(x, list)) == [3, 2]
+    assert tree_reduce(lambda acc, x: acc + x, {"a": []}, 7) == 7
+    total = tree_reduce(lambda acc, x: acc + mx.sum(x), {"w": mx.ones((3,)), "b": mx.ones((2,))},
+                        mx.array(0.0))
+    assert total.item() == 5.0
+
+
+def test_tree_merge():
+    a = {"model": {"w": 1, "layers": [{"w": 2}, None]}, "step": 0}
+    b = {"model": {"b": 3, "layers": [{}, {"w": 4}, {"w": 5}]}}
+    assert tree_merge(a, b) == {
+        "model": {"w": 1, "layers": [{"w": 2}, {"w": 4}, {"w": 5}], "b": 3}, "step": 0}
+    assert tree_merge((1, None), [None, 2]) == (1, 2)
+    assert tree_merge({}, {"a": 1}) == {"a": 1} and tree_merge([], None) is None
+    assert tree_merge({"a": 1}, {"a": 2}, lambda x, y: x + y) == {"a": 3}
+
+
+def test_tree_merge_needs_merge_fn_for_clashes():
+    with pytest.raises(ValueError, match="^tree_merge: both trees hold a value"):
+        tree_merge({"a": 1}, {"a": 2})
+    with pytest.raises(ValueError, match="^tree_merge: both trees hold a value"):
+        tree_merge({"a": [1]}, {"a": {"b": 2}})
