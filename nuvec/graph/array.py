@@ -14,6 +14,7 @@ import numpy as np
 from nuvec.graph import dtypes as dt
 from nuvec.graph import memory
 from nuvec.graph.device import Stream, host_stream, to_stream
+from nuvec.graph.memory import counters
 
 if TYPE_CHECKING:
     from nuvec.graph.primitive import Primitive
@@ -22,56 +23,112 @@ Shape = tuple[int, ...]
 
 
 class _Tracing(threading.local):
-    """How many transforms this thread is tracing; nodes made meanwhile keep their graph."""
+    """How many transforms this thread is tracing; nodes made meanwhile keep their graph.
 
-    depth = 0
+    `threads` counts the threads tracing now, so that recording reads no thread-local state
+    while no thread traces (the common case).
+    """
+
+    threads = 0  # class-wide, not per thread
+    _depth = 0
+    _lock = threading.Lock()
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @depth.setter
+    def depth(self, value: int) -> None:
+        with self._lock:
+            _Tracing.threads += (value > 0) - (self._depth > 0)
+            self._depth = value
 
 
 tracing = _Tracing()
+claim_lock = threading.Lock()  # held while an evaluation claims nodes (`nuvec.graph.evaluator`)
 
 
 class Node:
-    """One recorded operation: primitive, inputs (ordered, duplicates kept), stream, outputs.
+    """One recorded operation: primitive, inputs, stream, output shapes and dtypes.
 
-    After evaluation `data` holds one backend array per output; the node then drops its
-    primitive and inputs (detaches) unless it was made while a transform was tracing.
+    The inputs are held as `sources` (the input nodes, ordered, duplicates kept) and `indices`
+    (which output of each), not as handles: rebinding a user's handle (an in-place update) then
+    never changes a recorded graph. After evaluation `data` holds one backend array per output;
+    the node then drops its primitive and inputs (detaches) unless it was made while a
+    transform was tracing.
     """
 
     __slots__ = (
-        "primitive", "inputs", "stream", "shapes", "dtypes", "data", "pending", "keep", "nbytes",
+        "primitive", "sources", "indices", "stream", "shapes", "dtypes", "data", "pending", "keep",
+        "nbytes",
     )
 
     def __init__(
         self,
         primitive: Primitive | None,
-        inputs: tuple[Array, ...],
+        inputs: Sequence[Array],
         stream: Stream,
         shapes: tuple[Shape, ...],
         dtypes: tuple[dt.Dtype, ...],
         data: list[Any] | None = None,
     ):
         self.primitive = primitive
-        self.inputs = inputs
+        n = len(inputs)
+        if n == 1:  # one and two inputs are the common cases: no lists built
+            x = inputs[0]
+            self.sources, self.indices = (x._node,), (x._index,)
+        elif n == 2:
+            a, b = inputs
+            self.sources, self.indices = (a._node, b._node), (a._index, b._index)
+        else:
+            self.sources = tuple([x._node for x in inputs])
+            self.indices = tuple([x._index for x in inputs])
         self.stream = stream
         self.shapes = shapes
         self.dtypes = dtypes
         self.data = data
         self.pending: Any = None
-        self.keep = tracing.depth > 0
+        self.keep = _Tracing.threads > 0 and tracing.depth > 0
         self.nbytes = 0  # bytes of buffers this node's kernel allocated (see graph.memory)
 
     def __del__(self) -> None:
         if self.nbytes:
-            memory.release(self.nbytes)
+            counters.active -= self.nbytes
+
+    @property
+    def inputs(self) -> tuple[Array, ...]:
+        """New handles on the inputs, in order; for a node being evaluated, once it has run.
+
+        (Running a node that is not kept may write its output into the buffer of an input that
+        nothing else refers to: no handle on such an input may appear meanwhile.)
+        """
+        if not self.keep:
+            with claim_lock:  # so no evaluation claims the node between the check and the handles
+                batch = self.pending
+                if batch is None:
+                    return self._input_handles()
+            batch.done.wait()
+        return self._input_handles()
+
+    def _input_handles(self) -> tuple[Array, ...]:
+        sources, indices = self.sources, self.indices
+        n = len(sources)
+        if n == 1:  # one and two inputs are the common cases: no lists built
+            return (handle(sources[0], indices[0]),)
+        if n == 2:
+            return (handle(sources[0], indices[0]), handle(sources[1], indices[1]))
+        return tuple([handle(s, i) for s, i in zip(sources, indices)])
 
     def detach(self) -> None:
         if not self.keep:
             self.primitive = None
-            self.inputs = ()
+            self.sources = self.indices = ()
 
     def outputs(self) -> list[Array]:
         """One handle per output (siblings included)."""
-        return [Array._from_node(self, i) for i in range(len(self.shapes))]
+        if len(self.shapes) == 1:
+            return [handle(self, 0)]
+        return [handle(self, i) for i in range(len(self.shapes))]
 
 
 class Array:
@@ -89,15 +146,6 @@ class Array:
 
         made = make_array(data, dtype)
         self._rebind(made)
-
-    @classmethod
-    def _from_node(cls, node: Node, index: int) -> Array:
-        out = object.__new__(cls)
-        out._node = node
-        out._index = index
-        out.shape = node.shapes[index]
-        out.dtype = node.dtypes[index]
-        return out
 
     def _rebind(self, other: Array) -> None:
         """Makes this handle refer to `other`'s value (MLX's in-place updates)."""
@@ -243,43 +291,43 @@ def _rebuild(data: np.ndarray, dtype_name: str) -> Array:
     return leaf(data.astype(dt.to_dtype(dtype_name).np, copy=False), dt.to_dtype(dtype_name))
 
 
+_new = object.__new__
+
+
+def handle(node: Node, index: int) -> Array:
+    """A new handle on output `index` of `node`."""
+    out = _new(Array)
+    out._node = node
+    out._index = index
+    out.shape = node.shapes[index]
+    out.dtype = node.dtypes[index]
+    return out
+
+
 def leaf(data: np.ndarray, dtype: dt.Dtype) -> Array:
     """An evaluated array over host `data` of `dtype` (the caller keeps no reference to it)."""
     node = Node(None, (), host_stream(), (tuple(data.shape),), (dtype,), [data])
     node.nbytes = memory.owned_bytes((data,), ())
     memory.allocate(node.nbytes)
-    return Array._from_node(node, 0)
+    return handle(node, 0)
 
 
 def placeholder(shape: Shape, dtype: dt.Dtype, stream: Stream | None = None) -> Array:
     """An array with a shape and dtype but no value (transforms trace functions with these)."""
     node = Node(None, (), stream or to_stream(None), (tuple(shape),), (dtype,), None)
-    return Array._from_node(node, 0)
-
-
-def _private(inputs: Sequence[Array]) -> tuple[Array, ...]:
-    """Handles of the nodes' own: an in-place update rebinds a user's handle, never these."""
-    make = Array._from_node
-    if len(inputs) == 1:
-        x = inputs[0]
-        return (make(x._node, x._index),)
-    return tuple([make(x._node, x._index) for x in inputs])
+    return handle(node, 0)
 
 
 def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> list[Array]:
     """Records `primitive` applied to `inputs` on `stream`; returns one array per output."""
     specs = primitive.output_specs(inputs)
     node = Node(
-        primitive,
-        _private(inputs),
-        stream,
-        tuple(s for s, _ in specs),
-        tuple(d for _, d in specs),
+        primitive, inputs, stream, tuple(s for s, _ in specs), tuple(d for _, d in specs)
     )
-    return [Array._from_node(node, i) for i in range(len(specs))]
+    return [handle(node, i) for i in range(len(specs))]
 
 
 def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Array:
     """Records a single-output `primitive`; returns its output."""
     ((shape, dtype),) = primitive.output_specs(inputs)
-    return Array._from_node(Node(primitive, _private(inputs), stream, (shape,), (dtype,)), 0)
+    return handle(Node(primitive, inputs, stream, (shape,), (dtype,)), 0)

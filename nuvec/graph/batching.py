@@ -113,14 +113,14 @@ def _replay(outs: list[Array], batched: dict[Key, tuple[Array, int]]) -> dict[Ke
     """Re-records the traced graph on batched inputs with each primitive's `vmap` rule."""
     mapped: dict[Key, tuple[Array, int | None]] = dict(batched)
     for node in _graph(outs, set()):
-        found = [mapped.get(_key(i)) for i in node.inputs]
+        found = [mapped.get(key) for key in zip(node.sources, node.indices)]
         if all(f is None for f in found):
             continue
         inputs = [f[0] if f else i for f, i in zip(found, node.inputs)]
         axes = [f[1] if f else None for f in found]
         results, out_axes = _rule(node, node.primitive.vmap, inputs, axes)
         for i, (r, ax) in enumerate(zip(results, out_axes)):
-            mapped[(id(node), i)] = (r, ax)
+            mapped[(node, i)] = (r, ax)
     return mapped
 
 

@@ -84,6 +84,10 @@ class Backend(Protocol):
     """What a backend module provides to the evaluator."""
 
     kernels: dict[type, Any]  # primitive class -> kernel(primitive, *inputs)
+    # optional: primitive classes whose kernel also takes `out=`, a buffer the evaluator gives up
+    writes_into: set[type]
+
+    def coerce(self, data: Any, dtype: Any) -> Any: ...
 
     def to_host(self, data: Any) -> Any: ...
 
@@ -163,6 +167,7 @@ class _ThreadState(threading.local):
 
 
 _state = _ThreadState()
+_scoped = 0  # `stream(...)` blocks open in any thread; while none is, `_state` is not read
 _global_device = Device(DeviceType.cpu, 0)
 _global_stream: Stream | None = None  # the default stream of _global_device, once made
 
@@ -243,8 +248,8 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
         TypeError: if `s` is not a stream or device.
     """
     if s is None:
-        s = _state.stream or _global_stream or _init_global_stream()
-        if s.device.type is DeviceType.cpu:
+        s = (_scoped and _state.stream) or _global_stream or _init_global_stream()
+        if s.device.type is cpu:
             return s
     elif isinstance(s, (Device, DeviceType)):
         s = default_stream(s)
@@ -258,10 +263,15 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
 @contextmanager
 def stream(s: Stream | Device | DeviceType) -> Iterator[Stream]:
     """Makes `s` (or the default stream of a device) the default within the block, per thread."""
+    global _scoped
     resolved = to_stream(s)
     saved_stream, saved_device = _state.stream, _state.device
+    with _lock:
+        _scoped += 1
     _state.stream, _state.device = resolved, resolved.device
     try:
         yield resolved
     finally:
         _state.stream, _state.device = saved_stream, saved_device
+        with _lock:
+            _scoped -= 1

@@ -46,7 +46,10 @@ complexfloating = DtypeCategory("complexfloating", inexact)
 class Dtype:
     """An element type: `name`, `size` in bytes, its category and NumPy storage type."""
 
-    __slots__ = ("name", "size", "category", "np", "kind", "rank", "__weakref__")
+    __slots__ = (
+        "name", "size", "category", "np", "kind", "rank", "is_floating", "is_inexact",
+        "is_integer", "__weakref__",
+    )
 
     def __init__(self, name: str, np_dtype: Any, category: DtypeCategory, kind: str, rank: int):
         self.name = name
@@ -55,24 +58,16 @@ class Dtype:
         self.category = category
         self.kind = kind  # "b", "u", "i", "f", "c"
         self.rank = rank  # index into the promotion table
+        # plain attributes, not properties: operations test these on every call
+        self.is_floating: bool = kind == "f"
+        self.is_inexact: bool = kind in "fc"
+        self.is_integer: bool = kind in "ui"
 
     def __repr__(self) -> str:
         return f"nuvec.{self.name}"
 
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))
-
-    @property
-    def is_floating(self) -> bool:
-        return self.kind == "f"
-
-    @property
-    def is_inexact(self) -> bool:
-        return self.kind in "fc"
-
-    @property
-    def is_integer(self) -> bool:
-        return self.kind in "ui"
 
 
 bool_ = Dtype("bool", np.bool_, generic, "b", 0)

@@ -4,24 +4,25 @@ One `eval` call claims its nodes as a batch under a global lock (so several Pyth
 evaluate overlapping graphs). A batch on one stream runs inline in the caller's thread; a batch
 spanning streams runs each node on its stream's one-worker executor, a node waiting only for
 inputs made on other streams. Claim order is a topological order of all claimed nodes, so no
-wait can form a cycle.
+wait can form a cycle. An elementwise kernel may write its output into a large input buffer
+that nothing else can see any more (`_donor`), as NumPy reuses its temporaries.
 """
 
 from __future__ import annotations
 
 import threading
+from sys import getrefcount
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from nuvec.graph.array import Array, Node
+from nuvec.graph.array import Array, Node, claim_lock
 from nuvec.graph.device import DeviceType, Stream, backend_for
-from nuvec.graph.memory import allocate, owned_bytes
+from nuvec.graph.memory import allocate, counters, owned_bytes
 from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
 
-_claim_lock = threading.Lock()
 _in_flight: set[_Batch] = set()
 _async_runner = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nuvec-async")
 
@@ -33,11 +34,12 @@ class EvaluationError(RuntimeError):
 class _Batch:
     """The nodes one `eval` claimed; `done` is set when they have all run or one failed."""
 
-    __slots__ = ("done", "error", "__weakref__")
+    __slots__ = ("done", "error", "stream", "__weakref__")
 
     def __init__(self) -> None:
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.stream: Stream | None = None  # the one stream of all its nodes, if they share one
 
 
 def _roots(args: tuple[Any, ...]) -> list[Node]:
@@ -50,12 +52,11 @@ def _roots(args: tuple[Any, ...]) -> list[Node]:
     return nodes
 
 
-def _check_computable(node: Node) -> None:
-    if node.primitive is None:
-        raise ValueError(
-            f"eval: cannot evaluate a placeholder array of shape {node.shapes[0]}; "
-            "arrays traced inside vmap have no value"
-        )
+def _placeholder_error(node: Node) -> ValueError:
+    return ValueError(
+        f"eval: cannot evaluate a placeholder array of shape {node.shapes[0]}; "
+        "arrays traced inside vmap have no value"
+    )
 
 
 def _unevaluated(roots: list[Node], waits: set[_Batch]) -> list[Node]:
@@ -67,7 +68,8 @@ def _unevaluated(roots: list[Node], waits: set[_Batch]) -> list[Node]:
         if node.pending is not None:
             waits.add(node.pending)
             return False
-        _check_computable(node)
+        if node.primitive is None:
+            raise _placeholder_error(node)
         return True
 
     return toposort(roots, expand)
@@ -78,24 +80,32 @@ def _claim(roots: list[Node]) -> tuple[list[Node], _Batch, set[_Batch]]:
     batch = _Batch()
     waits: set[_Batch] = set()
 
-    with _claim_lock:
+    with claim_lock:
         tape = _unevaluated(roots, waits)
-        for node in tape:
-            node.pending = batch
         if tape:
+            first = tape[0].stream
+            one_stream = True
+            for node in tape:
+                node.pending = batch
+                if node.stream is not first:
+                    one_stream = False
+            batch.stream = first if one_stream else None
             _in_flight.add(batch)
     return tape, batch, waits
 
 
+def _source_data(node: Node) -> list[Any]:
+    """The data of `node`'s inputs, where they were made."""
+    return [source.data[i] for source, i in zip(node.sources, node.indices)]
+
+
 def _input_data(node: Node) -> list[Any]:
+    """The data of `node`'s inputs, moved to its stream's device where needed."""
     stream = node.stream
-    out = []
-    for inp in node.inputs:
-        source = inp._node
-        data = source.data[inp._index]
+    out = _source_data(node)
+    for k, source in enumerate(node.sources):
         if source.stream is not stream and source.stream.device.type is not stream.device.type:
-            data = _move(data, source.stream, stream)
-        out.append(data)
+            out[k] = _move(out[k], source.stream, stream)
     return out
 
 
@@ -105,40 +115,116 @@ def _move(data: Any, source: Stream, target: Stream) -> Any:
     return host if target.device.type is DeviceType.cpu else target.backend.from_host(host)
 
 
-def _run(node: Node) -> None:
+_REUSE_BYTES = 1 << 18  # inputs from this size may lend their buffer (NumPy elides from here)
+_UNSET = object()
+
+
+def _donor(node: Node) -> int | None:
+    """The position of an input whose buffer `node`'s kernel may overwrite with its output.
+
+    Only a buffer nothing else can see: its node is referenced by this node alone (which drops
+    it after running, unless kept) and ran on this node's stream; the buffer is referenced by
+    its node's data alone (no other handle, view, `np.asarray` of it or consumer), owns its
+    memory, is writeable, large, and has the output's shape and dtype.
+    """
+    if node.keep:  # a kept node holds on to its inputs, whose data must then stay as it is
+        return None
+    sources, indices, stream = node.sources, node.indices, node.stream
+    shape, dtype = node.shapes[0], node.dtypes[0].np
+    for k in range(len(sources)):
+        # two references: `node.sources` and getrefcount's argument
+        if getrefcount(sources[k]) != 2 or sources[k].stream is not stream:
+            continue
+        data = sources[k].data[indices[k]]
+        # three references: the source's data list, `data` and getrefcount's argument
+        if (
+            type(data) is np.ndarray
+            and getrefcount(data) == 3
+            and data.base is None
+            and data.flags.writeable
+            and data.dtype is dtype
+            and data.shape == shape
+            and data.nbytes >= _REUSE_BYTES
+        ):
+            return k
+    return None
+
+
+def _compute(node: Node, kernel: Any, backend: Any) -> Any:
+    """Runs `kernel` on `node`'s inputs, moved where needed, into a donated buffer if any."""
     primitive = node.primitive
-    backend = node.stream.backend
+    k = _donor(node) if type(primitive) in getattr(backend, "writes_into", ()) else None
+    if k is None:
+        return kernel(primitive, *_input_data(node))
+    # if the kernel fails, `node` stays claimed by a failed batch: its input is never read again
+    source = node.sources[k]
+    out = source.data[node.indices[k]]
+    result = kernel(primitive, *_input_data(node), out=out)
+    if result is out:  # the buffer is this node's now: its old node stops counting it
+        source.nbytes -= out.nbytes
+        counters.active -= out.nbytes
+    return result
+
+
+def _failure(node: Node, exc: Exception) -> EvaluationError:
+    shapes = ", ".join(
+        f"{source.shapes[i]} {source.dtypes[i].name}"
+        for source, i in zip(node.sources, node.indices)
+    )
+    return EvaluationError(
+        f"eval: {node.primitive!r} failed on inputs [{shapes}]: {type(exc).__name__}: {exc}"
+    )
+
+
+def _run(node: Node, backend: Any) -> None:
+    """Computes `node` with `backend` (its stream's), stores its data and detaches it."""
+    primitive = node.primitive
     kernel = backend.kernels.get(type(primitive))
     if kernel is None:
         raise EvaluationError(f"eval: {primitive.name} has no kernel on {node.stream.device}")
-    inputs = _input_data(node)
+    sources, stream = node.sources, node.stream
     try:
-        result = kernel(primitive, *inputs)
+        # one or two inputs on the node's own stream, too small to lend their buffer, are the
+        # common case: no lists, no moves, no search for a buffer to reuse
+        result = _UNSET
+        if len(sources) == 1 and sources[0].stream is stream:
+            x = sources[0].data[node.indices[0]]
+            if x.nbytes < _REUSE_BYTES:
+                result = kernel(primitive, x)
+        elif len(sources) == 2 and sources[0].stream is stream and sources[1].stream is stream:
+            x = sources[0].data[node.indices[0]]
+            y = sources[1].data[node.indices[1]]
+            if x.nbytes < _REUSE_BYTES:
+                result = kernel(primitive, x, y)
+        if result is _UNSET:
+            x = y = None  # `_donor` counts the references to the inputs' data: hold none here
+            result = _compute(node, kernel, backend)
     except EvaluationError:
         raise
     except Exception as exc:
-        shapes = ", ".join(f"{i.shape} {i.dtype.name}" for i in node.inputs)
-        raise EvaluationError(
-            f"eval: {primitive!r} failed on inputs [{shapes}]: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise _failure(node, exc) from exc
     dtypes = node.dtypes
     if len(dtypes) == 1:
         dtype = dtypes[0].np
         if type(result) is not np.ndarray or result.dtype is not dtype:
             result = backend.coerce(result, dtype)
         outputs = [result]
+        # a fresh buffer (the common case) needs no search through the inputs' buffers
+        nbytes = result.nbytes if result.base is None else owned_bytes(outputs, _source_data(node))
     else:
         outputs = [
             out if type(out) is np.ndarray and out.dtype is d.np else backend.coerce(out, d.np)
             for out, d in zip(result, dtypes)
         ]
-    node.nbytes = owned_bytes(outputs, inputs)
-    allocate(node.nbytes)
+        nbytes = owned_bytes(outputs, _source_data(node))
+    if nbytes:
+        node.nbytes = nbytes
+        allocate(nbytes)
     node.data = outputs
     node.pending = None
     if not node.keep:
         node.primitive = None
-        node.inputs = ()
+        node.sources = node.indices = ()
 
 
 def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None) -> None:
@@ -147,7 +233,7 @@ def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None)
         for node in tape:
             if node is not None and node.data is None:
                 node.pending = None
-    with _claim_lock:
+    with claim_lock:
         _in_flight.discard(batch)
     batch.done.set()
 
@@ -161,7 +247,7 @@ def _wait_for(waits: set[_Batch]) -> None:
 
 def _executor(s: Stream) -> ThreadPoolExecutor:
     if s.executor is None:
-        with _claim_lock:
+        with claim_lock:
             if s.executor is None:
                 s.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"nuvec-{s.index}")
     return s.executor
@@ -173,9 +259,9 @@ def _run_streams(tape: list[Node | None]) -> None:
     for i, node in enumerate(tape):
         assert node is not None
         deps = [
-            futures[id(inp._node)]
-            for inp in node.inputs
-            if inp._node.stream is not node.stream and id(inp._node) in futures
+            futures[id(source)]
+            for source in node.sources
+            if source.stream is not node.stream and id(source) in futures
         ]
         futures[id(node)] = _executor(node.stream).submit(_run_after, node, deps)
         tape[i] = None
@@ -187,7 +273,7 @@ def _run_after(node: Node, deps: list[Future]) -> None:
     for dep in deps:
         dep.result()
     with np.errstate(all="ignore"):
-        _run(node)
+        _run(node, node.stream.backend)
 
 
 def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None:
@@ -195,7 +281,7 @@ def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None
     try:
         _wait_for(waits)
         with np.errstate(all="ignore"):  # kernels define their own results for 1/0, nan, ...
-            _run_tape(tape)
+            _run_tape(tape, batch.stream)
     except BaseException as exc:
         error = exc
         raise
@@ -203,15 +289,16 @@ def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None
         _finish(tape, batch, error)
 
 
-def _run_tape(tape: list[Node | None]) -> None:
-    first = tape[0].stream  # type: ignore[union-attr]
-    if any(node.stream is not first for node in tape):  # type: ignore[union-attr]
+def _run_tape(tape: list[Node | None], stream: Stream | None) -> None:
+    """Runs a claimed batch: inline when all its nodes are on `stream`, else per stream."""
+    if stream is None:
         _run_streams(tape)
         return
+    backend = stream.backend
     for i in range(len(tape)):
         node = tape[i]
         tape[i] = None  # so intermediates are freed once their consumers ran
-        _run(node)  # type: ignore[arg-type]
+        _run(node, backend)  # type: ignore[arg-type]
 
 
 def eval(*arrays: Any) -> None:
@@ -245,7 +332,7 @@ def _execute_quietly(tape: list[Node | None], batch: _Batch, waits: set[_Batch])
 
 def synchronize(stream: Stream | None = None) -> None:
     """Waits until all work started by `async_eval` has finished (on `stream`, or anywhere)."""
-    with _claim_lock:
+    with claim_lock:
         pending = list(_in_flight)
     for batch in pending:
         batch.done.wait()

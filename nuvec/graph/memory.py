@@ -43,13 +43,10 @@ def owned_bytes(outputs: Sequence[Any], inputs: Sequence[Any]) -> int:
 
 
 def allocate(nbytes: int) -> None:
+    """Counts `nbytes` more as held; a node gives them back when it is freed (`Node.__del__`)."""
     counters.active += nbytes
     if counters.active > counters.peak:
         counters.peak = counters.active
-
-
-def release(nbytes: int) -> None:
-    counters.active -= nbytes
 
 
 def get_active_memory() -> int:

@@ -13,24 +13,25 @@ def toposort(roots: Iterable[Node], expand: Callable[[Node], bool]) -> list[Node
     A node for which `expand` is false is neither entered nor listed.
     """
     order: list[Node] = []
-    seen: set[int] = set()
+    seen: set[Node] = set()  # nodes hash by identity
+    mark = seen.add
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
-        seen.add(id(root))
+        mark(root)
         if not expand(root):
             continue
-        stack = [(root, 0)]
+        # each entry keeps an iterator over its node's sources, resumed when a child is done
+        stack = [(root, iter(root.sources))]
+        push = stack.append
         while stack:
-            node, i = stack[-1]
-            inputs = node.inputs
-            if i < len(inputs):
-                stack[-1] = (node, i + 1)
-                child = inputs[i]._node
-                if id(child) not in seen:
-                    seen.add(id(child))
+            node, rest = stack[-1]
+            for child in rest:
+                if child not in seen:
+                    mark(child)
                     if expand(child):
-                        stack.append((child, 0))
+                        push((child, iter(child.sources)))
+                        break
             else:
                 stack.pop()
                 order.append(node)

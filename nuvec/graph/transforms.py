@@ -21,7 +21,7 @@ from nuvec.graph.tree import flatten, unflatten
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "vmap"]
 
-Key = tuple[int, int]
+Key = tuple[Node, int]  # (node, output index); nodes hash by identity
 
 
 def _ops():
@@ -31,7 +31,7 @@ def _ops():
 
 
 def _key(a: Array) -> Key:
-    return (id(a._node), a._index)
+    return (a._node, a._index)
 
 
 def _check_arrays(op: str, what: str, values: Any) -> list[Array]:
@@ -76,20 +76,21 @@ def _release(*trees: Any) -> None:
             node.detach()
 
 
-def _graph(outputs: Sequence[Array], starts: set[int]) -> list[Node]:
+def _graph(outputs: Sequence[Array], starts: set[Node]) -> list[Node]:
     """Traced nodes between the starts and the outputs, inputs first.
 
     A primitive with a `num_primals` attribute (custom functions, checkpoints) passes its later
     inputs through as values: transforms apply its own rules and do not walk into them.
     """
-    blocked: set[int] = set()
+    blocked: set[Node] = set()
 
     def expand(n: Node) -> bool:
-        if n.primitive is None or id(n) in starts or id(n) in blocked:
+        primitive = n.primitive
+        if primitive is None or n in starts or n in blocked:
             return False
-        hidden = getattr(n.primitive, "num_primals", None)
+        hidden = getattr(primitive, "num_primals", None)
         if hidden is not None:
-            blocked.update(id(i._node) for i in n.inputs[hidden:])
+            blocked.update(n.sources[hidden:])
         return True
 
     return toposort([o._node for o in outputs], expand)
@@ -112,46 +113,53 @@ def backward(
     outputs: Sequence[Array], cotangents: Sequence[Array | None], starts: Sequence[Array]
 ) -> list[Array | None]:
     """Cotangents of `starts` (marked arrays) given cotangents of `outputs` (None: no gradient)."""
-    start_ids = {id(s._node) for s in starts}
-    order = _graph(outputs, start_ids)
-    reached = set(start_ids)
+    start_nodes = {s._node for s in starts}
+    order = _graph(outputs, start_nodes)
+    reached = set(start_nodes)
     for node in order:
-        for i in node.inputs:
-            if id(i._node) in reached:
-                reached.add(id(node))
+        for source in node.sources:
+            if source in reached:
+                reached.add(node)
                 break
     table: dict[Key, Array] = {}
     for out, cot in zip(outputs, cotangents):
-        if cot is not None and id(out._node) in reached:
+        if cot is not None and out._node in reached:
             _accumulate(table, _key(out), cot)
+    here = to_stream(None)
     for node in reversed(order):
-        nid = id(node)
-        if nid not in reached:
+        if node not in reached:
             continue
         if len(node.shapes) == 1:
-            cot = table.pop((nid, 0), None)
+            cot = table.pop((node, 0), None)
             if cot is None:
                 continue
             cots = [cot]
         else:
-            cots = [table.pop((nid, i), None) for i in range(len(node.shapes))]
+            cots = [table.pop((node, i), None) for i in range(len(node.shapes))]
             if all(c is None for c in cots):
                 continue
-        inputs = node.inputs
-        argnums = [i for i, inp in enumerate(inputs) if id(inp._node) in reached]
-        grads = _rule(node, node.primitive.vjp, list(inputs), cots, argnums, node.outputs())
+        sources, indices, vjp = node.sources, node.indices, node.primitive.vjp
+        if len(sources) == 1:
+            argnums = [0]  # the node was reached through its one input
+        else:
+            argnums = [i for i, source in enumerate(sources) if source in reached]
+        if node.stream is here:
+            grads = vjp(node.inputs, cots, argnums, node.outputs())
+        else:
+            grads = _rule(node, vjp, node.inputs, cots, argnums, node.outputs())
         if len(grads) != len(argnums):
             raise TransformError(f"vjp: {node.primitive.name} returned {len(grads)} cotangents "
                                  f"for {len(argnums)} inputs")
-        grads = _finals_first(inputs, argnums, grads, start_ids)
+        if len(argnums) > 1:
+            grads = _finals_first(sources, argnums, grads, start_nodes)
         for i, g in zip(argnums, grads):
             if g is not None:
-                _accumulate(table, _key(inputs[i]), g)
+                _accumulate(table, (sources[i], indices[i]), g)
     return [table.get(_key(s)) for s in starts]
 
 
 def _finals_first(
-    inputs: Sequence[Array], argnums: list[int], grads: list[Array | None], start_ids: set[int]
+    sources: Sequence[Node], argnums: list[int], grads: list[Array | None], starts: set[Node]
 ) -> list[Array | None]:
     """Makes the cotangents that continue backward depend on those that reach a start.
 
@@ -159,13 +167,11 @@ def _finals_first(
     its input, and frees the layer's activation at once instead of keeping it until the
     weight gradient is asked for.
     """
-    finals = [
-        g for i, g in zip(argnums, grads) if g is not None and id(inputs[i]._node) in start_ids
-    ]
+    finals = [g for i, g in zip(argnums, grads) if g is not None and sources[i] in starts]
     if not finals or len(finals) == sum(g is not None for g in grads):
         return grads
     return [
-        g if g is None or id(inputs[i]._node) in start_ids else depends([g], finals)[0]
+        g if g is None or sources[i] in starts else depends([g], finals)[0]
         for i, g in zip(argnums, grads)
     ]
 
@@ -174,19 +180,18 @@ def forward(
     outputs: Sequence[Array], starts: Sequence[Array], tangents: Sequence[Array | None]
 ) -> list[Array | None]:
     """Tangents of `outputs` given tangents of `starts` (None: zero)."""
-    start_ids = {id(s._node) for s in starts}
     table: dict[Key, Array] = {}
     for s, t in zip(starts, tangents):
         if t is not None:
             table[_key(s)] = t
-    for node in _graph(outputs, start_ids):
-        ts = [table.get(_key(i)) for i in node.inputs]
+    for node in _graph(outputs, {s._node for s in starts}):
+        ts = [table.get(key) for key in zip(node.sources, node.indices)]
         if all(t is None for t in ts):
             continue
-        outs = _rule(node, node.primitive.jvp, list(node.inputs), ts, node.outputs())
+        outs = _rule(node, node.primitive.jvp, node.inputs, ts, node.outputs())
         for i, t in enumerate(outs):
             if t is not None:
-                table[(id(node), i)] = t
+                table[(node, i)] = t
     return [table.get(_key(o)) for o in outputs]
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.exceptions import AxisError
 
 from nuvec.graph import dtypes as dt
-from nuvec.graph.array import Array, leaf
+from nuvec.graph.array import Array, handle, leaf
 from nuvec.graph.device import Stream
 
 Scalar = (bool, int, float, complex)
@@ -33,7 +33,7 @@ def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
     if cacheable:
         node = _scalar_leaves.get(key)
         if node is not None:
-            return Array._from_node(node, 0)
+            return handle(node, 0)
     try:
         data = np.asarray(value, dtype=dtype.np)
     except OverflowError:  # out-of-range weak integers wrap, as a cast would

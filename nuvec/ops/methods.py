@@ -40,7 +40,7 @@ _BINARY = {
 }
 
 for _name, _op in _BINARY.items():
-    setattr(Array, f"__{_name}__", lambda self, other, _op=_op: _op(self, other))
+    setattr(Array, f"__{_name}__", _op)  # a plain function binds `self` as its first operand
     setattr(Array, f"__r{_name}__", _reflected(_op))
     setattr(Array, f"__i{_name}__", _in_place(_op))
 
@@ -77,13 +77,50 @@ _UNARY_OPERATORS = {
 for _name, _op in _UNARY_OPERATORS.items():
     setattr(Array, f"__{_name}__", lambda self, _op=_op: _op(self))
 
+
+def _method(op, method):
+    """`method` named after `op`, installed on `Array` (signatures show MLX's parameters only)."""
+    method.__name__ = method.__qualname__ = op.__name__
+    setattr(Array, op.__name__, method)
+
+
+def _elementwise(op):
+    def method(self: Array, *, stream: Any = None) -> Array:
+        return op(self, stream=stream)
+
+    _method(op, method)
+
+
+def _reduction(op):
+    def method(self: Array, axis: Any = None, keepdims: bool = False, *,
+               stream: Any = None) -> Array:
+        return op(self, axis, keepdims, stream=stream)
+
+    _method(op, method)
+
+
+def _moment(op):
+    def method(self: Array, axis: Any = None, keepdims: bool = False, ddof: int = 0, *,
+               stream: Any = None) -> Array:
+        return op(self, axis, keepdims, ddof, stream=stream)
+
+    _method(op, method)
+
+
+def _scan_method(op):
+    def method(self: Array, axis: int | None = None, *, reverse: bool = False,
+               inclusive: bool = True, stream: Any = None) -> Array:
+        return op(self, axis, reverse=reverse, inclusive=inclusive, stream=stream)
+
+    _method(op, method)
+
+
 # array methods of elementwise operations: `a.exp()`, `a.round(2)`, ...
 for _name in (
     "abs", "exp", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "reciprocal",
     "sin", "cos", "conj",
 ):  # fmt: skip
-    setattr(Array, _name, lambda self, *, stream=None, _op=getattr(unary, _name): _op(
-        self, stream=stream))
+    _elementwise(getattr(unary, _name))
 
 Array.round = lambda self, decimals=0, *, stream=None: unary.round(self, decimals, stream=stream)
 Array.real = property(lambda self: unary.real(self))
@@ -94,18 +131,14 @@ for _op in (
     reduction.sum, reduction.prod, statistics.mean, reduction.max, reduction.min,
     reduction.all, reduction.any, reduction.logsumexp, reduction.argmax, reduction.argmin,
 ):  # fmt: skip
-    setattr(Array, _op.__name__, lambda self, axis=None, keepdims=False, *, stream=None,
-            _op=_op: _op(self, axis, keepdims, stream=stream))
+    _reduction(_op)
 for _op in (statistics.var, statistics.std):
-    setattr(Array, _op.__name__, lambda self, axis=None, keepdims=False, ddof=0, *,
-            stream=None, _op=_op: _op(self, axis, keepdims, ddof, stream=stream))
+    _moment(_op)
 # scans: `a.cumsum(axis, reverse=..., inclusive=...)`, ...
 from nuvec.ops import scan as _scan  # noqa: E402
 
 for _op in (_scan.cumsum, _scan.cumprod, _scan.cummax, _scan.cummin, _scan.logcumsumexp):
-    setattr(Array, _op.__name__, lambda self, axis=None, *, reverse=False, inclusive=True,
-            stream=None, _op=_op: _op(self, axis, reverse=reverse, inclusive=inclusive,
-                                      stream=stream))
+    _scan_method(_op)
 Array.diag = lambda self, k=0, *, stream=None: matrices.diag(self, k, stream=stream)
 Array.diagonal = lambda self, offset=0, axis1=0, axis2=1, stream=None: matrices.diagonal(
     self, offset, axis1, axis2, stream=stream

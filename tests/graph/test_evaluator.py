@@ -32,6 +32,40 @@ def test_evaluated_nodes_detach_and_free_intermediates():
     assert mx.get_active_memory() - before == x.nbytes
 
 
+def test_nodes_made_while_another_thread_traces_still_detach():
+    inside, release, kept = threading.Event(), threading.Event(), []
+
+    def traced(x):
+        inside.set()
+        release.wait(10)
+        y = mx.exp(x)
+        mx.eval(y)
+        kept.append(y.primitive is not None)  # a traced node keeps its graph after evaluation
+        return mx.sum(y)
+
+    tracer = threading.Thread(target=lambda: mx.grad(traced)(mx.array([1.0, 2.0])))
+    tracer.start()
+    try:
+        assert inside.wait(10)
+        y = mx.exp(mx.array([1.0]))
+        mx.eval(y)
+        assert y.primitive is None  # this thread is not tracing
+    finally:
+        release.set()
+        tracer.join()
+    assert kept == [True]
+
+
+def test_nodes_passing_an_input_through_count_no_new_memory():
+    x = mx.array(np.ones((256, 256), np.float32))
+    mx.eval(x)
+    before = mx.get_active_memory()
+    kept = mx.stop_gradient(x)
+    (ordered,) = mx.depends([x], [kept])
+    mx.eval(kept, ordered)
+    assert mx.get_active_memory() == before
+
+
 def test_eval_accepts_trees_and_ignores_none():
     a, b = mx.array(1.0) + 1, mx.array(2.0) * 3
     mx.eval({"a": [a, None], "b": (b,)})

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nuvec.backends.numpy.registry import kernels
+from nuvec.backends.numpy.registry import kernels, writes_into
 
 from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers its kernels)
     binary,
@@ -65,4 +65,4 @@ def synchronize() -> None:
     """NumPy computes synchronously; nothing to wait for."""
 
 
-__all__ = ["kernels", "available", "to_host", "from_host", "coerce", "synchronize"]
+__all__ = ["kernels", "writes_into", "available", "to_host", "from_host", "coerce", "synchronize"]

@@ -67,7 +67,7 @@ def erfinv(y: np.ndarray) -> np.ndarray:
 
 @kernel(Copy, u.StopGradient)
 def identity(p, x):
-    return x
+    return x.view()  # a view, so the memory figures count no second buffer
 
 
 @kernel(u.AsType)
