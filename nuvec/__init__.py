@@ -15,6 +15,7 @@ from nuvec.graph.device import (
     is_available,
     new_stream,
     set_default_device,
+    set_default_stream,
     stream,
 )
 from nuvec.graph.dtypes import (

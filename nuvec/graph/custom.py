@@ -115,17 +115,19 @@ class Depends(Primitive):
         return record(self, inputs, to_stream(None)), list(axes[: self.count])
 
 
-def depends(inputs: Sequence[Array], dependencies: Sequence[Array]) -> list[Array]:
+def depends(
+    inputs: Array | Sequence[Array], dependencies: Array | Sequence[Array]
+) -> Array | list[Array]:
     """`inputs` unchanged, but evaluating them first evaluates `dependencies`.
 
     Gradients flow to `inputs` only.
 
     Args:
-        inputs: arrays to pass through.
-        dependencies: arrays that must be computed before the results are.
+        inputs: an array or arrays to pass through.
+        dependencies: an array or arrays that must be computed before the results are.
 
     Returns:
-        One array per input, equal to it.
+        One array per input, equal to it (a single array for a single input array).
 
     Raises:
         TypeError: if an entry is not an array.
@@ -136,6 +138,10 @@ def depends(inputs: Sequence[Array], dependencies: Sequence[Array]) -> list[Arra
         >>> y.item()
         1.0
     """
+    if isinstance(inputs, Array):
+        return depends([inputs], dependencies)[0]
+    if isinstance(dependencies, Array):
+        dependencies = [dependencies]
     for what, values in (("inputs", inputs), ("dependencies", dependencies)):
         for v in values:
             if not isinstance(v, Array):

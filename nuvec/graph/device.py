@@ -180,12 +180,15 @@ def default_device() -> Device:
 def set_default_device(device: Device | DeviceType) -> None:
     """Sets the default device for this and new threads.
 
+    Args:
+        device: a `Device`, or a `DeviceType` (index 0).
+
     Raises:
         RuntimeError: if the device is not available here.
+        TypeError: if `device` is not a device.
     """
-    global _global_device
+    global _global_device, _global_stream
     dev = _as_device(device)
-    global _global_stream
     backend_for(dev)
     _global_device = dev
     _global_stream = default_stream(dev)
@@ -194,7 +197,7 @@ def set_default_device(device: Device | DeviceType) -> None:
 
 
 def default_stream(device: Device | DeviceType) -> Stream:
-    """The default stream of `device`."""
+    """The default stream of `device` (a `Device` or `DeviceType`), made on first use."""
     dev = _as_device(device)
     s = _default_streams.get(dev)
     if s is None:
@@ -208,8 +211,26 @@ def default_stream(device: Device | DeviceType) -> Stream:
 
 
 def new_stream(device: Device | DeviceType) -> Stream:
-    """A new stream on `device`; work on different streams may run concurrently."""
+    """A new stream on `device` (a `Device` or `DeviceType`); work on different streams may run
+    concurrently."""
     return _make_stream(_as_device(device))
+
+
+def set_default_stream(s: Stream) -> None:
+    """Makes `s` the default stream of its device (for every thread without a `stream(...)`).
+
+    Raises:
+        TypeError: if `s` is not a `Stream`.
+        RuntimeError: if its device is not available here.
+    """
+    global _global_stream
+    if not isinstance(s, Stream):
+        raise TypeError(f"set_default_stream: expected a Stream, got {type(s).__name__}")
+    backend_for(s.device)
+    with _lock:
+        _default_streams[s.device] = s
+    if s.device == _global_device:
+        _global_stream = s
 
 
 def current_stream() -> Stream:

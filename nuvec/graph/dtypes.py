@@ -136,6 +136,8 @@ def to_dtype(value: Any, op: str = "dtype") -> Dtype:
     """
     if isinstance(value, Dtype):
         return value
+    if value is None:  # NumPy reads None as float64; MLX rejects it
+        raise TypeError(f"{op}: dtype must be a dtype, got None")
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     if value is bool:

@@ -43,13 +43,8 @@ class _Batch:
 
 
 def _roots(args: tuple[Any, ...]) -> list[Node]:
-    nodes = []
-    for leaf in tree_leaves(args):
-        if isinstance(leaf, Array):
-            nodes.append(leaf._node)
-        elif leaf is not None:
-            raise TypeError(f"eval: expected arrays or trees of arrays, got {type(leaf).__name__}")
-    return nodes
+    # Leaves that are not arrays are ignored, as MLX does.
+    return [leaf._node for leaf in tree_leaves(args) if isinstance(leaf, Array)]
 
 
 def _placeholder_error(node: Node) -> ValueError:

@@ -49,6 +49,12 @@ def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
     return out
 
 
+def fresh(a: Array) -> Array:
+    """A new handle on `a`'s value. An op that changes nothing still returns a new array, so an
+    in-place update of its result (`b[0] = 1`, `b += 1`) never changes `a`, as in MLX."""
+    return handle(a._node, a._index)
+
+
 def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
     """`x` as an array: arrays pass through, scalars/lists/NumPy data are converted (MLX rules)."""
     if isinstance(x, Array):

@@ -15,7 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape
+from nuvec.ops.arguments import as_array, check_shape, fresh
 from nuvec.ops.families import apply
 
 __all__ = [
@@ -56,14 +56,14 @@ def _from_python(a: Any) -> tuple[np.ndarray, dt.Dtype]:
     raise ValueError(f"array: cannot make an array from data of type {data.dtype}")
 
 
-def array(a: Any, dtype: dt.Dtype | None = None) -> Array:
+def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
     """An array from a scalar, nested lists/tuples, NumPy data or another array.
 
     Python ints become int32 (int64 if they do not fit), floats float32, bools bool; NumPy
     float64 data becomes float32 unless `dtype` says otherwise (MLX's rule).
 
     Args:
-        a: the data.
+        val: the data.
         dtype: the dtype to store; default as above.
 
     Raises:
@@ -76,27 +76,27 @@ def array(a: Any, dtype: dt.Dtype | None = None) -> Array:
         array([1, 2, 3], dtype=int32)
     """
     target = dt.to_dtype(dtype, "array") if dtype is not None else None
-    if isinstance(a, Array):
-        if target is None or target is a.dtype:
-            return a
+    if isinstance(val, Array):
+        if target is None or target is val.dtype:
+            return fresh(val)
         from nuvec.ops.unary import astype
 
-        return astype(a, target)
-    if isinstance(a, (bool, int, float, complex)):
-        inferred = dt.scalar_dtype(a)
-        data = np.asarray(a)
-    elif isinstance(a, (np.ndarray, np.generic)):
-        data = np.asarray(a)
+        return astype(val, target)
+    if isinstance(val, (bool, int, float, complex)):
+        inferred = dt.scalar_dtype(val)
+        data = np.asarray(val)
+    elif isinstance(val, (np.ndarray, np.generic)):
+        data = np.asarray(val)
         inferred = _infer_dtype(data)
-    elif isinstance(a, (list, tuple)):
-        if any(isinstance(x, Array) for x in a):
-            a = [np.asarray(x) if isinstance(x, Array) else x for x in a]
-        data, inferred = _from_python(a)
-    elif hasattr(a, "__array__"):
-        data = np.asarray(a)
+    elif isinstance(val, (list, tuple)):
+        if any(isinstance(x, Array) for x in val):
+            val = [np.asarray(x) if isinstance(x, Array) else x for x in val]
+        data, inferred = _from_python(val)
+    elif hasattr(val, "__array__"):
+        data = np.asarray(val)
         inferred = _infer_dtype(data)
     else:
-        raise TypeError(f"array: cannot make an array from {type(a).__name__}")
+        raise TypeError(f"array: cannot make an array from {type(val).__name__}")
     out = target or inferred
     try:
         converted = np.array(data, dtype=out.np, copy=True)

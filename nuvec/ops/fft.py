@@ -15,7 +15,7 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, fresh
 from nuvec.ops.binary import multiply
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 from nuvec.ops.unary import astype
@@ -108,7 +108,7 @@ def _transform(
     if sizes is not None and len(sizes) != len(axes):
         raise ValueError(f"{op}: s and axes have different sizes ({len(sizes)} and {len(axes)})")
     if not axes:
-        return a
+        return fresh(a)
     for x in axes:
         if not -a.ndim <= x < a.ndim:
             raise ValueError(f"{op}: axis {x} is out of bounds for an array with {a.ndim} "
@@ -411,7 +411,7 @@ def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: A
     elif isinstance(axes, int):
         axes = [axes]
     if not axes:
-        return a
+        return fresh(a)
     shifts = []
     for x in axes:
         if not -a.ndim <= x < a.ndim:

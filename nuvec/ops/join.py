@@ -14,7 +14,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, normalize_axis
+from nuvec.ops.arguments import as_array, fresh, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import broadcast_to, expand_dims, reshape
 from nuvec.ops.slicing import fit_update, static_slice, static_slice_update
@@ -112,7 +112,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, *, stream: Any = No
             raise ValueError(f"concatenate: all shapes must match except along axis {ax}, "
                              f"got {shapes}")
     if len(xs) == 1:
-        return xs[0]
+        return fresh(xs[0])
     return record1(Concatenate(ax), tuple(xs), s)
 
 
@@ -233,7 +233,7 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
     widths = _pad_widths("pad", pad_width, a.ndim)
     s = to_stream(stream)
     if not any(lo or hi for lo, hi in widths):
-        return a
+        return fresh(a)
     if mode == "edge":
         from nuvec.ops.indexing import take
 
@@ -385,4 +385,4 @@ def _roll_axes(a: Array, shifts: Shape, axes: Shape, s: Any) -> Array:
         lo[ax], hi[ax] = n - k, n
         tail = static_slice(a, tuple(lo), tuple(hi), (1,) * a.ndim, s)
         a = record1(Concatenate(ax), (tail, head), s)
-    return a
+    return fresh(a)

@@ -6,6 +6,7 @@ from typing import Any
 
 from nuvec.graph.array import Array
 from nuvec.ops import binary, comparison, matrices, misc, reduction, shape, statistics, unary
+from nuvec.ops.arguments import fresh
 from nuvec.ops.matmul import matmul as _matmul
 
 
@@ -71,7 +72,7 @@ _UNARY_OPERATORS = {
     "neg": unary.negative,
     "abs": unary.abs,
     "invert": comparison.bitwise_invert,
-    "pos": lambda self: self,
+    "pos": fresh,
 }
 
 for _name, _op in _UNARY_OPERATORS.items():

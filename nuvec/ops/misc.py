@@ -15,7 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape
+from nuvec.ops.arguments import as_array, check_shape, fresh
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 
 __all__ = ["as_strided", "view", "hadamard_transform", "hanning", "hamming", "blackman", "bartlett"]
@@ -165,7 +165,7 @@ def view(a: Any, /, dtype: Any, *, stream: Any = None) -> Array:
     a = as_array(a, "view")
     target = dt.to_dtype(dtype, "view")
     if target is a.dtype:
-        return a
+        return fresh(a)
     if target.size != a.dtype.size:
         if a.ndim == 0:
             raise ValueError(f"view: a 0-d {a.dtype.name} array cannot be viewed as "

@@ -10,7 +10,7 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, fresh
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.comparison import equal, less, not_equal, where
 from nuvec.ops.unary import StreamLike, astype, imag, real
@@ -141,7 +141,7 @@ def nan_to_num(
             raise TypeError(f"nan_to_num: {what} must be a real number, got {type(v).__name__}")
     a = as_array(a, "nan_to_num")
     if not a.dtype.is_inexact:
-        return a
+        return fresh(a)
     s = to_stream(stream)
     if a.dtype is dt.complex64:
         parts = [nan_to_num(f(a, stream=s), nan, posinf, neginf, stream=s) for f in (real, imag)]

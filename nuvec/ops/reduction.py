@@ -14,7 +14,7 @@ import numpy as np
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, stream as stream_context, to_stream
-from nuvec.ops.arguments import as_array, normalize_axes
+from nuvec.ops.arguments import as_array, fresh, normalize_axes
 from nuvec.ops.families import Linear, Reduction, apply
 
 __all__ = [
@@ -231,7 +231,7 @@ def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any)
             from nuvec.ops.unary import astype
 
             return astype(a, dt.bool_, stream=s)
-        return a
+        return fresh(a)
     out = record1(cls(axes), (a,), s)
     return _squeeze(out, a, axes, keepdims, s)
 
@@ -470,7 +470,7 @@ def logsumexp(
     a = _float_input("logsumexp", a, s)
     axes = normalize_axes(axis, a.ndim, "logsumexp")
     if not axes:
-        return a
+        return fresh(a)
     _nonempty("logsumexp", a, axes)
     rows, _ = _to_rows(a, axes, s)
     with stream_context(s):
@@ -515,7 +515,7 @@ def softmax(
     a = _float_input("softmax", a, s)
     axes = normalize_axes(axis, a.ndim, "softmax")
     if a.size == 0:  # no groups to normalize
-        return a
+        return fresh(a)
     rows, perm = _to_rows(a, axes, s)
     with stream_context(s):
         out = one(SOFTMAX, [rows])

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape, normalize_axis
+from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axis
 from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 
@@ -128,7 +128,7 @@ def reshape(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Array:
     a = as_array(a, "reshape")
     shape = _infer_shape(a, shape, "reshape")
     if shape == a.shape:
-        return a
+        return fresh(a)
     return record1(Reshape(shape), (a,), to_stream(stream))
 
 
@@ -262,7 +262,7 @@ def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = Non
         if sorted(perm) != list(range(a.ndim)):
             raise ValueError(f"transpose: axes {axes} are not a permutation for shape {a.shape}")
     if perm == tuple(range(a.ndim)):
-        return a
+        return fresh(a)
     return record1(Transpose(perm), (a,), to_stream(stream))
 
 
@@ -331,7 +331,7 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Arra
     if len(shape) < a.ndim or _broadcast_shapes(a.shape, shape, op="broadcast_to") != shape:
         raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to {shape}")
     if shape == a.shape:
-        return a
+        return fresh(a)
     return record1(BroadcastTo(shape), (a,), to_stream(stream))
 
 
@@ -424,7 +424,7 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
                                  f"in shape {a.shape}")
     shape = tuple(d for i, d in enumerate(a.shape) if i not in drop)
     if shape == a.shape:
-        return a
+        return fresh(a)
     return record1(Reshape(shape), (a,), to_stream(stream))
 
 
@@ -438,6 +438,8 @@ def _atleast(ndim: int, arys: tuple[Any, ...], stream: Any) -> Array | list[Arra
             shape = {0: (1,) * ndim, 1: ((1, *x.shape) if ndim == 2 else (1, *x.shape, 1)),
                      2: (*x.shape, 1)}[x.ndim]
             x = reshape(x, shape, stream=stream)
+        else:
+            x = fresh(x)
         out.append(x)
     return out[0] if len(out) == 1 else out
 

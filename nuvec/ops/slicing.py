@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape, normalize_axis
+from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axis
 from nuvec.ops.families import Linear, apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import broadcast_to, reshape
 
@@ -228,7 +228,7 @@ def _split_batch(out: Array, inputs: Sequence[Array], axes: Sequence[int | None]
 def static_slice(a: Array, start: Shape, stop: Shape, strides: Shape, stream: Any = None) -> Array:
     """Records a `Slice` (normalized parameters, see `Slice`); returns `a` for a full window."""
     if all(s == 1 and b == 0 and e == d for b, e, s, d in zip(start, stop, strides, a.shape)):
-        return a
+        return fresh(a)
     return record1(Slice(start, stop, strides), (a,), to_stream(stream))
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, fresh
 from nuvec.ops.families import Linear, Unary, apply
 
 __all__ = [
@@ -84,7 +84,7 @@ def astype(a: Any, dtype: Any, /, *, stream: StreamLike = None) -> Array:
     target = dt.to_dtype(dtype, "astype")
     s = to_stream(stream)
     if a.dtype is target:
-        return a
+        return fresh(a)
     return record1(AsType(target), (a,), s)
 
 
@@ -380,7 +380,7 @@ def abs(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "abs")
     if a.dtype is dt.bool_ or a.dtype.kind == "u":
-        return a
+        return fresh(a)
     return record1(ABS, (a,), to_stream(stream))
 
 
@@ -401,7 +401,7 @@ def sign(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "sign")
     if a.dtype is dt.bool_:
-        return a
+        return fresh(a)
     return record1(SIGN, (a,), to_stream(stream))
 
 
@@ -446,7 +446,7 @@ def _rounding(name: str, primitive: Unary, a: Any, stream: StreamLike) -> Array:
     if a.dtype is dt.complex64:
         raise TypeError(f"{name}: not supported for complex64 arrays")
     if not a.dtype.is_floating:
-        return a
+        return fresh(a)
     return record1(primitive, (a,), to_stream(stream))
 
 
@@ -577,7 +577,7 @@ def conjugate(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "conjugate")
     if a.dtype is not dt.complex64:
-        return a
+        return fresh(a)
     return record1(CONJUGATE, (a,), to_stream(stream))
 
 
@@ -606,7 +606,7 @@ def real(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "real")
     if a.dtype is not dt.complex64:
-        return a
+        return fresh(a)
     return record1(REAL, (a,), to_stream(stream))
 
 

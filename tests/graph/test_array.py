@@ -92,3 +92,16 @@ def test_array_rejects_ragged_and_unsupported_data():
         mx.array(object())
     with pytest.raises(TypeError, match="unsupported dtype"):
         mx.array([1], dtype="float128")
+
+
+def test_format_spec_on_size_one_arrays():
+    assert f"{mx.array(1.5):.2f}" == "1.50"
+    assert f"{mx.array([3]):>3}" == "  3"
+    assert f"{mx.array([1, 2])}" == repr(mx.array([1, 2]))
+    with pytest.raises(TypeError, match="^format: "):
+        f"{mx.array([1.0, 2.0]):.2f}"
+
+
+def test_dtype_none_is_rejected_where_a_dtype_is_required():
+    with pytest.raises(TypeError, match="^astype: dtype must be a dtype, got None"):
+        mx.array([1]).astype(None)

@@ -59,3 +59,17 @@ def test_set_default_device_cpu():
     mx.set_default_device(mx.cpu)
     assert mx.default_device() == mx.cpu
     mx.synchronize(mx.default_stream(mx.cpu))
+
+
+def test_set_default_stream():
+    before = mx.default_stream(mx.cpu)
+    s = mx.new_stream(mx.cpu)
+    try:
+        mx.set_default_stream(s)
+        assert mx.default_stream(mx.cpu) == s
+        assert mx.exp(mx.array(1.0)).stream == s
+    finally:
+        mx.set_default_stream(before)
+    assert mx.exp(mx.array(1.0)).stream == before
+    with pytest.raises(TypeError, match="^set_default_stream: "):
+        mx.set_default_stream(mx.cpu)
