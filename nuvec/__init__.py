@@ -59,11 +59,17 @@ from nuvec.graph.memory import (
     get_peak_memory,
     reset_peak_memory,
 )
-from nuvec.graph.printing import printoptions, set_printoptions
+from nuvec.graph.printing import (
+    PrintOptions,
+    get_printoptions,
+    printoptions,
+    set_printoptions,
+)
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.transforms import grad, jvp, value_and_grad, vjp, vmap
 from nuvec.graph.custom import checkpoint, custom_function, depends
 from nuvec.ops import *  # noqa: F401,F403
+array = Array  # noqa: F811  (the class, as in MLX, so `isinstance(x, mx.array)` works)
 import nuvec.fft as fft  # noqa: E402  (after the star import, which binds nuvec.ops.fft)
 import nuvec.linalg as linalg  # noqa: E402  (likewise nuvec.ops.linalg)
 import nuvec.random as random  # noqa: E402  (after the star import, which binds nuvec.ops.random)

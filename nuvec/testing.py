@@ -6,6 +6,10 @@
   (autograd's inner-product test: <J^T u, v> against <u, (f(x + h v) - f(x - h v)) / 2h>).
 - `check_jvp_vjp(f, args)`: <u, J v> from `jvp` equals <J^T u, v> from `vjp`.
 - `check_vmap(f, args, in_axes)`: `vmap(f)` against a Python loop stacked with NumPy.
+- `OpSpec`, `run_grad_checks`, `run_vmap_checks`: the rule table's rows and its driver.
+
+Complex values pair as real(sum(x * y)), without conjugation; integer and boolean values
+count as zero-derivative floats.
 """
 
 from __future__ import annotations
@@ -62,11 +66,22 @@ def assert_allclose(
 
 
 def _random_like(rng: np.random.Generator, a: Array) -> np.ndarray:
+    """Standard normal values of `a`'s shape, complex for a complex `a`."""
+    if a.dtype is dt.complex64:
+        return rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
     return rng.standard_normal(a.shape)
 
 
-def _inner(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> float:
-    return float(sum(np.sum(x * y) for x, y in zip(xs, ys)))
+def _values(a: Any) -> np.ndarray:
+    """Values as complex128 for complex arrays, float64 for all others (ints and bools too)."""
+    data = to_numpy64(a)
+    return data if data.dtype.kind == "c" else data.astype(np.float64)
+
+
+def _inner(xs: Sequence[Any], ys: Sequence[Any]) -> float:
+    """The real pairing real(sum(x * y)), without conjugation, that the complex rules
+    transpose under (as MLX's `multiply` rule: the cotangent of z -> c z is c u)."""
+    return float(sum(np.sum(_values(x) * _values(y)).real for x, y in zip(xs, ys)))
 
 
 def _outputs(value: Any) -> list[Array]:
@@ -86,11 +101,11 @@ def check_grads(
     us = [_random_like(rng, o) for o in outs]
     vs = [_random_like(rng, a) for a in args]
     _, grads = vjp(f, list(args), [array(u, o.dtype) for u, o in zip(us, outs)])
-    reverse = _inner([np.asarray(g, np.float64) for g in grads], vs)
-    plus = [array(np.asarray(a, np.float64) + eps * v, a.dtype) for a, v in zip(args, vs)]
-    minus = [array(np.asarray(a, np.float64) - eps * v, a.dtype) for a, v in zip(args, vs)]
-    f_plus = [np.asarray(o, np.float64) for o in _outputs(f(*plus))]
-    f_minus = [np.asarray(o, np.float64) for o in _outputs(f(*minus))]
+    reverse = _inner(grads, vs)
+    plus = [array(to_numpy64(a) + eps * v, a.dtype) for a, v in zip(args, vs)]
+    minus = [array(to_numpy64(a) - eps * v, a.dtype) for a, v in zip(args, vs)]
+    f_plus = [_values(o) for o in _outputs(f(*plus))]
+    f_minus = [_values(o) for o in _outputs(f(*minus))]
     numeric = _inner(us, [(p - m) / (2 * eps) for p, m in zip(f_plus, f_minus)])
     np.testing.assert_allclose(reverse, numeric, rtol=rtol, atol=atol,
                                err_msg="vjp disagrees with finite differences")
@@ -100,7 +115,9 @@ def check_jvp_vjp(
     f: Callable[..., Any], args: Sequence[Array], rtol: float = 1e-8, atol: float = 1e-10,
     seed: int = 0,
 ) -> None:
-    """Checks <u, J v> (forward mode) against <J^T u, v> (reverse mode)."""
+    """Checks <u, J v> (forward mode) against <J^T u, v> (reverse mode), after checking that
+    each tangent has its output's shape and dtype and each cotangent its input's (a float64
+    rule that drops to float32 fails here)."""
     from nuvec.graph.transforms import jvp, vjp
     from nuvec.ops.creation import array
 
@@ -109,17 +126,25 @@ def check_jvp_vjp(
     outs, tangents = jvp(f, list(args), [array(v, a.dtype) for v, a in zip(vs, args)])
     us = [_random_like(rng, o) for o in outs]
     _, grads = vjp(f, list(args), [array(u, o.dtype) for u, o in zip(us, outs)])
-    forward_value = _inner(us, [np.asarray(t, np.float64) for t in tangents])
-    reverse_value = _inner([np.asarray(g, np.float64) for g in grads], vs)
+    for kind, got, like in (("tangent", tangents, outs), ("cotangent", grads, args)):
+        for g, a in zip(got, like):
+            assert g.shape == a.shape and g.dtype is a.dtype, (
+                f"{kind} {g.shape} {g.dtype} does not match {a.shape} {a.dtype}")
+    forward_value = _inner(us, tangents)
+    reverse_value = _inner(grads, vs)
     np.testing.assert_allclose(forward_value, reverse_value, rtol=rtol, atol=atol,
                                err_msg="jvp and vjp disagree")
 
 
 def check_vmap(
     f: Callable[..., Any], args: Sequence[Array], in_axes: Sequence[int | None] | int = 0,
-    out_axes: int = 0, rtol: float = 1e-6, atol: float = 1e-6,
+    out_axes: int = 0, rtol: float | None = None, atol: float | None = None,
 ) -> None:
-    """Checks `vmap(f, in_axes, out_axes)(*args)` against a loop over the batch, stacked."""
+    """Checks `vmap(f, in_axes, out_axes)(*args)` against a loop over the batch, stacked.
+
+    The tolerances default to each output dtype's entry of `TOLERANCES` (float64: 1e-10), so a
+    batching rule that loses float64 precision fails.
+    """
     from nuvec.graph.transforms import vmap
     from nuvec.ops.creation import array
 
@@ -136,8 +161,10 @@ def check_vmap(
     for k, out in enumerate(batched):
         expected = np.stack([item[k] for item in per_item], axis=out_axes)
         assert out.shape == expected.shape, f"vmap shape {out.shape} != loop {expected.shape}"
-        np.testing.assert_allclose(to_numpy64(out), expected, rtol=rtol, atol=atol,
-                                   err_msg="vmap disagrees with a loop")
+        default = TOLERANCES.get(out.dtype.name, (0.0, 0.0))
+        np.testing.assert_allclose(
+            to_numpy64(out), expected, rtol=default[0] if rtol is None else rtol,
+            atol=default[1] if atol is None else atol, err_msg="vmap disagrees with a loop")
 
 
 class OpSpec:
@@ -153,16 +180,20 @@ class OpSpec:
         grad: run the numerical-gradient and jvp/vjp checks.
         vmap: run the vmap-against-loop checks (batch axis first, last and negative).
         eps, rtol, atol: finite-difference step and tolerances of the gradient check.
+        jvp_rtol, jvp_atol: tolerances of the jvp-against-vjp check (float64 by default; a
+            row computing in float32 or complex64 loosens them).
     """
 
     def __init__(
         self, name: str, fn: Callable[..., Any], make_args: Callable[[np.random.Generator], list],
         covers: Sequence[type], argnums: Sequence[int] | None = None, grad: bool = True,
         vmap: bool = True, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
+        jvp_rtol: float = 1e-8, jvp_atol: float = 1e-10,
     ):
         self.name, self.fn, self.make_args, self.covers = name, fn, make_args, tuple(covers)
         self.argnums, self.grad, self.vmap = argnums, grad, vmap
         self.eps, self.rtol, self.atol = eps, rtol, atol
+        self.jvp_rtol, self.jvp_atol = jvp_rtol, jvp_atol
 
     def __repr__(self) -> str:
         return f"OpSpec({self.name})"
@@ -203,11 +234,22 @@ def run_grad_checks(spec: OpSpec, seed: int = 0) -> None:
     f = _partial(spec.fn, args, nums)
     chosen = [args[i] for i in nums]
     check_grads(f, chosen, eps=spec.eps, rtol=spec.rtol, atol=spec.atol, seed=seed)
-    check_jvp_vjp(f, chosen, seed=seed)
+    check_jvp_vjp(f, chosen, rtol=spec.jvp_rtol, atol=spec.jvp_atol, seed=seed)
+
+
+def _vmap_axis(where: str, ndim: int) -> int:
+    """The batch axis of an input of `ndim` unbatched axes: first (0), last (`ndim`), or
+    negative (-2, one before the last, where there is such an axis; else -1)."""
+    if where == "first":
+        return 0
+    if where == "last":
+        return ndim
+    return -2 if ndim >= 1 else -1
 
 
 def run_vmap_checks(spec: OpSpec, seed: int = 0, size: int = 3) -> None:
-    """vmap against a loop with the batch axis first, last and negative (-1 of 2 = last)."""
+    """vmap against a loop with the batch axis first (out_axes 0), last (out_axes -1) and
+    negative (in_axes -2, out_axes 0), then with every input but the first unbatched."""
     from nuvec.ops.creation import array
 
     if not spec.vmap:
@@ -218,11 +260,10 @@ def run_vmap_checks(spec: OpSpec, seed: int = 0, size: int = 3) -> None:
         batched, axes = [], []
         for k, a in enumerate(samples[0]):
             stacked = np.stack([np.asarray(s[k]) for s in samples], axis=0)
-            axis = 0 if where == "first" else a.ndim
-            stacked = np.moveaxis(stacked, 0, axis)
-            batched.append(array(stacked, a.dtype))
-            axes.append(axis if where != "negative" else axis - (a.ndim + 1))
-        check_vmap(spec.fn, batched, in_axes=tuple(axes))
+            axis = _vmap_axis(where, a.ndim)
+            batched.append(array(np.moveaxis(stacked, 0, axis), a.dtype))
+            axes.append(axis)
+        check_vmap(spec.fn, batched, in_axes=tuple(axes), out_axes=-1 if where == "last" else 0)
     # one unbatched input, where there are several
     if len(samples[0]) > 1:
         first = array(np.stack([np.asarray(s[0]) for s in samples]), samples[0][0].dtype)

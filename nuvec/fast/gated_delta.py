@@ -241,22 +241,26 @@ def gated_delta_slots(q: Any, k: Any, v: Any, g: Any, beta: Any, pool: Any, slot
 
 
 def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
-                       state: Any = None, mask: Any = None, use_kernel: bool = True, *,
+                       state: Any = None, mask: Any = None, use_kernel: bool = True,
+                       lower_bound: float | None = None, *,
                        stream: Any = None) -> tuple[Array, Array]:
     """mlx-lm's gated delta update from the gate projections.
 
-    `beta = sigmoid(b)`, `g = exp(-exp(A_log) * softplus(a + dt_bias))`; with a `mask`
-    (`[B, T]`, true where a step is real) masked steps leave the state unchanged.
+    `beta = sigmoid(b)` and `g = exp(-exp(A_log) * softplus(a + dt_bias))`, or with a
+    `lower_bound`, `g = exp(lower_bound * sigmoid(exp(A_log) * (a + dt_bias)))`; the gates
+    are float32, as mlx-lm's. With a `mask` (`[B, T]`, true where a step is real) a masked
+    step leaves the state unchanged and outputs zeros, as mlx-lm's kernel does.
 
     Args:
         q, k: `[B, T, Hk, Dk]`.
         v: `[B, T, Hv, Dv]`.
         a, b: `[B, T, Hv]` gate projections.
         A_log, dt_bias: `[Hv]` per-head parameters.
-        state: `[B, Hv, Dv, Dk]`, or `None` for zeros.
+        state: `[B, Hv, Dv, Dk]`, or `None` for float32 zeros.
         mask: optional `[B, T]` boolean mask.
         use_kernel: accepted for mlx-lm compatibility (the fused node is chosen where a
             kernel exists).
+        lower_bound: the decay's bound in the sigmoid form, or `None`.
         stream: stream or device.
 
     Returns:
@@ -270,15 +274,21 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
         ops = mx()
         q, v, a, b = (as_array(x, "gated_delta_update") for x in (q, v, a, b))
         beta = ops.sigmoid(b)
-        softplus = ops.logaddexp(ops.add(a, dt_bias), 0.0)
-        gate = ops.multiply(ops.exp(ops.astype(A_log, dt.float32)), softplus)
-        g = ops.astype(ops.exp(ops.negative(gate)), a.dtype)
+        decay_rate = ops.exp(ops.astype(A_log, dt.float32))
+        if lower_bound is None:
+            softplus = ops.logaddexp(ops.add(a, dt_bias), 0.0)
+            g = ops.exp(ops.negative(ops.multiply(decay_rate, softplus)))
+        else:
+            shifted = ops.add(ops.astype(a, dt.float32), dt_bias)
+            g = ops.exp(ops.multiply(lower_bound, ops.sigmoid(ops.multiply(decay_rate, shifted))))
         if state is None:
             bsz, hv, dv = q.shape[0], v.shape[2], v.shape[3]
-            state = ops.zeros((bsz, hv, dv, q.shape[3]), q.dtype)
-        if mask is not None:
-            m = ops.expand_dims(as_array(mask, "gated_delta_update"), -1)
-            # A masked step neither decays nor updates the state.
-            g = ops.where(m, g, ops.ones_like(g))
-            beta = ops.where(m, beta, ops.zeros_like(beta))
-        return gated_delta(q, k, v, g, beta, state)
+            state = ops.zeros((bsz, hv, dv, q.shape[3]), dt.float32)
+        if mask is None:
+            return gated_delta(q, k, v, g, beta, state)
+        m = ops.expand_dims(as_array(mask, "gated_delta_update"), -1)
+        # A masked step neither decays nor updates the state.
+        g = ops.where(m, g, ops.ones_like(g))
+        beta = ops.where(m, beta, ops.zeros_like(beta))
+        y, state = gated_delta(q, k, v, g, beta, state)
+        return ops.where(ops.expand_dims(m, -1), y, ops.zeros_like(y)), state

@@ -7,6 +7,7 @@ weight batch's rows start when the rows are sorted by it (one-row products of a 
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from nuvec.graph import dtypes as dt
@@ -20,7 +21,7 @@ __all__: list[str] = []
 def _rows(a: Array, indices: Array) -> Array:
     """The `[M, N]` matrices of `a` picked by `indices` (`[*indices.shape, M, N]`)."""
     ops = mx()
-    flat = ops.reshape(a, (-1, a.shape[-2], a.shape[-1]))
+    flat = ops.reshape(a, (math.prod(a.shape[:-2]), a.shape[-2], a.shape[-1]))
     return ops.take(flat, indices, axis=0)
 
 

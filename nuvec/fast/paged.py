@@ -92,8 +92,10 @@ class PagedAttention(FastOp):
 
     def valid(self, inputs):
         q, k, v, tables, lengths = inputs
-        b, hq, d = q.shape[0], q.shape[1], q.shape[-1]
-        return (q.ndim == 4 and k.ndim == 4 and k.shape == v.shape
+        if q.ndim != 4:
+            return False
+        b, hq, d = q.shape[0], q.shape[1], q.shape[3]
+        return (k.ndim == 4 and k.shape == v.shape
                 and k.dtype is q.dtype and v.dtype is q.dtype and k.shape[3] == d
                 and k.shape[1] > 0 and hq % k.shape[1] == 0 and d in (64, 128, 256)
                 and _pow2(k.shape[2]) and k.size < 2**32 - 1
@@ -200,7 +202,8 @@ def paged_write(cache: Any, new: Any, slots: Any, *, stream: Any = None) -> Arra
         The updated cache (a new array; `cache` is unchanged).
 
     Raises:
-        ValueError: for shapes that do not fit or non-integer slots.
+        ValueError: for shapes that do not fit.
+        TypeError: for non-integer slots.
     """
     op = "paged_write"
     with stream_context(to_stream(stream)):
@@ -212,6 +215,6 @@ def paged_write(cache: Any, new: Any, slots: Any, *, stream: Any = None) -> Arra
                 f"{op}: cache must be [blocks, Hkv, block_size, D], new [T, Hkv, D] and slots "
                 f"[T], got {list(cache.shape)}, {list(new.shape)}, {list(slots.shape)}")
         if not slots.dtype.is_integer:
-            raise ValueError(f"{op}: slots must be integers, got {slots.dtype.name}")
+            raise TypeError(f"{op}: slots must be integers, got {slots.dtype.name}")
         inputs = [cache, mx().astype(new, cache.dtype), mx().astype(slots, dt.int32)]
         return one(PAGED_WRITE, inputs)

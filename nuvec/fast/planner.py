@@ -7,7 +7,7 @@ options: `plan` maps a validated `RouteKey` to a `Route`; `plan_attention` is th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from nuvec.graph import dtypes as dt
 
@@ -364,8 +364,9 @@ def plan(key: RouteKey) -> Plan:
     return Plan(route, 0, block_bytes(key, rows), rows < default, tuple(rejected))
 
 
-def plan_attention(q_shape, k_shape, v_shape, dtype, *, mask=None, sinks=None, window=None,
-                   max_score_bytes=None, stream=None) -> AttentionPlan:
+def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequence[int],
+                   dtype: Any, *, mask: Any = None, sinks: Any = None, window: int | None = None,
+                   max_score_bytes: int | None = None, stream: Any = None) -> AttentionPlan:
     """The plan of an attention call, without running it.
 
     Args:

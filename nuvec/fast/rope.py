@@ -20,6 +20,7 @@ __all__ = ["rope", "norm_rope"]
 
 NORM_ROPE_MAX = 1024
 _I32_MAX = 2**31 - 1
+_USIZE_MAX = 2**64 - 1
 
 
 def _rotation_ok(dims: int, x: Array, freqs: Array | None) -> bool:
@@ -114,7 +115,10 @@ class Rope(FastOp):
         return [one(self.inverse(), [cotangents[0], *primals[1:]])]
 
     def jvp(self, primals, tangents, outputs):
-        # Linear in x; the offset and frequencies are constants.
+        if len(tangents) > 2 and tangents[2] is not None:
+            # A tangent of the frequencies: the seed's rule, through the fallback graph.
+            return super().jvp(primals, tangents, outputs)
+        # Linear in x (the integer offset has no tangent).
         return [one(self, [tangents[0], *primals[1:]])] if tangents[0] is not None else [None]
 
     def batch_first(self, inputs, axes):
@@ -151,9 +155,11 @@ class NormRope(FastOp):
         y, w = inputs[at], inputs[at + 1]
         s = y.shape
         end = self.offset + (s[2] if y.ndim > 2 else 0)
-        if end > _I32_MAX or self.offset < 0:
+        if end > _USIZE_MAX:
+            # The seed's positions are `usize`: `offset + L` past its range overflows.
             raise ValueError(f"norm_rope: position {self.offset} overflows")
-        fits = y.ndim == 4 and y.dtype is x.dtype and s[3] <= NORM_ROPE_MAX
+        fits = (y.ndim == 4 and y.dtype is x.dtype and s[3] <= NORM_ROPE_MAX
+                and 0 <= self.offset and end <= _I32_MAX)
         cache_fits = not self.cache or (
             fits and x.ndim == 4 and x.shape[:2] == s[:2] and x.shape[3] == s[3]
             and x.shape[2] >= end

@@ -134,18 +134,35 @@ class Node:
 class Array:
     """A lazy n-dimensional array, the result of recorded operations.
 
-    Create with `nuvec.array(data, dtype=None)`. Evaluation happens on `nuvec.eval`, `item()`,
-    `tolist()` or `numpy.asarray(a)`.
+    `nuvec.array` is this class, as `mlx.core.array` is MLX's (`isinstance(x, mx.array)`
+    works). `array(val, dtype=None)` makes an evaluated array from data: Python ints become
+    int32 (int64 if they do not fit), floats float32, bools bool; NumPy float64 data becomes
+    float32 unless `dtype` says otherwise (MLX's rule); a list of arrays is stacked. Evaluation
+    of other arrays happens on `nuvec.eval`, `item()`, `tolist()` or `numpy.asarray(a)`.
+
+    Args:
+        val: a scalar, nested lists/tuples, NumPy data or another array.
+        dtype: the dtype to store; default as above.
+
+    Raises:
+        TypeError: if `dtype` is not a dtype or the data is not numeric.
+        ValueError: if nested sequences are ragged or an integer does not fit in int64.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.array([1, 2, 3])
+        array([1, 2, 3], dtype=int32)
+        >>> isinstance(mx.array([1.0]), mx.array)
+        True
     """
 
     __slots__ = ("_node", "_index", "shape", "dtype", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, data: Any, dtype: Any = None):
+    def __init__(self, val: Any, dtype: Any = None):
         from nuvec.ops.creation import array as make_array
 
-        made = make_array(data, dtype)
-        self._rebind(made)
+        self._rebind(make_array(val, dtype))
 
     def _rebind(self, other: Array) -> None:
         """Makes this handle refer to `other`'s value (MLX's in-place updates)."""
@@ -246,10 +263,9 @@ class Array:
         return self.shape[0]
 
     def __iter__(self) -> Iterator[Array]:
-        if not self.shape:
+        if not self.shape:  # raised by iter() itself, as NumPy does, not at the first next()
             raise TypeError("iteration over a 0-d array")
-        for i in range(self.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self.shape[0]))
 
     def __bool__(self) -> bool:
         if self.size != 1:

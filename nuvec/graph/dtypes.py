@@ -159,7 +159,7 @@ def to_dtype(value: Any, op: str = "dtype") -> Dtype:
 
 def from_numpy_dtype(np_dtype: np.dtype) -> Dtype:
     """The nuvec dtype of NumPy data; float64 stays float64, complex128 becomes complex64."""
-    found = _BY_NUMPY.get(np_dtype)
+    found = _BY_NUMPY.get(np_dtype) or _BY_NUMPY.get(np_dtype.newbyteorder("="))
     if found is not None:
         return found
     if np_dtype.kind == "c":

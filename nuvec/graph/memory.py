@@ -12,7 +12,6 @@ from typing import Any, Sequence
 class _Counters:
     active = 0
     peak = 0
-    limit = 0
 
 
 counters = _Counters()

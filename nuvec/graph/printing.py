@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 if TYPE_CHECKING:
     from nuvec.graph.array import Array
 
-_options: dict[str, Any] = {"precision": None, "threshold": 1000, "edgeitems": 3}
+_options: dict[str, int] = {"precision": -1, "threshold": 1000, "edgeitems": 3}
 
 
-def _format_float(x: float, precision: int | None) -> str:
-    if precision is not None:
+def _format_float(x: float, precision: int) -> str:
+    if precision >= 0:
         return f"{x:.{precision}f}"
     return f"{x:g}"
 
@@ -41,22 +42,64 @@ def format_array(a: Array) -> str:
     return f"array({body}, dtype={a.dtype.name})"
 
 
-def set_printoptions(precision: int | None = None, threshold: int | None = None,
+@dataclass
+class PrintOptions:
+    """How arrays print, as MLX's `PrintOptions` (nuvec adds `threshold` and `edgeitems`).
+
+    `precision` is the number of digits after the point for floats; -1 prints them as MLX
+    does by default (C++ stream formatting: up to 6 significant digits).
+    """
+
+    precision: int = -1
+    threshold: int = 1000
+    edgeitems: int = 3
+
+
+def get_printoptions() -> PrintOptions:
+    """The current print options (a copy: changing it changes nothing)."""
+    return PrintOptions(**_options)
+
+
+def set_printoptions(precision: int = -1, threshold: int | None = None,
                      edgeitems: int | None = None) -> None:
-    """Sets how arrays print: float `precision`, summarization `threshold`, `edgeitems`."""
-    for key, value in (("precision", precision), ("threshold", threshold),
-                       ("edgeitems", edgeitems)):
-        if value is not None:
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"set_printoptions: {key} must be a non-negative int, got {value!r}")
-            _options[key] = value
+    """Sets how arrays print.
+
+    As in MLX, `precision` defaults to -1 (MLX's default float format), so calling this
+    without it resets the precision; `threshold` and `edgeitems` (nuvec's additions, as in
+    NumPy) keep their current values when None.
+
+    Args:
+        precision: digits after the point for floats, or -1 for MLX's default format.
+        threshold: arrays with more elements than this print summarized with `...`.
+        edgeitems: how many items a summarized axis shows at each end.
+
+    Raises:
+        ValueError: for a precision that is not an int >= -1, or a threshold or edgeitems
+            that is not a non-negative int; no option changes then.
+
+    Example:
+        >>> import nuvec as mx
+        >>> with mx.printoptions(precision=2):
+        ...     print(mx.array([1 / 3]))
+        array([0.33], dtype=float32)
+    """
+    given = {"precision": precision, "threshold": threshold, "edgeitems": edgeitems}
+    given = {key: value for key, value in given.items() if value is not None}
+    for key, value in given.items():
+        lowest = -1 if key == "precision" else 0
+        if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
+            raise ValueError(f"set_printoptions: {key} must be an int >= {lowest}, got "
+                             f"{value!r}")
+    _options.update(given)
 
 
 @contextmanager
-def printoptions(**kwargs: Any) -> Iterator[None]:
-    """Temporarily sets print options (see `set_printoptions`)."""
+def printoptions(precision: int = -1, threshold: int | None = None,
+                 edgeitems: int | None = None) -> Iterator[None]:
+    """Sets print options (as `set_printoptions`) inside a `with` block and restores the
+    previous ones on exit, even after an error."""
     saved = dict(_options)
-    set_printoptions(**kwargs)
+    set_printoptions(precision, threshold, edgeitems)
     try:
         yield
     finally:

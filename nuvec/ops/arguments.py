@@ -6,6 +6,8 @@ Every public op validates through these helpers so error messages have one forma
 
 from __future__ import annotations
 
+import math
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,7 +38,7 @@ def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
             return handle(node, 0)
     try:
         data = np.asarray(value, dtype=dtype.np)
-    except OverflowError:  # out-of-range weak integers wrap, as a cast would
+    except OverflowError:  # negative ints wrap into uint64, as a cast would (MLX)
         data = np.asarray(np.asarray(value).astype(dtype.np))
     if shape:  # a read-only view repeating the one element (np.broadcast_to, but cheaper)
         data = np.ndarray(shape, dtype.np, data, 0, (0,) * len(shape))
@@ -56,15 +58,36 @@ def fresh(a: Array) -> Array:
 
 
 def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
-    """`x` as an array: arrays pass through, scalars/lists/NumPy data are converted (MLX rules)."""
+    """`x` as an array: arrays pass through, scalars/lists/NumPy data are converted (MLX rules).
+
+    Raises:
+        TypeError: if `x` cannot be converted.
+        ValueError: if `x` is a Python int that the integer `dtype` cannot hold.
+    """
     if isinstance(x, Array):
         return x
     from nuvec.ops.creation import array
 
+    if dtype is not None:  # a value taking the dtype of the array it updates or pads (MLX)
+        check_weak_int(op, x, dtype)
     try:
         return array(x, dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
+
+
+# the integer dtypes MLX checks weak Python ints against (uint64 is not checked there: it wraps)
+_INT_RANGES = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
+               for d in dt.INTEGER_DTYPES if d is not dt.uint64}
+
+
+def check_weak_int(op: str, value: Any, dtype: dt.Dtype) -> None:
+    """Raises, as MLX does, if a weak Python int does not fit the integer dtype it takes."""
+    if type(value) is int:
+        bounds = _INT_RANGES.get(dtype)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise ValueError(f"{op}: the Python int {value} does not fit in {dtype.name} "
+                             f"(range {bounds[0]} to {bounds[1]})")
 
 
 def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
@@ -76,9 +99,11 @@ def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
         out = dt.promote_types(a.dtype, b.dtype)
     elif a_is_array and isinstance(b, Scalar):
         out = dt.weak_scalar_result(a.dtype, b)
+        check_weak_int(op, b, out)
         return _cast(a, out, stream), scalar_array(b, out, a.shape)
     elif b_is_array and isinstance(a, Scalar):
         out = dt.weak_scalar_result(b.dtype, a)
+        check_weak_int(op, a, out)
         return scalar_array(a, out, b.shape), _cast(b, out, stream)
     else:
         a, b = as_array(a, op), as_array(b, op)
@@ -166,16 +191,28 @@ def broadcast_all(op: str, arrays: Sequence[Array], stream: Stream) -> list[Arra
     return [a if a.shape == shape else broadcast_to(a, shape, stream=stream) for a in arrays]
 
 
+def int_tuple(values: Any, op: str, what: str) -> tuple[int, ...]:
+    """`values` (an int or a sequence of ints) as a tuple of Python ints.
+
+    Raises:
+        TypeError: if `values` or one of its entries is not an integer (floats are not truncated).
+    """
+    try:
+        if isinstance(values, (int, np.integer)):
+            return (int(values),)
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"{op}: {what} must be an int or a sequence of ints, "
+                        f"got {values!r}") from None
+
+
 def check_shape(shape: Any, op: str) -> Shape:
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        out = tuple(int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    out = int_tuple(shape, op, "shape")
     if any(d < 0 for d in out):
         raise ValueError(f"{op}: negative dimensions are not allowed, got {out}")
+    if math.prod(out) >= 2**60:  # past what NumPy can index, even as a broadcast view
+        raise ValueError(f"{op}: the shape {out} has more elements than an array can hold")
     return out
 
 

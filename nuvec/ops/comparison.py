@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
@@ -328,22 +330,28 @@ def isclose(
 
     Raises:
         ValueError: if the shapes cannot be broadcast together.
+        TypeError: if `rtol` or `atol` is not a real number.
 
     Example:
         >>> import nuvec as mx
         >>> mx.isclose(mx.array([1.0, 2.0]), mx.array([1.0 + 1e-9, 2.1])).tolist()
         [True, False]
     """
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"isclose: {name} must be a real number, got {type(value).__name__}")
     s = to_stream(stream)
     a, b = _prepare("isclose", a, b, s)
     if not a.dtype.is_inexact:
         a, b = u.astype(a, dt.float32, stream=s), u.astype(b, dt.float32, stream=s)
+    from nuvec.ops.nonfinite import isfinite, isnan
+
     diff = u.abs(subtract(a, b, stream=s), stream=s)
     bound = add(multiply(u.abs(b, stream=s), float(rtol), stream=s), float(atol), stream=s)
-    out = logical_or(less_equal(diff, bound, stream=s), equal(a, b, stream=s), stream=s)
+    # an infinite b makes the bound infinite: infinities are close only to themselves (NumPy)
+    within = logical_and(less_equal(diff, bound, stream=s), isfinite(b, stream=s), stream=s)
+    out = logical_or(within, equal(a, b, stream=s), stream=s)
     if equal_nan:
-        from nuvec.ops.nonfinite import isnan
-
         both = logical_and(isnan(a, stream=s), isnan(b, stream=s), stream=s)
         out = logical_or(out, both, stream=s)
     return out

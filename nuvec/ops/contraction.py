@@ -34,7 +34,8 @@ def tensordot(a: Any, b: Any, /, axes: int | Sequence[Sequence[int]] = 2, *,
         An array with `a`'s free axes followed by `b`'s.
 
     Raises:
-        ValueError: if axes are out of range, repeated, or their sizes differ.
+        ValueError: if axes are out of range, repeated, or their sizes differ, or the
+            operands have more than 52 dimensions together.
 
     Example:
         >>> import nuvec as mx
@@ -68,7 +69,8 @@ def tensordot(a: Any, b: Any, /, axes: int | Sequence[Sequence[int]] = 2, *,
             raise ValueError(f"tensordot: axis {i} of shape {a.shape} and axis {j} of shape "
                              f"{b.shape} differ in size")
     if a.ndim + b.ndim > len(LETTERS):
-        raise ValueError("tensordot: too many dimensions")
+        raise ValueError(f"tensordot: at most {len(LETTERS)} dimensions in all, got shapes "
+                         f"{a.shape} and {b.shape}")
     la = list(LETTERS[: a.ndim])
     lb = list(LETTERS[a.ndim: a.ndim + b.ndim])
     for i, j in zip(axes_a, axes_b):

@@ -98,7 +98,8 @@ def gather_mm(
     The batch axes of `a` `[..., M, K]` and `b` `[..., K, N]` are flattened and indexed; the
     indices broadcast together and give the output's batch shape. Missing indices mean
     `arange` over that operand's batch. `sorted_indices` is a hint for kernels that exploit
-    sorted indices; the result does not depend on it.
+    sorted indices; the result does not depend on it. Negative indices count from the end; an
+    out-of-range one makes the evaluation fail, as in `take`.
 
     Args:
         a: floating `[..., M, K]`.

@@ -240,8 +240,6 @@ def take(a: Any, /, indices: Any, axis: int | None = None, *, stream: Any = None
         ax = 0
     else:
         ax = normalize_axis(axis, a.ndim, "take")
-    if a.ndim == 0:
-        raise ValueError("take: cannot take from a 0-dimensional array along an axis")
     if isinstance(indices, (int, np.integer)) and not isinstance(indices, bool):
         i = check_int_index("take", int(indices), a.shape[ax], ax)
         idx = as_array(np.asarray(i, dtype=np.int32), "take")
@@ -288,7 +286,8 @@ def take_along_axis(a: Any, /, indices: Any, axis: int | None = None, *,
     """Picks `a`'s values at `indices` along `axis` (NumPy's `take_along_axis`).
 
     `indices` has `a`'s number of dimensions; off `axis`, `a` and `indices` broadcast. With
-    `axis=None` both are flattened.
+    `axis=None` both are flattened. Negative indices count from the end; an out-of-range one
+    makes the evaluation fail (see the module notes).
 
     Args:
         a: the input array.
@@ -320,6 +319,8 @@ def put_along_axis(a: Any, /, indices: Any, values: Any, axis: int | None = None
 
     `values` broadcasts to the indexed shape and is cast to `a`'s dtype; with repeated indices
     the last value wins. With `axis=None` the flattened array is updated and reshaped back.
+    Negative indices count from the end; an out-of-range one makes the evaluation fail (see the
+    module notes).
 
     Args:
         a: the input array.

@@ -14,7 +14,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, fresh, normalize_axis
+from nuvec.ops.arguments import as_array, fresh, int_tuple, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import broadcast_to, expand_dims, reshape
 from nuvec.ops.slicing import fit_update, static_slice, static_slice_update
@@ -180,8 +180,7 @@ def split(a: Any, /, indices_or_sections: int | Sequence[int], axis: int = 0, *,
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
         cuts = []
-        for i in indices_or_sections:
-            i = int(i)
+        for i in int_tuple(indices_or_sections, "split", "indices_or_sections"):
             cuts.append(min(max(i + n if i < 0 else i, 0), n))
         bounds = [0, *cuts, n]
     s = to_stream(stream)
@@ -196,8 +195,11 @@ def split(a: Any, /, indices_or_sections: int | Sequence[int], axis: int = 0, *,
 def _pad_widths(op: str, pad_width: Any, ndim: int) -> list[tuple[int, int]]:
     """NumPy's pad_width forms: n, (n,), (before, after), ((before, after),), or one per axis."""
     try:
-        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (ndim, 2))
-    except (ValueError, TypeError):
+        raw = np.asarray(pad_width)
+        if raw.dtype.kind not in "iu" and raw.size:  # floats are rejected, never truncated
+            raise TypeError(f"{op}: pad_width must hold ints, got {pad_width!r}")
+        widths = np.broadcast_to(raw.astype(np.int64), (ndim, 2))
+    except ValueError:
         raise ValueError(f"{op}: pad_width {pad_width!r} does not match an array with {ndim} "
                          "dimensions") from None
     if (widths < 0).any():
@@ -317,7 +319,7 @@ def tile(a: Any, reps: int | Sequence[int], /, *, stream: Any = None) -> Array:
         [1, 2, 1, 2]
     """
     a = as_array(a, "tile")
-    reps_t = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    reps_t = int_tuple(reps, "tile", "reps")
     if any(r < 0 for r in reps_t):
         raise ValueError(f"tile: repetitions must be non-negative, got {reps_t}")
     s = to_stream(stream)
@@ -353,13 +355,13 @@ def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
     """
     a = as_array(a, "roll")
     s = to_stream(stream)
-    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
+    shifts = int_tuple(shift, "roll", "shift")
     if axis is None:
         if len(shifts) != 1:
             raise ValueError(f"roll: shift {shift!r} needs an axis of the same length")
         flat = reshape(a, (-1,), stream=s)
         return reshape(_roll_axes(flat, shifts, (0,), s), a.shape, stream=s)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     elif len(axes) == 1:

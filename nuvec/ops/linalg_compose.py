@@ -64,7 +64,8 @@ def _singular_values(a: Array, axes: tuple[int, ...]) -> Array:
     """Singular values of the matrices spanned by `axes` (row axis, column axis)."""
     row, col = axes
     x = moveaxis(moveaxis(a, row, -1), col if col < row else col - 1, -1)
-    x = astype(_at_least_float(x), dt.float32) if x.dtype not in (dt.float32, dt.float64) else x
+    if x.dtype not in (dt.float32, dt.float64, dt.complex64):  # SVD's dtypes
+        x = astype(_at_least_float(x), dt.float32)
     return record1(SVD(False), (x,), to_stream(None))
 
 
@@ -73,13 +74,14 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
     row, col = axes
     if ord in ("fro", "f") or ord is None:
         return _l2(a, axes, keepdims)
+    dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
     if ord in ("nuc", 2, -2):
         s = _singular_values(a, axes)
         out = o.sum(s, axis=-1) if ord == "nuc" else (o.max if ord == 2 else o.min)(s, axis=-1)
+        out = astype(out, dtype)  # float16/bfloat16 inputs went through a float32 SVD
         return expand_dims(out, sorted(axes)) if keepdims else out
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm")
-    dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
     if ord in (1, -1):
         inner, outer = row, col
     elif ord in (math.inf, -math.inf):

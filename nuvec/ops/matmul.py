@@ -6,6 +6,7 @@ axes are equal; the op promotes, reshapes 1-D operands and broadcasts the batch 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
@@ -111,7 +112,9 @@ def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
         *(b2.shape[-1:] if b.ndim > 1 else ()),
     )
     if b2.ndim == 2:  # one GEMM over all the rows of a's batch
-        rows = reshape(a2, (-1, a2.shape[-1]), stream=s) if a2.ndim > 2 else a2
+        # explicit row count: a -1 is ambiguous when K is 0
+        rows = (reshape(a2, (math.prod(a2.shape[:-1]), a2.shape[-1]), stream=s)
+                if a2.ndim > 2 else a2)
         out = record1(MATMUL, (rows, b2), s)
     else:
         batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op=op)

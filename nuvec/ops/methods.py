@@ -46,6 +46,18 @@ for _name, _op in _BINARY.items():
     setattr(Array, f"__i{_name}__", _in_place(_op))
 
 
+def _in_place_divide(self: Array, other: Any) -> Array:
+    # MLX refuses `a /= b` on an integer or bool array (the quotient is float)
+    if not self.dtype.is_inexact:
+        raise ValueError(f"divide: in-place division needs an inexact array, got "
+                         f"{self.dtype.name} (write `a = a / b` for a float result)")
+    self._rebind(binary.divide(self, other))
+    return self
+
+
+Array.__itruediv__ = _in_place_divide
+
+
 def _comparison(op):
     def method(self: Array, other: Any) -> Any:
         # `a == None` and the like are False (NotImplemented lets Python decide), as in MLX

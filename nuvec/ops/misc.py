@@ -233,8 +233,8 @@ def hadamard_transform(a: Any, /, scale: float | None = None, *, stream: Any = N
         An array of `a`'s shape (float dtype).
 
     Raises:
-        ValueError: for an empty array, or a last axis whose size is not `m * 2**k` with m in
-            (1, 12, 20, 28).
+        ValueError: for a last axis whose size is not `m * 2**k` with m in (1, 12, 20, 28)
+            (an empty batch is fine; an empty last axis is not).
 
     Example:
         >>> import nuvec as mx
@@ -247,8 +247,6 @@ def hadamard_transform(a: Any, /, scale: float | None = None, *, stream: Any = N
     op = "hadamard_transform"
     s = to_stream(stream)
     a = as_array(a, op)
-    if a.size == 0:
-        raise ValueError(f"{op}: empty arrays are not supported, got shape {a.shape}")
     n = a.shape[-1] if a.ndim else 1
     if hadamard_factor(n) is None:
         raise ValueError(
@@ -258,8 +256,8 @@ def hadamard_transform(a: Any, /, scale: float | None = None, *, stream: Any = N
     factor = 1.0 / math.sqrt(n) if scale is None else float(scale)
     dtype = a.dtype if a.dtype.is_floating else dt.float32
     a = astype(a, dtype, stream=s)
-    if n == 1:
-        return a if factor == 1.0 else multiply(a, factor, stream=s)
+    if n == 1 or a.size == 0:  # nothing to mix: only the scale applies
+        return multiply(a, factor, stream=s)
     return record1(Hadamard(factor), (a,), s)
 
 

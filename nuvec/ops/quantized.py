@@ -138,7 +138,9 @@ class Dequantize(_Grouped):
 
 
 class QuantizedMatmul(Primitive):
-    """`x @ dequantize(w).T` (or `x @ dequantize(w)`); differentiable in `x` only.
+    """`x @ W.T` (or `x @ W`) for `W = dequantize(w, scales, biases)`; differentiable in `x`,
+    `scales` and `biases` (as MLX), whose rules go through `W`'s (`Dequantize`'s) with
+    dW = c^T x (or x^T c) summed over the batch axes `x` has beyond `w`'s.
 
     Inputs: `x [..., M, K]` (or `[K]`), `w [..., N, K*bits/32]` with scales and biases of the
     same batch shape; when `w` has batch axes, `x` has the same ones (the op broadcasts).
@@ -158,15 +160,51 @@ class QuantizedMatmul(Primitive):
         return (((*x.shape[:-1], n), x.dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        _, w, scales, biases = primals
+        x, w, scales, biases = primals
         flipped = QuantizedMatmul(self.group_size, self.bits, not self.transpose)
-        return [apply(flipped, cotangents[0], w, scales, biases) if i == 0 else None
-                for i in argnums]
+        grads: dict[int, Array | None] = {0: None, 1: None, 2: None, 3: None}
+        if 0 in argnums:
+            grads[0] = apply(flipped, cotangents[0], w, scales, biases)
+        wanted = [i - 1 for i in argnums if i >= 2]
+        if wanted:
+            weights = self._weight_cotangent(x, cotangents[0], w.ndim)
+            dequantized = Dequantize(self.group_size, self.bits)
+            found = dequantized.vjp([w, scales, biases], [weights], wanted, None)
+            grads.update((i + 1, g) for i, g in zip(wanted, found))
+        return [grads[i] for i in argnums]
+
+    def _weight_cotangent(self, x: Array, cotangent: Array, w_ndim: int) -> Array:
+        """The cotangent of the dequantized weights: c^T x (transposed) or x^T c."""
+        from nuvec.ops.matmul import matmul
+        from nuvec.ops.reduction import sum as reduce_sum
+        from nuvec.ops.shape import expand_dims, swapaxes
+
+        if x.ndim == 1:
+            x, cotangent = expand_dims(x, 0), expand_dims(cotangent, 0)
+        if self.transpose:
+            weights = matmul(swapaxes(cotangent, -1, -2), x)
+        else:
+            weights = matmul(swapaxes(x, -1, -2), cotangent)
+        extra = weights.ndim - w_ndim  # x's batch axes that a 2-D w broadcast over
+        return reduce_sum(weights, axis=tuple(range(extra))) if extra else weights
 
     def jvp(self, primals, tangents, outputs):
-        if tangents[0] is None:
+        from nuvec.ops.binary import add
+        from nuvec.ops.matmul import matmul
+        from nuvec.ops.shape import swapaxes
+
+        x, w, scales, biases = primals
+        parts = []
+        if tangents[0] is not None:
+            parts.append(apply(self, tangents[0], w, scales, biases))
+        if tangents[2] is not None or tangents[3] is not None:
+            dequantized = Dequantize(self.group_size, self.bits)
+            weights = apply(dequantized, w, scales, biases)  # only its shape is read
+            dw = dequantized.jvp([w, scales, biases], [None, *tangents[2:]], [weights])[0]
+            parts.append(matmul(x, swapaxes(dw, -1, -2) if self.transpose else dw))
+        if not parts:
             return [None]
-        return [apply(self, tangents[0], *primals[1:])]
+        return [parts[0] if len(parts) == 1 else add(parts[0], parts[1])]
 
     def vmap(self, inputs, axes):
         from nuvec.ops.shape import reshape, squeeze

@@ -71,7 +71,7 @@ class _KeyState:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.state = [_make_key(time.time_ns())]
+        self.state = [_make_key(time.time_ns(), "seed")]
 
     def next(self) -> Array:
         # The state is split eagerly on the host so that it stays a concrete leaf: samples
@@ -82,7 +82,9 @@ class _KeyState:
             return leaf(pair[1].copy(), dt.uint32)
 
 
-def _make_key(seed: int) -> Array:
+def _make_key(seed: int, op: str) -> Array:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{op}: seed must be an int, got {type(seed).__name__}")
     seed = int(seed) % (1 << 64)
     return leaf(np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32), dt.uint32)
 
@@ -99,7 +101,10 @@ def seed(seed: int) -> None:
     """Seeds the global key, so that samplers called without a key repeat their sequence.
 
     Args:
-        seed: any Python int.
+        seed: any Python int (taken modulo 2**64).
+
+    Raises:
+        TypeError: for a seed that is not an int.
 
     Example:
         >>> import nuvec as mx
@@ -108,7 +113,7 @@ def seed(seed: int) -> None:
         True
     """
     with _state.lock:
-        _state.state[0] = _make_key(seed)
+        _state.state[0] = _make_key(seed, "seed")
 
 
 def key(seed: int) -> Array:
@@ -117,12 +122,15 @@ def key(seed: int) -> Array:
     Args:
         seed: any Python int (taken modulo 2**64).
 
+    Raises:
+        TypeError: for a seed that is not an int.
+
     Example:
         >>> import nuvec as mx
         >>> mx.random.key(1).tolist()
         [0, 1]
     """
-    return _make_key(seed)
+    return _make_key(seed, "key")
 
 
 def bits(
@@ -240,7 +248,7 @@ def uniform(
         >>> bool(((x >= -1) & (x < 1)).all())
         True
     """
-    from nuvec.ops.binary import add, minimum, multiply, subtract
+    from nuvec.ops.binary import add, maximum, minimum, multiply, subtract
     from nuvec.ops.unary import astype
 
     s = to_stream(stream)
@@ -254,9 +262,10 @@ def uniform(
     lo_w, hi_w = astype(lo, work, stream=s), astype(hi, work, stream=s)
     out = add(multiply(u, subtract(hi_w, lo_w, stream=s), stream=s), lo_w, stream=s)
     out = astype(out, dtype, stream=s)
-    # Rounding of low + u * (high - low) may reach high: clamp below it, as MLX does.
+    # Rounding of low + u * (high - low) may reach high: clamp below it. The step below
+    # high can pass low when they are (nearly) equal; low then is the only value left.
     below = _next_below(astype(hi, dtype, stream=s), dtype, s)
-    return minimum(out, below, stream=s)
+    return maximum(minimum(out, below, stream=s), lo, stream=s)
 
 
 def _next_below(x: Array, dtype: dt.Dtype, s: Any) -> Array:

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axis
+from nuvec.ops.arguments import as_array, check_shape, fresh, int_tuple, normalize_axis
 from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 
@@ -133,12 +133,7 @@ def reshape(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Array:
 
 
 def _infer_shape(a: Array, shape: Any, op: str) -> Shape:
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
+    shape = int_tuple(shape, op, "shape")
     if shape.count(-1) > 1:
         raise ValueError(f"{op}: only one dimension can be -1, got {shape}")
     if -1 in shape:
@@ -388,7 +383,7 @@ def expand_dims(a: Any, /, axis: int | Sequence[int], *, stream: Any = None) -> 
         ValueError: if an axis is out of range or repeated.
     """
     a = as_array(a, "expand_dims")
-    axes = [axis] if isinstance(axis, int) else list(axis)
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
     ndim = a.ndim + len(axes)
     positions = sorted(normalize_axis(x, ndim, "expand_dims") for x in axes)
     if len(set(positions)) != len(positions):
@@ -416,7 +411,7 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
     if axis is None:
         drop = {i for i, d in enumerate(a.shape) if d == 1}
     else:
-        axes = [axis] if isinstance(axis, int) else list(axis)
+        axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
         drop = {normalize_axis(x, a.ndim, "squeeze") for x in axes}
         for i in drop:
             if a.shape[i] != 1:

@@ -195,11 +195,12 @@ class DynamicSliceUpdate(Primitive):
             return [apply(DynamicSliceUpdate(shifted, self.batched), x, update, start)], [0]
         x = move_batch_to_front(x, ax_x, size)
         update = move_batch_to_front(update, ax_u, size)
+        inner = x.shape[1] if self.batched else 0  # the existing batch axis
         x, start, merge = _merge_batch(x, 0, start, ax_s, self.batched)
         if self.batched:
-            update = reshape(update, (-1, *update.shape[2:]))
+            update = reshape(update, (size * inner, *update.shape[2:]))
         out = apply(DynamicSliceUpdate(tuple(a + merge for a in self.axes), True), x, update, start)
-        return [reshape(out, (size, -1, *out.shape[1:])) if self.batched else out], [0]
+        return [reshape(out, (size, inner, *out.shape[1:])) if self.batched else out], [0]
 
 
 def _merge_batch(x: Array, ax_x: int | None, start: Array, ax_s: int, batched: bool):
@@ -213,8 +214,8 @@ def _merge_batch(x: Array, ax_x: int | None, start: Array, ax_s: int, batched: b
     if not batched:
         return x, start, 1
     # x is [new, old, ...] and start [new, old, k]: flatten both batch axes into one.
-    x = reshape(x, (-1, *x.shape[2:]))
-    start = reshape(start, (-1, start.shape[-1]))
+    x = reshape(x, (x.shape[0] * x.shape[1], *x.shape[2:]))
+    start = reshape(start, (start.shape[0] * start.shape[1], start.shape[-1]))
     return x, start, 0
 
 

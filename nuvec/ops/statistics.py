@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.ops.arguments import as_array
@@ -50,6 +52,11 @@ def mean(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = 
     return multiply(total, 1.0 / n if n else float("inf"), stream=stream)
 
 
+def _check_ddof(ddof: Any, op: str) -> None:
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)):
+        raise TypeError(f"{op}: ddof must be an int, got {type(ddof).__name__}")
+
+
 def var(
     a: Any, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, stream: Any = None
 ) -> Array:
@@ -75,6 +82,7 @@ def var(
 
     a = as_array(a, "var")
     axes = normalize_axes(axis, a.ndim, "var")
+    _check_ddof(ddof, "var")
     centred = subtract(a, mean(a, axes, True, stream=stream), stream=stream)
     total = reduce_sum(multiply(centred, centred, stream=stream), axes, keepdims,
                        stream=stream)
@@ -107,6 +115,7 @@ def std(
 
     a = as_array(a, "std")
     normalize_axes(axis, a.ndim, "std")
+    _check_ddof(ddof, "std")
     return sqrt(var(a, axis, keepdims, ddof, stream=stream), stream=stream)
 
 
@@ -139,6 +148,8 @@ def count_nonzero(
 
 def median(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:
     """Median over `axis` (mean of the two middle values for an even count; float result).
+
+    A NaN in a reduced slice makes its median NaN, as in NumPy.
 
     Args:
         a, axis, keepdims: as `sum`.
@@ -175,4 +186,10 @@ def median(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any 
     if n % 2 == 0:
         lower = astype(take(ordered, n // 2 - 1, axis=-1, stream=stream), out_dtype, stream=stream)
         middle = multiply(add(middle, lower, stream=stream), 0.5, stream=stream)
+    if a.dtype.is_floating:  # NaNs sort last: one anywhere makes the median NaN (NumPy)
+        from nuvec.ops.comparison import where
+        from nuvec.ops.nonfinite import isnan
+
+        last = take(ordered, n - 1, axis=-1, stream=stream)
+        middle = where(isnan(last, stream=stream), last, middle, stream=stream)
     return expand_dims(middle, list(axes), stream=stream) if keepdims and axes else middle

@@ -5,7 +5,8 @@ scatters.
 Advanced (integer-array) indices broadcast together; their dimensions replace the indexed axes
 in place when the advanced indices are adjacent, and go first otherwise (NumPy's rule; a Python
 int next to an array counts as advanced). Boolean masks are accepted only as NumPy data or
-lists (their shape and positions are static); boolean nuvec arrays are rejected, as in MLX.
+lists (their shape and positions are static) and must match the sizes of the axes they cover;
+boolean nuvec arrays are rejected, as in MLX.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array
@@ -30,14 +32,19 @@ from nuvec.ops.slicing import fit_update, static_slice, static_slice_update
 Shape = tuple[int, ...]
 
 # Key items, one per index entry after expansion: ("none",), ("slice", start, stop, step),
-# ("int", i) or ("array", Array). Every item but "none" consumes one axis.
+# ("int", i) or ("array", Array); a NumPy mask gives ("mask", Array, size) per axis until its
+# size is checked. Every item but "none" consumes one axis.
 
 
 def _static_array(op: str, value: Any) -> list[tuple]:
     """NumPy data / lists as index items: integer arrays, or a boolean mask as its nonzero."""
     data = np.asarray(value)
     if data.dtype == bool:
-        return [("array", as_array(p.astype(np.int64), op)) for p in np.nonzero(data)]
+        if data.ndim == 0:
+            raise TypeError(f"{op}: a boolean scalar is not a valid index")
+        # One item per mask axis, keeping the size that the indexed axis must have.
+        return [("mask", as_array(p.astype(np.int64), op), n)
+                for p, n in zip(np.nonzero(data), data.shape)]
     if data.dtype.kind not in "iu":
         if data.size == 0:
             data = data.astype(np.int32)
@@ -89,6 +96,11 @@ def _items(op: str, shape: Shape, key: Any) -> list[tuple]:
             out.append(("int", check_int_index(op, it[1], size, axis)))
         elif it[0] == "raw_slice":
             out.append(("slice", *_slice_params(op, it[1], size)))
+        elif it[0] == "mask":
+            if it[2] != size:
+                raise IndexError(f"{op}: a boolean index of size {it[2]} does not match axis "
+                                 f"{axis} with size {size}")
+            out.append(("array", it[1]))
         else:
             out.append(it)
         axis += 1
@@ -273,9 +285,15 @@ class ArrayAt:
         return self._apply("add", value, "add")
 
     def subtract(self, value: Any) -> Array:
-        """`a` with `value` subtracted at the indices (repeated indices accumulate)."""
+        """`a` with `value` subtracted at the indices (repeated indices accumulate).
+
+        Raises:
+            TypeError: for boolean arrays (bool has no subtraction to accumulate).
+        """
         from nuvec.ops.unary import negative
 
+        if self._array.dtype is dt.bool_:
+            raise TypeError("at.subtract: not supported for bool arrays")
         return self._apply("add", negative(self._value(value, "subtract")), "subtract")
 
     def multiply(self, value: Any) -> Array:

@@ -511,9 +511,11 @@ def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
         return _rounding("round", ROUND, a, stream)
     s = to_stream(stream)
     x = _float_input(a, "round", s)
-    scale = 10.0**decimals
+    # past float64's range the scale is inf or 0 and the result NaN, as in MLX and NumPy
+    scale = 10.0**decimals if decimals <= 308 else math.inf
+    inverse = 1.0 / scale if scale else math.inf
     out = _b().multiply(_rounding("round", ROUND, _b().multiply(x, scale, stream=s), s),
-                        1.0 / scale, stream=s)
+                        inverse, stream=s)
     return astype(out, a.dtype, stream=s)
 
 

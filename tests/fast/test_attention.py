@@ -278,6 +278,20 @@ NODE_BAD = [
      [*_qkv((1, 2, 2, 64), (1, 1, 3, 64), (1, 1, 3, 64)), mx.zeros((1,))], "invalid inputs"),
     (Attention(1.0, passes=1), _qkv((1, 1, 0, 64), (1, 1, 3, 64), (1, 1, 3, 64)),
      "invalid inputs"),
+    (Attention(1.0, passes=1), _qkv((1, 2, 2, 64), (1, 2, 3, 64), (1, 2, 4, 64)),
+     "invalid inputs"),  # keys and values of different lengths
+    (Attention(1.0, passes=1), _qkv((1, 2, 2, 64), (2, 2, 3, 64), (2, 2, 3, 64)),
+     "invalid inputs"),  # batch sizes
+    (Attention(1.0, passes=1), _qkv((1, 2, 2, 64), (1, 2, 3, 32), (1, 2, 3, 64)),
+     "invalid inputs"),  # head sizes of q and k
+    (Attention(1.0, passes=1), _qkv((1, 2, 2, 64), (1, 0, 3, 64), (1, 0, 3, 64)),
+     "invalid inputs"),  # no key heads
+    (Attention(1.0, mask=True, passes=1),
+     [*_qkv((1, 1, 2, 64), (1, 1, 3, 64), (1, 1, 3, 64)), mx.zeros((1, 1, 2, 3), mx.int32)],
+     "invalid inputs"),  # an integer mask
+    (Attention(1.0, sinks=True, passes=1),
+     [*_qkv((1, 2, 2, 64), (1, 1, 3, 64), (1, 1, 3, 64)), mx.zeros((2,), mx.float16)],
+     "invalid inputs"),  # sinks of another dtype
     (AttentionRows(1.0, False, False, False, 0, 2), _qkv(), "invalid inputs"),  # no causal
     (AttentionRows(1.0, True, False, False, 0, 0), _qkv(), "invalid inputs"),
     (AttentionRows(1.0, False, True, False, 0, None), [*_qkv(), mx.zeros((1, 2, 3, 4))],

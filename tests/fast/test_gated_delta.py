@@ -38,13 +38,14 @@ def test_gated_delta(dtype, shape):
     close(s, sr, dtype, TOL)
 
 
-@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=["float32", "float64"])
-def test_gated_delta_steps(dtype):
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("t", [3, 0], ids=["steps", "empty"])
+def test_gated_delta_steps(dtype, t):
     rng = np.random.default_rng(1)
-    arrays, refs = _inputs(rng, dtype)
+    arrays, refs = _inputs(rng, dtype, t=t)
     y, states = mx.fast.gated_delta_steps(*arrays)
     yr, sr = ref.gated_delta(*refs, steps=True)
-    assert states.shape == (2, 3, 2, 3, 32)
+    assert states.shape == (2, t, 2, 3, 32)
     close(y, yr, dtype, TOL)
     close(states, sr, dtype, TOL)
 
@@ -57,7 +58,7 @@ def test_state_dtype_is_kept():
     close(s, ref.gated_delta(*refs)[1], mx.float32, TOL)
 
 
-@pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_gated_delta_slots(dtype):
     rng = np.random.default_rng(3)
     arrays, refs = _inputs(rng, dtype)
@@ -94,8 +95,23 @@ def _softplus(x):
     return np.logaddexp(x, 0.0)
 
 
+def _masked_rule(q, k, v, g, beta, state, mask):
+    """The rule step by step where a masked step (per batch row) keeps the state and
+    outputs zeros (mlx-lm's kernel)."""
+    ys = []
+    for t in range(q.shape[1]):
+        step = slice(t, t + 1)
+        y, new = ref.gated_delta(q[:, step], k[:, step], v[:, step], g[:, step],
+                                 beta[:, step], state)
+        keep = mask[:, t]
+        ys.append(np.where(keep[:, None, None], y[:, 0], 0.0))
+        state = np.where(keep[:, None, None, None], new, state)
+    return np.stack(ys, 1), state
+
+
 @pytest.mark.parametrize("masked", [False, True], ids=["no-mask", "mask"])
-def test_gated_delta_update(masked):
+@pytest.mark.parametrize("lower_bound", [None, -5.0], ids=["softplus", "lower-bound"])
+def test_gated_delta_update(masked, lower_bound):
     rng = np.random.default_rng(5)
     arrays, refs = _inputs(rng, mx.float32)
     q, k, v = arrays[:3]
@@ -105,15 +121,31 @@ def test_gated_delta_update(masked):
     dt_bias, dbr = sample(rng, (2,), mx.float32, 0.3)
     mask = np.array([[True, False, True], [True, True, False]])
     y, s = mx.fast.gated_delta_update(q, k, v, a, bb, a_log, dt_bias,
-                                      mask=mx.array(mask) if masked else None)
+                                      mask=mx.array(mask) if masked else None,
+                                      lower_bound=lower_bound)
     beta = 1 / (1 + np.exp(-br))
-    g = np.exp(-np.exp(alr) * _softplus(ar + dbr))
-    if masked:
-        g = np.where(mask[..., None], g, 1.0)
-        beta = np.where(mask[..., None], beta, 0.0)
-    yr, sr = ref.gated_delta(*refs[:3], g, beta, np.zeros((2, 2, 3, 32)))
+    if lower_bound is None:
+        g = np.exp(-np.exp(alr) * _softplus(ar + dbr))
+    else:
+        g = np.exp(lower_bound / (1 + np.exp(-np.exp(alr) * (ar + dbr))))
+    keep = mask if masked else np.ones((2, 3), bool)
+    yr, sr = _masked_rule(*refs[:3], g, beta, np.zeros((2, 2, 3, 32)), keep)
     close(y, yr, mx.float32, TOL)
     close(s, sr, mx.float32, TOL)
+
+
+def test_gated_delta_update_keeps_a_float32_state_for_half_inputs():
+    rng = np.random.default_rng(6)
+    arrays, refs = _inputs(rng, mx.float16)
+    q, k, v = arrays[:3]
+    a, ar = sample(rng, (2, 3, 2), mx.float16)
+    y, s = mx.fast.gated_delta_update(q, k, v, a, a, mx.zeros((2,)), mx.zeros((2,)))
+    assert y.dtype is mx.float16 and s.dtype is mx.float32
+    beta = 1 / (1 + np.exp(-ar))
+    g = np.exp(-_softplus(ar))
+    yr, sr = ref.gated_delta(*refs[:3], g, beta, np.zeros((2, 2, 3, 32)))
+    close(y, yr, mx.float16, TOL)
+    close(s, sr, mx.float32, {"float32": (2e-3, 2e-3)})
 
 
 Q = mx.ones((1, 2, 1, 32))
@@ -159,12 +191,32 @@ def test_rejected_inputs(call, message, error):
     (GatedDelta(True), [Q, Q, V, mx.ones((1, 2, 3)), G, S]),
     (GatedDeltaSlots(), [Q, Q, V, G, G, mx.ones((3, 2, 4, 32)), mx.array([0], mx.int64)]),
     (GatedDeltaSlots(), [Q, Q, V, G, G, mx.ones((3, 2, 4, 32)), mx.array([0, 1], mx.int32)]),
+    (GatedDelta(False), [Q, mx.ones((1, 2, 1, 32), mx.float16), V, G, G, S]),  # k's dtype
+    (GatedDelta(False), [Q, Q, mx.ones((1, 2, 2, 4), mx.float16), G, G, S]),  # v's dtype
+    (GatedDelta(False), [Q, Q, mx.ones((1, 3, 2, 4)), G, G, S]),  # v's [B, T]
+    (GatedDelta(False), [mx.ones((1, 2, 2, 32)), mx.ones((1, 2, 2, 32)),
+                         mx.ones((1, 2, 3, 4)), mx.ones((1, 2, 3)), mx.ones((1, 2, 3)),
+                         mx.ones((1, 3, 4, 32))]),  # Hv not a multiple of Hk
+    (GatedDelta(False), [mx.ones((1, 2, 0, 32)), mx.ones((1, 2, 0, 32)), V, G, G, S]),  # Hk 0
+    (GatedDelta(False), [Q, Q, V, G, mx.ones((1, 2, 3)), S]),  # beta's shape
+    (GatedDelta(False), [Q, Q, V, mx.ones((1, 2, 2), mx.int32), G, S]),  # g's dtype
+    (GatedDelta(False), [Q, Q, V, G, mx.ones((1, 2, 2), mx.int32), S]),  # beta's dtype
+    (GatedDelta(False), [Q, Q, V, G, G, mx.ones((1, 2, 4, 16))]),  # state's shape
+    (GatedDeltaSlots(), [Q, Q, V, G, G, mx.ones((3, 2, 4)), mx.array([0], mx.int32)]),
+    (GatedDeltaSlots(), [Q, Q, V, G, G, mx.ones((3, 2, 5, 32)), mx.array([0], mx.int32)]),
+    (GatedDeltaSlots(), [Q, Q, V, G, G, mx.ones((3, 2, 4, 32), mx.int32),
+                         mx.array([0], mx.int32)]),  # pool's dtype
 ], ids=str)
 def test_a_node_built_directly_with_invalid_inputs_is_rejected(op, inputs):
     with pytest.raises(ValueError, match="^gated_delta: invalid inputs"):
         record(op, inputs, CPU)
 
 
-def test_a_node_with_bad_ranks_is_rejected():
+@pytest.mark.parametrize("op, inputs", [
+    (GatedDelta(False), [Q, Q, mx.ones((1, 2, 2)), G, G, S]),
+    (GatedDelta(False), [mx.ones((2, 1, 32)), mx.ones((2, 1, 32)), V, G, G, S]),
+    (GatedDeltaSlots(), [Q, mx.ones((1, 2, 1, 16)), V, G, G, S, mx.array([0], mx.int32)]),
+], ids=["v-3d", "q-3d", "k-shape"])
+def test_a_node_with_bad_ranks_is_rejected(op, inputs):
     with pytest.raises(ValueError, match=r"^gated_delta: q and k must be \[B, T, Hk, Dk\]"):
-        record(GatedDelta(False), [Q, Q, mx.ones((1, 2, 2)), G, G, S], CPU)
+        record(op, inputs, CPU)

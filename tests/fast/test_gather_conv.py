@@ -68,7 +68,7 @@ def _unpack(w, bits):
     return q.reshape(*w.shape[:-1], -1).astype(np.float64)
 
 
-@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.float64], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("transpose", [True, False], ids=["t", "n"])
 def test_gather_qmm(dtype, transpose):
     rng = np.random.default_rng(2)
@@ -84,7 +84,9 @@ def test_gather_qmm(dtype, transpose):
     wr = q * np.repeat(s, 64, axis=-1) + np.repeat(bb, 64, axis=-1)
     wr = wr[rhs]
     want = xr[lhs] @ (np.swapaxes(wr, -1, -2) if transpose else wr)
-    rtol, atol = {"float16": (1e-2, 5e-2)}.get(dtype.name, (1e-4, 1e-4))
+    # Half types dequantize each weight into their own precision before the products.
+    rtol, atol = {"float16": (1e-2, 5e-2), "bfloat16": (3e-2, 2e-1)}.get(dtype.name,
+                                                                          (1e-4, 1e-4))
     assert_allclose(y, want, dtype=dtype, rtol=rtol, atol=atol)
 
 
@@ -115,6 +117,24 @@ def test_gather_qmm(dtype, transpose):
     (GatherQmm(64, 4, True), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
                               mx.ones((2, 8, 2)), mx.ones((2, 8, 2)), _u32([0]), _u32([0])],
      "gather_qmm: invalid inputs"),
+    (GatherQmm(64, 4, True), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
+                              mx.ones((2, 8, 1)), mx.ones((2, 8, 1), mx.float16), _u32([0]),
+                              _u32([0])], "gather_qmm: invalid inputs"),  # biases' dtype
+    (GatherQmm(64, 4, True), [mx.ones((2, 1, 64)), mx.zeros((2, 8, 8), mx.int32),
+                              mx.ones((2, 8, 1)), mx.ones((2, 8, 1)), _u32([0]), _u32([0])],
+     "gather_qmm: invalid inputs"),  # packed weights not uint32
+    (GatherQmm(64, 4, True), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
+                              mx.ones((3, 8, 1)), mx.ones((3, 8, 1)), _u32([0]), _u32([0])],
+     "gather_qmm: invalid inputs"),  # scales of other batches
+    (GatherQmm(64, 4, True), [mx.ones((2, 1, 32)), _u32(np.zeros((2, 8, 8))),
+                              mx.ones((2, 8, 1)), mx.ones((2, 8, 1)), _u32([0]), _u32([0])],
+     "gather_qmm: invalid inputs"),  # x's K is not the weights'
+    (GatherMm(), [mx.ones((2, 1, 4)), mx.ones((2, 4, 3)), _u32([0]), _u32([0]),
+                  mx.array([0, 1], mx.int64)], "gather_mm: invalid inputs"),  # offsets' dtype
+    (GatherMm(), [mx.ones((2, 2, 1, 4)), mx.ones((2, 4, 3)), _u32([0]), _u32([0]),
+                  mx.array([0, 1], mx.int32)], "gather_mm: invalid inputs"),  # x not 3-D
+    (GatherMm(), [mx.ones((2, 1, 4)), mx.ones((2, 4, 3)), _u32([[0]]), _u32([[0]]),
+                  mx.array([0, 1], mx.int32)], "gather_mm: invalid inputs"),  # rhs not 1-D
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_a_node_built_directly_with_invalid_inputs_is_rejected(op, inputs, message):
     with pytest.raises(ValueError, match="^" + message):

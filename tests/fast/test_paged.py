@@ -162,7 +162,6 @@ PW_BAD = [
     ((_z(2, 2, 4, 8), _z(1, 3, 8), _z(1, dtype=mx.int32)), "cache must be"),
     ((_z(2, 2, 4, 8), _z(1, 2, 4), _z(1, dtype=mx.int32)), "cache must be"),
     ((_z(2, 2, 4, 8), _z(2, 2, 8), _z(1, dtype=mx.int32)), "cache must be"),
-    ((_z(2, 2, 4, 8), _z(1, 2, 8), _z(1)), "slots must be integers, got float32"),
 ]
 
 
@@ -170,6 +169,11 @@ PW_BAD = [
 def test_paged_write_rejects(inputs, message):
     with pytest.raises(ValueError, match=f"^paged_write: {message}"):
         mx.fast.paged_write(*inputs)
+
+
+def test_paged_write_rejects_slots_that_are_not_integers():
+    with pytest.raises(TypeError, match="^paged_write: slots must be integers, got float32"):
+        mx.fast.paged_write(_z(2, 2, 4, 8), _z(1, 2, 8), _z(1))
 
 
 def _node(op, *inputs):
@@ -185,6 +189,29 @@ NODE_BAD = [
                            _z(1, 2, dtype=mx.int64), _z(1, dtype=mx.int32))),
     (PagedWrite(), (_z(2, 2, 4, 8), _z(1, 2, 8), _z(1, dtype=mx.int64))),
     (PagedWrite(), (_z(2, 2, 4, 8), _z(1, 2, 8, dtype=mx.float16), _z(1, dtype=mx.int32))),
+    (PagedAttention(1.0), (_z(2, 64), _z(2, 2, 4, 64), _z(2, 2, 4, 64),
+                           _z(1, 2, dtype=mx.int32), _z(1, dtype=mx.int32))),  # q 2-D
+    (PagedAttention(1.0), (_z(1, 2, 1, 64), _z(2, 2, 4, 64), _z(2, 2, 8, 64),
+                           _z(1, 2, dtype=mx.int32), _z(1, dtype=mx.int32))),  # k, v differ
+    (PagedAttention(1.0), (_z(1, 2, 1, 64), _z(2, 2, 4, 64, dtype=mx.float16),
+                           _z(2, 2, 4, 64, dtype=mx.float16), _z(1, 2, dtype=mx.int32),
+                           _z(1, dtype=mx.int32))),  # cache dtype
+    (PagedAttention(1.0), (_z(1, 3, 1, 64), _z(2, 2, 4, 64), _z(2, 2, 4, 64),
+                           _z(1, 2, dtype=mx.int32), _z(1, dtype=mx.int32))),  # Hq % Hkv
+    (PagedAttention(1.0), (_z(1, 2, 1, 64), _z(2, 2, 4, 128), _z(2, 2, 4, 128),
+                           _z(1, 2, dtype=mx.int32), _z(1, dtype=mx.int32))),  # head sizes
+    (PagedAttention(1.0), (_z(1, 2, 1, 64), _z(2, 2, 4, 64), _z(2, 2, 4, 64),
+                           _z(2, dtype=mx.int32), _z(1, dtype=mx.int32))),  # tables 1-D
+    (PagedAttention(1.0), (_z(1, 2, 1, 64), _z(2, 2, 4, 64), _z(2, 2, 4, 64),
+                           _z(2, 2, dtype=mx.int32), _z(1, dtype=mx.int32))),  # tables rows
+    (PagedAttention(1.0), (_z(1, 2, 1, 64), _z(2, 2, 4, 64), _z(2, 2, 4, 64),
+                           _z(1, 2, dtype=mx.int32), _z(2, dtype=mx.int32))),  # lengths
+    (PagedAttention(1.0), (_z(1, 2, 1, 64), _z(2, 2, 4, 64), _z(2, 2, 4, 64),
+                           _z(1, 2, dtype=mx.int32), _z(1, dtype=mx.uint32))),
+    (PagedWrite(), (_z(2, 4, 8), _z(1, 2, 8), _z(1, dtype=mx.int32))),  # cache 3-D
+    (PagedWrite(), (_z(2, 2, 4, 8), _z(1, 3, 8), _z(1, dtype=mx.int32))),  # heads
+    (PagedWrite(), (_z(2, 2, 4, 8), _z(1, 2, 4), _z(1, dtype=mx.int32))),  # head size
+    (PagedWrite(), (_z(2, 2, 4, 8), _z(2, 2, 8), _z(1, dtype=mx.int32))),  # one slot per token
 ]
 
 
@@ -192,3 +219,10 @@ NODE_BAD = [
 def test_nodes_built_directly_are_checked(op, inputs):
     with pytest.raises(ValueError, match=f"^{op.op}: invalid inputs"):
         _node(op, *inputs)
+
+
+def test_paged_write_rejects_more_than_2_to_the_31_slots():
+    # Shapes only: the broadcast cache is never materialised.
+    cache = mx.broadcast_to(mx.zeros((1, 1, 1, 1)), (2**20, 1, 2**11, 1))
+    with pytest.raises(ValueError, match=r"^paged_write: more than 2\^31 slots"):
+        mx.fast.paged_write(cache, mx.zeros((1, 1, 1)), mx.array([0]))

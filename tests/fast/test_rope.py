@@ -26,7 +26,7 @@ def test_rope_with_base(dtype, traditional, shape, dims):
     close(y, ref.rope(xr, dims, traditional, 100.0, 0.5, 3), dtype, TOL)
 
 
-@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("traditional", [False, True], ids=["halves", "traditional"])
 def test_rope_with_freqs_and_per_row_offsets(dtype, traditional):
     rng = np.random.default_rng(1)
@@ -122,15 +122,43 @@ X4 = mx.ones((1, 2, 3, 4))
     (NormRope(None, 4, False, 1.0, 1.0, 0, False), [X4, mx.ones((4,))]),
     (NormRope(None, 4, False, 1.0, 1.0, 2, True), [mx.ones((1, 2, 4, 4)), X4, mx.array(1.0)]),
     (NormRope(None, 4, False, 1.0, 1.0, 0, False), [mx.ones((1, 3, 4)), mx.array(1.0)]),
+    (Rope(4, False, 1.0, 1.0), [X3, mx.zeros((1, 1), mx.int32)]),  # offset of 2 dimensions
+    (Rope(4, False, 1.0, 1.0), [X3, mx.array(0, mx.int64)]),  # offset not int32/uint32
+    (Rope(6, False, 1.0, 1.0), [X3, mx.array(0)]),  # more dims than features
+    (Rope(0, False, 1.0, 1.0), [X3, mx.array(0)]),
+    (Rope(4, False, 1.0, 1.0), [X3, mx.array(0), mx.ones((3,))]),  # freqs of dims / 2
+    (Rope(4, False, 1.0, 1.0), [X3, mx.array(0), mx.ones((1, 2))]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, False), [mx.ones((1, 1, 2, 1026)), mx.array(1.0)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, True),
+     [mx.ones((1, 2, 4, 4), mx.float16), X4, mx.array(1.0)]),  # x's dtype is not the cache's
+    (NormRope(None, 4, False, 1.0, 1.0, 0, True), [mx.ones((1, 3, 4, 4)), X4, mx.array(1.0)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, True), [mx.ones((1, 2, 4, 6)), X4, mx.array(1.0)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, True), [mx.ones((2, 4, 4)), X4, mx.array(1.0)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, False), [X4, mx.array(1.0, mx.float16)]),
+    (NormRope(None, 3, False, 1.0, 1.0, 0, False), [X4, mx.array(1.0)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, False), [X4, mx.array(1.0), mx.ones((2,),
+                                                                               mx.float16)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 2**31 - 3, False), [X4, mx.array(1.0)]),  # past i32
+    (NormRope(None, 4, False, 1.0, 1.0, -1, False), [X4, mx.array(1.0)]),
 ], ids=lambda v: v.op if hasattr(v, "op") else None)
 def test_a_node_built_directly_with_invalid_inputs_is_rejected(op, inputs):
     with pytest.raises(ValueError, match=f"^{op.op}: invalid inputs"):
         record(op, inputs, CPU)
 
 
+@pytest.mark.parametrize("op, inputs", [
+    (Rope(4, False, 1.0, 1.0), [mx.array(1.0), mx.array(0)]),
+    (NormRope(None, 4, False, 1.0, 1.0, 0, False), [mx.array(1.0), mx.array(1.0)]),
+], ids=["rope", "norm_rope"])
+def test_a_0d_first_input_is_rejected_as_the_arity(op, inputs):
+    with pytest.raises(ValueError, match=f"^{op.op}: 2 inputs expected, got 2"):
+        record(op, inputs, CPU)
+
+
 def test_norm_rope_position_overflow():
-    op = NormRope(None, 4, False, 1.0, 1.0, 2**31 - 2, False)
-    with pytest.raises(ValueError, match=f"^norm_rope: position {2**31 - 2} overflows"):
+    # The seed's positions are `usize`; `offset + L` past 2**64 - 1 overflows.
+    op = NormRope(None, 4, False, 1.0, 1.0, 2**64 - 2, False)
+    with pytest.raises(ValueError, match=f"^norm_rope: position {2**64 - 2} overflows"):
         record(op, [X4, mx.array(1.0)], CPU)
 
 
@@ -184,11 +212,36 @@ def test_rope_gradient_is_the_inverse_rotation():
     assert isinstance(g.primitive, Rope) and not g.primitive.forward
 
 
+def test_rope_jvp_with_respect_to_the_frequencies():
+    """The frequencies' tangent goes through the fallback graph (the seed's jvp rule);
+    the reference is a central difference of the float64 formula."""
+    rng = np.random.default_rng(10)
+    x = mx.array(rng.standard_normal((1, 2, 3, 4)), mx.float64)
+    f0, t, h = np.array([1.5, 4.0]), np.array([0.3, -0.7]), 1e-5
+
+    def f(freqs):
+        return mx.fast.rope(x, 4, traditional=False, base=None, scale=1.0, offset=2,
+                            freqs=freqs)
+
+    _, (tangent,) = mx.jvp(f, [mx.array(f0, mx.float32)], [mx.array(t, mx.float32)])
+    xr = np.asarray(x)
+    want = (ref.rope(xr, 4, False, None, 1.0, 2, f0 + h * t)
+            - ref.rope(xr, 4, False, None, 1.0, 2, f0 - h * t)) / (2 * h)
+    np.testing.assert_allclose(np.asarray(tangent), want, rtol=1e-6, atol=1e-7)
+
+
 def test_no_gradient_with_respect_to_the_frequencies():
     x = mx.ones((1, 2, 4))
     with pytest.raises(ValueError, match="^rope: no gradient with respect to the offset or freq"):
         mx.grad(lambda f: mx.sum(mx.fast.rope(x, 4, traditional=False, base=None, scale=1.0,
                                               offset=0, freqs=f)))(mx.ones((2,)))
+
+
+def test_no_gradient_with_respect_to_the_offset():
+    x = mx.ones((1, 2, 4))
+    with pytest.raises(ValueError, match="^rope: no gradient with respect to the offset or freq"):
+        mx.grad(lambda o: mx.sum(mx.fast.rope(x, 4, traditional=False, base=10.0, scale=1.0,
+                                              offset=mx.astype(o, mx.int32))))(mx.array(1.0))
 
 
 def test_norm_rope_derivatives():

@@ -54,6 +54,26 @@ def test_cross_entropy(dtype):
     assert_allclose(z, ref.cross_entropy(xr, t), dtype=mx.float32, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("path", ["node", "fallback"])
+def test_cross_entropy_of_targets_out_of_range(path):
+    """As the seed's one-hot: a target outside [-C, C) picks no logit, so its loss is the
+    row's log-sum-exp and its gradient the softmax."""
+    rng = np.random.default_rng(7)
+    x, xr = sample(rng, (4, 5), mx.float32)
+    t = np.array([5, -6, 7, 2])
+    if path == "node":
+        y = mx.fast.cross_entropy(x, mx.array(t))
+    else:
+        (y,) = CrossEntropy().fallback([x, mx.array(t, mx.int32)])
+    want = ref.logsumexp(xr)[:, 0]
+    want[3] -= xr[3, 2]
+    assert_allclose(y, want, dtype=mx.float32)
+    g = mx.grad(lambda x: mx.sum(mx.fast.cross_entropy(x, mx.array(t))))(x)
+    p = ref.softmax(xr)
+    p[3, 2] -= 1
+    assert_allclose(g, p, dtype=mx.float32)
+
+
 def test_cross_entropy_of_one_row():
     y = mx.fast.cross_entropy(mx.array([1.0, 2.0, 3.0]), mx.array(-1))
     assert y.shape == () and abs(y.item() - ref.cross_entropy(np.array([1.0, 2, 3]), 2)) < 1e-6
@@ -101,6 +121,11 @@ def test_a_node_built_directly_with_invalid_inputs_is_rejected(op, inputs):
 def test_softmax_arity_is_checked():
     with pytest.raises(ValueError, match="^softmax: 1 inputs expected, got 2"):
         record(Softmax(), [X, X], CPU)
+    # A 0-d input is rejected with the arity message, as the seed's `outputs` does.
+    with pytest.raises(ValueError, match="^logsumexp: 1 inputs expected, got 1"):
+        record(LogSumExp(), [mx.array(1.0)], CPU)
+    with pytest.raises(TypeError, match="^softmax: unsupported dtype int32"):
+        record(Softmax(), [mx.array([1, 2])], CPU)
 
 
 def test_closed_form_derivatives():

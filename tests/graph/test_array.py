@@ -56,6 +56,10 @@ def test_scalar_conversions():
         float(mx.array([1.0, 2.0]))
     with pytest.raises(TypeError, match="len"):
         len(mx.array(1.0))
+    with pytest.raises(TypeError, match="^iteration over a 0-d array"):
+        iter(mx.array(1.0))
+    rows = list(mx.array([[1, 2], [3, 4]]))
+    assert [r.tolist() for r in rows] == [[1, 2], [3, 4]] and list(mx.zeros((0, 3))) == []
 
 
 def test_repr_in_mlx_style():
@@ -70,8 +74,29 @@ def test_printoptions():
     with mx.printoptions(precision=2):
         assert repr(mx.array([1.23456])) == "array([1.23], dtype=float32)"
     assert repr(mx.array([1.23456])) == "array([1.23456], dtype=float32)"
-    with pytest.raises(ValueError, match="^set_printoptions: "):
-        mx.set_printoptions(precision=-1)
+    with mx.printoptions(threshold=5, edgeitems=2):
+        assert repr(mx.arange(10)) == "array([0, 1, ..., 8, 9], dtype=int32)"
+    assert repr(mx.arange(10)) == "array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], dtype=int32)"
+    assert repr(mx.array([1.5, -2.0], mx.bfloat16)) == "array([1.5, -2], dtype=bfloat16)"
+    for bad in (dict(precision=-2), dict(threshold=1.5), dict(edgeitems=True),
+                dict(precision=3, threshold=-1)):
+        with pytest.raises(ValueError, match="^set_printoptions: "):
+            mx.set_printoptions(**bad)
+        assert mx.get_printoptions() == mx.PrintOptions()  # nothing changed
+
+
+def test_set_printoptions_follows_mlx():
+    try:
+        mx.set_printoptions(3)
+        assert mx.get_printoptions().precision == 3
+        assert repr(mx.array([1 / 3])) == "array([0.333], dtype=float32)"
+        with mx.printoptions(1):
+            assert repr(mx.array([2 / 3])) == "array([0.7], dtype=float32)"
+        assert mx.get_printoptions().precision == 3
+        mx.set_printoptions()  # MLX's default precision, -1
+        assert repr(mx.array([1 / 3])) == "array([0.333333], dtype=float32)"
+    finally:
+        mx.set_printoptions(-1)
 
 
 def test_pickle_round_trip():
@@ -83,6 +108,10 @@ def test_pickle_round_trip():
 def test_array_constructor_class():
     x = mx.Array([1, 2], mx.float32)
     assert isinstance(x, mx.Array) and x.dtype is mx.float32 and x.tolist() == [1.0, 2.0]
+    # `mx.array` is the class, as in MLX: the idiom `isinstance(x, mx.array)` works
+    assert mx.array is mx.Array
+    assert isinstance(mx.exp(mx.zeros((2,))), mx.array) and not isinstance([1.0], mx.array)
+    assert mx.array(val=[1, 2], dtype=mx.int8).dtype is mx.int8
 
 
 def test_array_rejects_ragged_and_unsupported_data():
@@ -92,6 +121,19 @@ def test_array_rejects_ragged_and_unsupported_data():
         mx.array(object())
     with pytest.raises(TypeError, match="unsupported dtype"):
         mx.array([1], dtype="float128")
+    with pytest.raises(TypeError, match="^array: unsupported NumPy dtype <U1"):
+        mx.array(np.array(["a"]))
+    with pytest.raises(ValueError, match="^array: cannot make an array from data of type <U1"):
+        mx.array(["a", "b"])
+    with pytest.raises(ValueError, match="^array: cannot convert data to int64"):
+        mx.array(2**64)
+    for wide in (2**63, [1, 2**63]):  # never wrapped to a negative int64
+        with pytest.raises(ValueError, match="^array: the integer 9223372036854775808 does not"):
+            mx.array(wide)
+    assert mx.array(2**63, mx.uint64).item() == 2**63
+    with pytest.raises(TypeError, match="^only integer arrays can be used as an index, got f"):
+        [1, 2][mx.array(1.0)]
+    assert [1, 2][mx.array(1)] == 2
 
 
 def test_format_spec_on_size_one_arrays():

@@ -45,6 +45,38 @@ def test_promotion_follows_mlx_table(a, b, expected):
     assert (mx.zeros((1,), a) + mx.zeros((1,), b)).dtype is expected
 
 
+def _mlx_promotion(a, b):
+    """MLX's `type_rules` (mlx/dtype.cpp) stated as rules, independent of nuvec's table."""
+    if a is b:
+        return a
+    if mx.complex64 in (a, b):
+        return mx.complex64
+    if mx.bool_ in (a, b):
+        return b if a is mx.bool_ else a
+    fa, fb = a.kind == "f", b.kind == "f"
+    if fa and fb:  # float64 wins; two different 16-bit floats meet at float32
+        return mx.float64 if mx.float64 in (a, b) else mx.float32
+    if fa or fb:  # an integer never widens a float
+        return a if fa else b
+    if a.kind == b.kind:
+        return a if a.size > b.size else b
+    u, i = (a, b) if a.kind == "u" else (b, a)
+    if u is mx.uint64:  # no signed type holds uint64: float32 (never float64)
+        return mx.float32
+    signed = {1: mx.int8, 2: mx.int16, 4: mx.int32, 8: mx.int64}
+    return signed[max(2 * u.size, i.size)]
+
+
+@pytest.mark.parametrize("a", ALL, ids=lambda d: d.name)
+def test_promotion_matches_every_entry_of_mlx_table(a):
+    for b in ALL:
+        want = _mlx_promotion(a, b)
+        assert mx.promote_types(a, b) is want, (a, b)
+        assert mx.result_type(a, b) is want, (a, b)
+        got = mx.add(mx.zeros((1,), a), mx.zeros((1,), b))
+        assert got.dtype is want and np.asarray(got).dtype == want.np, (a, b)
+
+
 def test_promotion_is_symmetric_and_idempotent():
     for a, b in itertools.product(ALL, ALL):
         assert mx.promote_types(a, b) is mx.promote_types(b, a)

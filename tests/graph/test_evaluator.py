@@ -56,6 +56,28 @@ def test_nodes_made_while_another_thread_traces_still_detach():
     assert kept == [True]
 
 
+def test_memory_figures_follow_the_buffers():
+    gc.collect()
+    gc.disable()  # only this test's arrays may come and go while it reads the counters
+    try:
+        base = mx.get_active_memory()
+        x = mx.array(np.ones(1000, np.float32))
+        assert mx.get_active_memory() - base == 4000  # a leaf holds its buffer
+        mx.reset_peak_memory()
+        assert mx.get_peak_memory() == base + 4000
+        y = mx.exp(mx.exp(x))
+        mx.eval(y)
+        assert mx.get_active_memory() - base == 2 * 4000
+        del x, y
+        assert mx.get_active_memory() == base
+        assert mx.get_peak_memory() >= base + 2 * 4000  # the peak stays until reset
+        mx.reset_peak_memory()
+        assert mx.get_peak_memory() == base
+        assert mx.get_cache_memory() == 0  # NumPy keeps no buffer cache
+    finally:
+        gc.enable()
+
+
 def test_nodes_passing_an_input_through_count_no_new_memory():
     x = mx.array(np.ones((256, 256), np.float32))
     mx.eval(x)

@@ -145,6 +145,17 @@ def test_float_specials_without_warnings(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
+@pytest.mark.parametrize("d", [dt.float16, dt.bfloat16, dt.float32, dt.float64], ids=str)
+def test_comparisons_and_logic_with_nan_and_inf(d):
+    values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0])
+    x, y = np.repeat(values, 6), np.tile(values, 6)  # every pair
+    a, b = mx.array(x, d), mx.array(y, d)
+    for name in COMPARISONS + ["logical_and", "logical_or", "logical_xor"]:
+        assert_allclose(getattr(mx, name)(a, b), getattr(np, name)(x, y), dtype=dt.bool_)
+    for name in ("maximum", "minimum"):  # NaN propagates from either side
+        assert_allclose(getattr(mx, name)(a, b), getattr(np, name)(x, y), dtype=d)
+
+
 def test_integer_power_negative_exponent():
     base = mx.array([2, -1, -1, 1, 0, 3], mx.int32)
     exponent = mx.array([-1, -1, -2, -5, 2, 3], mx.int32)
@@ -203,15 +214,16 @@ def test_where_promotes_and_broadcasts():
     assert mx.where(True, 1, 2).tolist() == 1
 
 
-@pytest.mark.parametrize("d", [dt.int32, dt.uint8, dt.float16, dt.float32, dt.float64], ids=str)
+@pytest.mark.parametrize("d", [d for d in REAL if d is not dt.bool_], ids=str)
 def test_clip(d):
     x = sample(d, seed=1, low=0, high=10)
-    a = mx.array(x, d)
-    assert_allclose(mx.clip(a, 2, 7), np.clip(x, 2, 7), dtype=d)
-    assert_allclose(mx.clip(a, None, 7), np.minimum(x, 7), dtype=d)
-    assert_allclose(mx.clip(a, 2, None), np.maximum(x, 2), dtype=d)
+    a, xr = mx.array(x, d), ref(x)
+    assert_allclose(mx.clip(a, 2, 7), np.clip(xr, 2, 7).astype(d.np), dtype=d)
+    assert_allclose(mx.clip(a, None, 7), np.minimum(xr, 7).astype(d.np), dtype=d)
+    assert_allclose(mx.clip(a, 2, None), np.maximum(xr, 2).astype(d.np), dtype=d)
     lo, hi = sample(d, (4,), seed=4, low=0, high=3), sample(d, (3, 1), seed=5, low=6, high=9)
-    assert_allclose(mx.clip(a, mx.array(lo, d), mx.array(hi, d)), np.clip(x, lo, hi), dtype=d)
+    assert_allclose(mx.clip(a, mx.array(lo, d), mx.array(hi, d)),
+                    np.clip(xr, ref(lo), ref(hi)).astype(d.np), dtype=d)
 
 
 def test_clip_float_bounds_on_ints_give_float32():
@@ -234,8 +246,7 @@ def test_clip_matches_its_composition_with_gradients():
     assert mx.clip(mx.array([True, False]), False, False).tolist() == [False, False]
 
 
-@pytest.mark.parametrize("d", [dt.float16, dt.float32, dt.float64, dt.int32, dt.complex64],
-                         ids=str)
+@pytest.mark.parametrize("d", ALL, ids=str)
 def test_isclose_allclose_array_equal(d):
     x = sample(d, seed=1)
     y = x.copy()
@@ -255,6 +266,20 @@ def test_isclose_allclose_array_equal(d):
         assert mx.array_equal(a, b, equal_nan).item() == np.array_equal(x, y, equal_nan)
     assert mx.isclose(mx.array([1.0]), mx.array([1.05]), rtol=0.1).item()
     assert not mx.isclose(mx.array([1.0]), mx.array([1.05]), rtol=0.0, atol=0.01).item()
+
+
+@pytest.mark.parametrize("d", [dt.float16, dt.float32, dt.float64, dt.complex64], ids=str)
+def test_isclose_infinities(d):
+    # an infinite bound must not make opposite infinities, or a finite value and inf, close
+    big = 6e4 if d is dt.float16 else 3e38
+    x = np.array([np.inf, -np.inf, np.inf, big, -np.inf, 1.0, np.nan])
+    y = np.array([np.inf, np.inf, big, np.inf, -np.inf, np.inf, np.inf])
+    a, b = mx.array(x, d), mx.array(y, d)
+    for equal_nan in (False, True):
+        expected = np.isclose(x, y, equal_nan=equal_nan)
+        assert_allclose(mx.isclose(a, b, equal_nan=equal_nan), expected, dtype=dt.bool_)
+        assert_allclose(mx.isclose(b, a, equal_nan=equal_nan), np.isclose(y, x), dtype=dt.bool_)
+    assert not mx.allclose(mx.array([np.inf]), mx.array([-np.inf])).item()
 
 
 def test_array_equal_shapes_and_dtypes():
@@ -291,6 +316,25 @@ def test_transposed_and_strided_views():
     assert_allclose(mx.array(xs) * mx.array(xs), xs * xs)
 
 
+@pytest.mark.parametrize("name", sorted(ARITHMETIC) + ["floor_divide", "remainder"] + COMPARISONS)
+def test_nuvec_views_as_inputs(name):
+    # step-sliced (negative steps) and transposed views of evaluated arrays, as both operands
+    x = sample(dt.float32, (6, 8), 1, low=0.5, high=3)
+    base = mx.array(x)
+    mx.eval(base)
+    op, np_op = getattr(mx, name), getattr(np, name)
+    pairs = [(base[::2, ::-3], base[1::2, 1::3], x[::2, ::-3], x[1::2, 1::3]),
+             (base.T, base[::-1].T, x.T, x[::-1].T),
+             (base[::3], base[0], x[::3], x[0])]
+    for a, b, xa, xb in pairs:
+        with np.errstate(all="ignore"):
+            expected = np_op(xa.astype(np.float64), xb.astype(np.float64))
+        got = op(a, b)
+        assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+        assert_allclose(op(got, b), np_op(expected, xb.astype(np.float64)), rtol=1e-4, atol=1e-4)
+    assert_allclose(base, x)  # the viewed array is never written
+
+
 def test_operators_and_reflections():
     x = np.array([[1.0, -2.0], [3.0, 4.0]], np.float32)
     a = mx.array(x)
@@ -308,6 +352,21 @@ def test_operators_and_reflections():
     assert (a == None) is False  # noqa: E711
     assert (a != None) is True  # noqa: E711
     assert a.__hash__() == id(a)
+
+
+def test_bitwise_operators_reflected_and_numpy_left_operands():
+    x = np.array([[1, 6], [3, 12]], np.int32)
+    a = mx.array(x)
+    for got, want in [(5 & a, 5 & x), (5 | a, 5 | x), (5 ^ a, 5 ^ x), (1 << a, 1 << x),
+                      (4096 >> a, 4096 >> x), (a & 5, x & 5), (a << 1, x << 1)]:
+        assert_allclose(got, want, dtype=dt.int32)
+    # a NumPy array on the left defers to nuvec: the result is an Array, promoted as MLX does
+    y = np.array([2, 3], np.int16)
+    for got, want in [(y + a, y + x), (y * a, y * x), (y & a, y & x), (y << a, y << x),
+                      (y < a, y < x), (y == a, y == x)]:
+        assert isinstance(got, mx.Array)
+        assert_allclose(got, want)
+    assert (y - a).dtype is dt.int32 and (np.float32(2.0) * a).dtype is dt.float32
 
 
 def test_in_place_operators_rebind():
@@ -331,8 +390,14 @@ def test_in_place_operators_rebind():
     f /= 2
     assert f.tolist() == [0.5, 1.0]
     i = mx.array([1, 2])
-    i /= 2  # true division: the handle now refers to a float32 array, as in MLX
-    assert i.dtype is dt.float32 and i.tolist() == [0.5, 1.0]
+    i += 1.5  # the handle now refers to a float32 array, as in MLX
+    assert i.dtype is dt.float32 and i.tolist() == [2.5, 3.5]
+    for d in (dt.int32, dt.uint8, dt.bool_):  # MLX refuses in-place true division of these
+        k = mx.array([1, 0], d)
+        with pytest.raises(ValueError, match=f"^divide: in-place division needs an inexact "
+                                             f"array, got {d.name}"):
+            k /= 2
+        assert k.dtype is d and k.tolist() == [1, 0]
 
 
 def test_in_place_update_keeps_earlier_results():
@@ -412,18 +477,25 @@ def _weak_expected(d: dt.Dtype, scalar) -> dt.Dtype:
 
 
 @settings(max_examples=60, deadline=None)
-@given(DTYPES, st.one_of(st.booleans(), st.integers(0, 100), st.floats(-10, 10),
+@given(DTYPES, st.one_of(st.booleans(), st.integers(-300, 300), st.floats(-10, 10),
                          st.complex_numbers(max_magnitude=5)), st.booleans())
 def test_hypothesis_weak_scalars(d, scalar, scalar_first):
     x = sample(d, (3,), 0, low=0, high=5)
     a = mx.array(x, d)
-    got = mx.multiply(scalar, a) if scalar_first else mx.multiply(a, scalar)
     out = _weak_expected(d, scalar)
+    fits = not (type(scalar) is int and out.is_integer and out is not dt.uint64
+                and not np.iinfo(out.np).min <= scalar <= np.iinfo(out.np).max)
+    if not fits:  # MLX refuses a weak int the integer dtype cannot hold
+        with pytest.raises(ValueError, match=f"^multiply: the Python int {scalar} does not fit"):
+            mx.multiply(scalar, a) if scalar_first else mx.multiply(a, scalar)
+        return
+    got = mx.multiply(scalar, a) if scalar_first else mx.multiply(a, scalar)
     assert got.dtype is out
-    expected = np.multiply(ref(x.astype(out.np)), np.asarray(scalar).astype(out.np))
+    weak = scalar % 2**64 if out is dt.uint64 and type(scalar) is int else scalar  # wraps
+    expected = np.multiply(ref(x.astype(out.np)), np.asarray(weak).astype(out.np))
     tol = {"rtol": 1e-2, "atol": 1e-1} if out in (dt.float16, dt.bfloat16) else {}
-    if out.is_inexact:
-        assert_allclose(got, expected, dtype=out, **tol)
+    assert_allclose(got, expected.astype(out.np) if out.is_integer else expected, dtype=out,
+                    **tol)
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -472,6 +544,32 @@ def test_bitwise_invert_and_operator_reject_floats():
 def test_complex_rejected(name):
     with pytest.raises(TypeError, match=f"^{name}: not supported for complex64"):
         getattr(mx, name)(mx.array([1 + 1j]), mx.array([1 + 0j]))
+
+
+@pytest.mark.parametrize("d", [d for d in INTS if d is not dt.uint64], ids=str)
+def test_weak_int_out_of_range_rejected(d):
+    # MLX refuses a Python int the integer dtype cannot hold (uint64 wraps negatives, as MLX)
+    info = np.iinfo(d.np)
+    a = mx.array([1, 0], d)
+    assert (a * int(info.max)).dtype is d and (int(info.min) + a).dtype is d
+    for value in (int(info.min) - 1, int(info.max) + 1):
+        with pytest.raises(ValueError, match=f"^add: the Python int {value} does not fit in "
+                                             f"{d.name}"):
+            a + value
+        with pytest.raises(ValueError, match=f"^less: the Python int {value} does not fit"):
+            a < value
+        with pytest.raises(ValueError, match="^multiply: "):
+            a *= value
+        assert a.tolist() == [1, 0] and a.dtype is d
+    assert (mx.array([1], mx.uint64) + (-1)).tolist() == [0]
+
+
+@pytest.mark.parametrize("op", [mx.isclose, mx.allclose])
+def test_tolerances_must_be_real_numbers(op):
+    with pytest.raises(TypeError, match="^isclose: rtol must be a real number, got str"):
+        op(mx.ones((2,)), mx.ones((2,)), rtol="0.1")
+    with pytest.raises(TypeError, match="^isclose: atol must be a real number, got NoneType"):
+        op(mx.ones((2,)), mx.ones((2,)), atol=None)
 
 
 def test_unconvertible_operands():

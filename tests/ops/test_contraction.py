@@ -101,6 +101,31 @@ def test_einsum_fuzz(data):
     assert_allclose(out, np.einsum(subscripts, *operands), dtype=dt.float64)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_einsum_fuzz_ellipsis_and_repeated_labels(data):
+    sizes = {c: data.draw(st.integers(1, 3)) for c in "abc"}
+    batch = data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch")
+    terms, operands = [], []
+    for _ in range(data.draw(st.integers(1, 3))):
+        labels = "".join(data.draw(st.lists(st.sampled_from("abc"), max_size=3)))
+        at = data.draw(st.integers(0, len(labels)))
+        # each operand holds a trailing part of the batch dims, some of them broadcast as 1
+        held = batch[len(batch) - data.draw(st.integers(0, len(batch))):]
+        dims = [data.draw(st.sampled_from([d, 1])) for d in held]
+        terms.append(labels[:at] + "..." + labels[at:])
+        operands.append(RNG.standard_normal([sizes[c] for c in labels[:at]] + dims
+                                            + [sizes[c] for c in labels[at:]]))
+    subscripts = ",".join(terms)
+    if data.draw(st.booleans(), label="explicit"):
+        used = sorted(set(subscripts) - set(".,"))
+        out = data.draw(st.permutations(used))[:data.draw(st.integers(0, len(used)))]
+        at = data.draw(st.integers(0, len(out)))
+        subscripts += "->" + "".join(out[:at]) + "..." + "".join(out[at:])
+    out = mx.einsum(subscripts, *[mx.array(x, mx.float64) for x in operands])
+    assert_allclose(out, np.einsum(subscripts, *operands), dtype=dt.float64)
+
+
 def test_einsum_path():
     a, b, c = mx.zeros((5, 8)), mx.zeros((8, 3)), mx.zeros((3, 7))
     assert mx.einsum_path("ij,jk,kl", a, b, c)[0] == [(0, 1), (0, 1)]
@@ -201,6 +226,8 @@ def test_einsum_grad_through_matmul():
      ValueError, "^tensordot: repeated axis"),
     (lambda: mx.tensordot(mx.zeros((3,)), mx.zeros((3,)), axes="x"), ValueError,
      "^tensordot: axes must be"),
+    (lambda: mx.tensordot(mx.zeros((1,) * 27), mx.zeros((1,) * 26), axes=0), ValueError,
+     "^tensordot: at most 52 dimensions in all"),
     (lambda: mx.inner(mx.zeros((2, 3)), mx.zeros((2,))), ValueError, "^inner: last dimensions"),
     (lambda: mx.vecdot(mx.zeros((2, 3)), mx.zeros((2,))), ValueError, "^vecdot: shapes"),
     (lambda: mx.vecdot(mx.zeros(()), mx.zeros(())), ValueError, "^vecdot: inputs"),

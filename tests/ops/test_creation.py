@@ -33,6 +33,14 @@ def test_arange_dtype(dtype):
     assert_allclose(mx.arange(4, dtype=dtype), np.arange(4), dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", [mx.int8, mx.int32, mx.int64], ids=ids)
+@pytest.mark.parametrize("args", [(0, 3, 0.5), (-1.5, 3, 1), (0.7, 5.0, 1.3), (5, -3, -1.5),
+                                  (3.9, 0, -0.7)], ids=str)
+def test_arange_integer_dtype_with_fractional_bounds(args, dtype):
+    # the step is T(start + step) - T(start) (C casts), as in NumPy and MLX's kernels
+    assert_allclose(mx.arange(*args, dtype=dtype), np.arange(*args, dtype=dtype.np), dtype=dtype)
+
+
 def test_arange_keyword_forms():
     assert mx.arange(stop=3).tolist() == [0, 1, 2]
     assert mx.arange(5, step=2).tolist() == [0, 2, 4]
@@ -60,11 +68,11 @@ def test_arange_errors(args, kwargs, error, match):
 
 
 @pytest.mark.parametrize("num", [0, 1, 2, 7, 50])
-@pytest.mark.parametrize("dtype", [mx.float32, mx.float64, mx.float16, mx.int32], ids=ids)
+@pytest.mark.parametrize("dtype", [d for d in NUMERIC if d.kind != "u"], ids=ids)
 def test_linspace(num, dtype):
     want = np.linspace(-2.0, 3.0, num)
-    if dtype is mx.int32:
-        want = want.astype(np.int32)
+    if not dtype.is_inexact:  # integer dtypes truncate toward zero, as a C cast
+        want = want.astype(dtype.np)
     assert_allclose(mx.linspace(-2, 3, num, dtype), want, dtype=dtype)
     assert mx.linspace(0, 1).shape == (50,)
 
@@ -78,7 +86,7 @@ def test_linspace_errors():
 
 @pytest.mark.parametrize("n,m,k", [(1, None, 0), (3, None, 0), (3, 5, 1), (4, 2, -1),
                                    (3, 3, 5), (2, 3, -4)])
-@pytest.mark.parametrize("dtype", [mx.float32, mx.int32, mx.bool_, mx.bfloat16], ids=ids)
+@pytest.mark.parametrize("dtype", ALL, ids=ids)
 def test_eye_and_tri(n, m, k, dtype):
     assert_allclose(mx.eye(n, m, k, dtype), np.eye(n, m, k).astype(dtype.np), dtype=dtype)
     assert_allclose(mx.tri(n, m, k, dtype), np.tri(n, m, k).astype(dtype.np), dtype=dtype)
@@ -236,6 +244,43 @@ def test_full_errors():
         mx.zeros((-3,))
     with pytest.raises(ValueError, match="^broadcast_to: "):
         mx.full((2, 2), mx.array([1.0, 2.0, 3.0]))
+    for shape in ((2.5,), (2, 3.0), "ab"):  # float dimensions are rejected, never truncated
+        with pytest.raises(TypeError, match="^full: shape must be an int or a sequence of ints"):
+            mx.zeros(shape)
+    assert mx.ones((np.int64(2), mx.array(3))).shape == (2, 3)
+    with pytest.raises(ValueError, match="^full: the Python int 1000 does not fit in int8"):
+        mx.full((2,), 1000, mx.int8)  # MLX's check of a weak int against the dtype
+    with pytest.raises(ValueError, match="^full: the shape .* has more elements than an array"):
+        mx.zeros((2**40, 2**40))  # rejected at the call, not by NumPy inside eval
+    assert mx.zeros((2**40, 0)).shape == (2**40, 0)
+
+
+def test_array_of_a_list_of_arrays_stacks_them():
+    # MLX stacks the items (keeping their dtypes and laziness) rather than going through floats
+    halves = [mx.array([1.5, 2.0], mx.bfloat16), mx.array([3.0, 4.0], mx.bfloat16)]
+    assert_allclose(mx.array(halves), [[1.5, 2.0], [3.0, 4.0]], dtype=mx.bfloat16)
+    assert_allclose(mx.array([mx.array(0.1, mx.float64)]), [0.1], dtype=mx.float64, rtol=0)
+    assert_allclose(mx.array([mx.array(1.5), 2]), [1.5, 2.0], dtype=mx.float32)
+    assert_allclose(mx.array([mx.array([1.5, 2.0]), [3, 4]], mx.int32), [[1, 2], [3, 4]],
+                    dtype=mx.int32)
+    g = mx.grad(lambda x: mx.sum(mx.array([x, 2 * x])))(mx.array(1.0))
+    assert g.item() == 3.0
+    with pytest.raises(ValueError, match=r"^stack: all arrays must have the same shape"):
+        mx.array([mx.array([1]), mx.array([1, 2])])
+
+
+def test_array_conversion_edges(recwarn):
+    assert_allclose(mx.array(np.arange(3, dtype=">i4")), [0, 1, 2], dtype=mx.int32)  # big-endian
+    assert_allclose(mx.array(np.arange(3, dtype=">f8"), mx.float64), [0.0, 1.0, 2.0])
+    with pytest.raises(ValueError, match="^array: the integer 9223372036854775808 does not fit"):
+        mx.array([2**63])  # never wrapped to a negative int64
+    assert mx.array([2**63], mx.uint64).tolist() == [2**63]
+    assert mx.array([2.0, np.nan], mx.int32).tolist()[0] == 2  # NaN casts as in C, no warning
+    assert mx.array([1 + 2j], mx.float32).tolist() == [1.0]  # the real part, no warning
+    assert mx.array([1e300, -1e300]).tolist() == [np.inf, -np.inf]  # overflow, no warning
+    with pytest.raises(ValueError, match="^array: the integer 9223372036854775808 does not fit"):
+        mx.array([1, 2**63])  # NumPy would hold it as a float
+    assert [str(w.message) for w in recwarn] == []
 
 
 def test_step_sliced_views():

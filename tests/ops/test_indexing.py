@@ -37,6 +37,8 @@ KEYS = [
     ("none_between", lambda a: (I, None, [1, 0])),
     ("ellipsis_array", lambda a: (Ellipsis, [3, 0, -4])),
     ("bool_mask", lambda a: np.array([True, False, True])),
+    ("bool_mask_2d_and_array", lambda a: (np.eye(3, 4, dtype=bool), [4, 0, 2])),
+    ("bool_mask_after_slice", lambda a: (slice(1, None), [True, False, True, True])),
     ("nested_list", lambda a: [[0, 1], [2, 2]]),
 ]
 
@@ -94,9 +96,27 @@ def test_repeated_indices():
     assert x.at[idx].divide(v).tolist() == [0.25, 2.0, 1.0, 4.0]
     assert x.at[idx].maximum(v).tolist() == [4.0, 2.0, 3.0, 4.0]
     assert x.at[idx].minimum(v).tolist() == [0.5, 2.0, 3.0, 4.0]
+    flags = mx.array([False, False, True])  # on bools, add is a logical or
+    assert flags.at[mx.array([0, 0, 1])].add(mx.array([True, False, False])).tolist() == \
+        [True, False, True]
     # basic keys use the elementwise ops
     assert x.at[1:3].multiply(2.0).tolist() == [1.0, 4.0, 6.0, 4.0]
     assert x.at[::-2].maximum(3.5).tolist() == [1.0, 3.5, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("dtype", [d for d in ALL if d is not dt.bool_], ids=lambda d: d.name)
+def test_at_accumulates_in_every_dtype(dtype):
+    rng = np.random.default_rng(0)
+    # small values, so that sums and products of the int8 entries stay in range
+    x, v = rng.integers(0, 10, (4, 3)).astype(dtype.np), rng.integers(0, 3, (5, 3)).astype(dtype.np)
+    a, idx = mx.array(x, dtype), np.array([0, 2, 0, 3, 0])
+    wide = np.complex128 if dtype is dt.complex64 else np.float64
+    for method, ufunc in (("add", np.add), ("multiply", np.multiply)) + (
+            () if dtype is dt.complex64 else (("maximum", np.maximum), ("minimum", np.minimum))):
+        y = x.astype(wide)
+        ufunc.at(y, idx, v.astype(wide))
+        _check(getattr(a.at[mx.array(idx)], method)(mx.array(v, dtype)), y.astype(dtype.np),
+               dtype)
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
@@ -160,11 +180,25 @@ def test_out_of_range():
     # slices clip, as in Python and NumPy
     assert a[3:100].tolist() == [3, 4] and a[-100:1].tolist() == [0]
     # index arrays are checked when evaluated: never a silent out-of-bounds read
+    def set_array_key():
+        b = mx.array([0, 1, 2, 3, 4])
+        b[mx.array([1, 5])] = 9
+        return b
+
     for bad in (lambda: a[mx.array([0, 5])], lambda: mx.take(a, mx.array([-6])),
-                lambda: a.at[mx.array([7])].add(1)):
+                lambda: mx.take(a, mx.array([5]), axis=0),
+                lambda: a.at[mx.array([7])].add(1), lambda: a.at[mx.array([-6])].maximum(1),
+                set_array_key, lambda: mx.take_along_axis(a, mx.array([7]), 0),
+                lambda: mx.put_along_axis(a, mx.array([-6]), mx.array([1]), 0),
+                lambda: mx.gather_mm(mx.ones((2, 3, 4)), mx.ones((2, 4, 5)), mx.array([0, 2])),
+                lambda: mx.gather_qmm(mx.ones((1, 64)), *mx.quantize(mx.ones((2, 4, 64))),
+                                      rhs_indices=mx.array([2]))):
         with pytest.raises(mx.EvaluationError, match="out of bounds"):
             mx.eval(bad())
+    assert (a + 1).tolist() == [1, 2, 3, 4, 5]  # the engine stays usable
     assert a[mx.array([-1, -5])].tolist() == [4, 0]  # negative entries wrap once
+    assert mx.take_along_axis(a, mx.array([-1]), 0).tolist() == [4]
+    assert mx.put_along_axis(a, mx.array([-5]), mx.array([9]), 0).tolist() == [9, 1, 2, 3, 4]
 
 
 @st.composite
@@ -174,8 +208,11 @@ def _index_case(draw):
     used_ellipsis = False
     while axis < len(shape) and draw(st.booleans()):
         d = shape[axis]
-        kind = draw(st.sampled_from(["int", "slice", "none", "array", "array", "ellipsis"]))
-        if kind == "int":
+        kind = draw(st.sampled_from(["int", "slice", "none", "array", "array", "ellipsis",
+                                     "mask"]))
+        if kind == "mask":
+            key.append(np.array(draw(st.lists(st.booleans(), min_size=d, max_size=d))))
+        elif kind == "int":
             key.append(draw(st.integers(-d, d - 1)))
         elif kind == "slice":
             key.append(slice(draw(st.none() | st.integers(-5, 5)),
@@ -215,6 +252,10 @@ def test_fuzz_getitem_setitem(case):
     b = a
     b[key] = mx.array(v)
     _check(b, y)
+    for method, ufunc in (("add", np.add), ("maximum", np.maximum)):
+        y = x.copy()
+        ufunc.at(y, key, v)  # repeated entries of the index arrays accumulate
+        _check(getattr(mx.array(x).at[key], method)(mx.array(v)), y)
 
 
 @settings(max_examples=40, deadline=None)
@@ -225,11 +266,40 @@ def test_fuzz_scatter_accumulates(data):
                              label="idx"), dtype=np.int64)
     x = np.arange(n * 2, dtype=np.float32).reshape(n, 2) - 3
     v = np.linspace(-2, 3, idx.size * 2, dtype=np.float32).reshape(idx.size, 2)
-    for method, ufunc in (("add", np.add), ("multiply", np.multiply), ("maximum", np.maximum),
-                          ("minimum", np.minimum)):
+    for method, ufunc in (("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
+                          ("maximum", np.maximum), ("minimum", np.minimum)):
         y = x.copy()
         ufunc.at(y, idx, v)
         _check(getattr(mx.array(x).at[mx.array(idx)], method)(mx.array(v)), y)
+    y = x.copy()
+    np.divide.at(y, idx, v + 5)  # divide multiplies by the reciprocal: equal to rounding
+    assert_allclose(mx.array(x).at[mx.array(idx)].divide(mx.array(v + 5)), y, rtol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_fuzz_along_axis(data):
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3), label="shape"))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    # indices: any size along `axis`, size 1 or the array's size elsewhere (they broadcast)
+    index_shape = [data.draw(st.integers(0, 4)) if i == axis % len(shape)
+                   else data.draw(st.sampled_from([1, d])) for i, d in enumerate(shape)]
+    n = shape[axis]
+    idx = np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=int(np.prod(index_shape)),
+                                      max_size=int(np.prod(index_shape)))),
+                   dtype=np.int64).reshape(index_shape)
+    a, x = int_pair(shape)
+    _check(mx.take_along_axis(a, mx.array(idx), axis), np.take_along_axis(x, idx, axis))
+    # put_along_axis with distinct indices in each row (NumPy leaves the order of repeated
+    # writes unspecified); odd ones written as negative indices
+    k = data.draw(st.integers(0, n), label="k")
+    order = np.argsort(np.random.default_rng(k).random(shape), axis=axis)
+    put_idx = np.take(order, list(range(k)), axis=axis)
+    put_idx = put_idx - n * (put_idx % 2)
+    values = np.arange(put_idx.size, dtype=np.float32).reshape(put_idx.shape) + 100
+    y = x.copy()
+    np.put_along_axis(y, put_idx, values, axis)
+    _check(mx.put_along_axis(a, mx.array(put_idx), mx.array(values), axis), y)
 
 
 ERRORS = [
@@ -238,6 +308,11 @@ ERRORS = [
     (lambda: mx.zeros((2,))[np.array([0.5])], TypeError, "getitem"),
     (lambda: mx.zeros((2,))[1.0], TypeError, "getitem"),
     (lambda: mx.zeros((2,))[True], TypeError, "getitem"),
+    (lambda: mx.zeros((2,))[np.array(True)], TypeError, "getitem"),
+    (lambda: mx.zeros((3, 4))[np.array([True, False])], IndexError, "getitem"),
+    (lambda: mx.zeros((3, 4))[:, np.ones((5,), bool)], IndexError, "getitem"),
+    (lambda: mx.zeros((3, 4))[np.ones((2, 4), bool)], IndexError, "getitem"),
+    (lambda: mx.zeros((3, 4)).__setitem__(np.array([True, False]), 1.0), IndexError, "setitem"),
     (lambda: mx.zeros((2,))["a"], TypeError, "getitem"),
     (lambda: mx.zeros((2,))[0, 0], IndexError, "getitem"),
     (lambda: mx.zeros(())[0], IndexError, "getitem"),
@@ -250,6 +325,7 @@ ERRORS = [
     (lambda: mx.zeros((2,)).__setitem__(mx.array([True]), 1), ValueError, "setitem"),
     (lambda: mx.zeros((3,)).at[mx.array([0, 1])].add(mx.zeros((3,))), ValueError, "at.add"),
     (lambda: mx.zeros((3,), mx.int32).at[0].divide(2), TypeError, "at.divide"),
+    (lambda: mx.zeros((3,), mx.bool_).at[0].subtract(True), TypeError, "at.subtract"),
     (lambda: mx.take(mx.zeros((2,)), mx.array([0.0])), TypeError, "take"),
     (lambda: mx.take(mx.zeros((2,)), mx.array([True])), ValueError, "take"),
     (lambda: mx.take(mx.zeros((2,)), 0, axis=1), ValueError, "take"),
@@ -265,6 +341,11 @@ ERRORS = [
      ValueError, "put_along_axis"),
     (lambda: mx.put_along_axis(mx.zeros((2, 2)), mx.array([[0]]), 1.0, axis=2), ValueError,
      "put_along_axis"),
+    # a Python int the array's integer dtype cannot hold (MLX's check)
+    (lambda: mx.zeros((2,), mx.int8).__setitem__(0, 1000), ValueError, "setitem"),
+    (lambda: mx.zeros((2,), mx.uint8).at[0].add(-1), ValueError, "at.add"),
+    (lambda: mx.put_along_axis(mx.zeros((2,), mx.int8), mx.array([0]), 1000, axis=0),
+     ValueError, "put_along_axis"),
 ]
 
 

@@ -171,6 +171,21 @@ def test_lu_factor_pivots_follow_lapack():
     np.testing.assert_array_equal(np.asarray(pivots), [1, 2, 2])
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 4, 4), (2, 5, 3), (3, 5)], ids=str)
+def test_lu_factor_batched_and_rectangular(shape):
+    a = matrix(shape)
+    packed, pivots = L.lu_factor(mx.array(a, mx.float64))
+    (m, n), k = shape[-2:], min(shape[-2:])
+    assert packed.shape == shape and pivots.shape == (*shape[:-2], k)
+    flat_a, flat_lu = a.reshape(-1, m, n), ref(packed).reshape(-1, m, n)
+    for matrix_a, lu, swaps in zip(flat_a, flat_lu, np.asarray(pivots).reshape(-1, k)):
+        permuted = matrix_a.copy()
+        for i, pivot in enumerate(swaps):
+            permuted[[i, pivot]] = permuted[[pivot, i]]
+        low = np.tril(lu, -1)[:, :k] + np.eye(m, k)
+        np.testing.assert_allclose(low @ np.triu(lu)[:k], permuted, atol=1e-12)
+
+
 def test_singular_matrices():
     singular = mx.array([[1.0, 2.0], [2.0, 4.0]], mx.float64)
     # LU of a singular matrix succeeds with a zero on U's diagonal (LAPACK's getrf).
@@ -237,6 +252,23 @@ def test_norm_defaults_and_dtypes():
     assert_allclose(L.norm(mx.array([3, 4])), np.array(5.0), dtype=mx.float32)
     assert L.norm(mx.array([1.0, 2.0], mx.float16)).dtype is mx.float16
     assert_allclose(L.norm(mx.array(2.0)), np.array(2.0))
+
+
+@pytest.mark.parametrize("ord,axis", [(o, (1, 2)) for o in MATRIX_ORDS]
+                         + [(o, -1) for o in VECTOR_ORDS], ids=str)
+def test_norms_of_complex_input(ord, axis):
+    z = (matrix((2, 3, 4)) + 1j * matrix((2, 3, 4))).astype(np.complex64)
+    out = L.norm(mx.array(z), ord, axis=axis)
+    assert_allclose(out, np.linalg.norm(z.astype(np.complex128), ord, axis=axis),
+                    dtype=mx.float32, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16], ids=ids([mx.float16, mx.bfloat16]))
+@pytest.mark.parametrize("ord", ["nuc", 2, -2, 1, "fro"], ids=str)
+def test_matrix_norms_keep_half_precision_dtypes(ord, dtype):
+    out = L.norm(mx.array([[3.0, 0.0], [0.0, 4.0]], dtype), ord)
+    expected = np.linalg.norm(np.array([[3.0, 0.0], [0.0, 4.0]]), ord)
+    assert_allclose(out, expected, dtype=dtype)
 
 
 @pytest.mark.parametrize("a_shape,b_shape,axis", [

@@ -23,6 +23,18 @@ def test_python_ints_become_int32():
     assert mx.array([2**40]).dtype is mx.int64
 
 
+def test_float_constructors_default_to_float32():
+    assert np.zeros(2).dtype == np.float64 and np.linspace(0, 1, 3).dtype == np.float64
+    for made in (mx.zeros((2,)), mx.ones(2), mx.full((2,), 1.5), mx.eye(2), mx.arange(0.5, 2),
+                 mx.linspace(0, 1, 3)):
+        assert made.dtype is mx.float32
+
+
+def test_integer_linspace_truncates():
+    assert np.linspace(-2, 3, 7, dtype=np.int32).tolist()[:3] == [-2, -2, -1]
+    assert mx.linspace(-2, 3, 7, mx.int32).tolist()[:3] == [-2, -1, 0]
+
+
 def test_weak_python_scalars():
     assert (np.array([1], np.int32) + 1.5).dtype == np.float64
     assert (mx.array([1], mx.int32) + 1.5).dtype is mx.float32
@@ -31,11 +43,20 @@ def test_weak_python_scalars():
     assert (mx.array([1], mx.float16) * 2.0).dtype is mx.float16
 
 
-def test_out_of_range_scalar_wraps():
+def test_out_of_range_scalar_raises():
     with pytest.raises(OverflowError):
         np.array([1], np.int8) + 1000
-    got = mx.array([1], mx.int8) + 1000
-    assert got.dtype is mx.int8 and got.tolist() == [1 + (1000 - 1024)]
+    assert (np.array([1], np.uint8) == 256).tolist() == [False]
+    with pytest.raises(ValueError, match="^add: the Python int 1000 does not fit in int8"):
+        mx.array([1], mx.int8) + 1000
+    with pytest.raises(ValueError, match="^equal: the Python int 256 does not fit in uint8"):
+        mx.array([1], mx.uint8) == 256
+
+
+def test_int_plus_float32_is_float32():
+    assert (np.array([1], np.int32) + np.array([1], np.float32)).dtype == np.float64
+    assert (mx.array([1], mx.int32) + mx.array([1.5])).dtype is mx.float32
+    assert (mx.array([1], mx.int64) * mx.array([1.5])).dtype is mx.float32
 
 
 def test_int_plus_float16_is_float16():
@@ -93,13 +114,16 @@ def test_float_domain_errors_are_quiet():
         assert np.isnan(mx.divide(mx.array([0.0]), 0.0).item())
 
 
-def test_in_place_division_changes_dtype():
+def test_in_place_operators_change_dtype():
     a = np.array([1, 2], np.int32)
     with pytest.raises(TypeError):  # NumPy's UFuncTypeError: cannot cast float64 to int32
-        a /= 2
+        a += 1.5
     b = mx.array([1, 2])
-    b /= 2
-    assert b.dtype is mx.float32 and b.tolist() == [0.5, 1.0]
+    b += 1.5
+    assert b.dtype is mx.float32 and b.tolist() == [2.5, 3.5]
+    c = mx.array([1, 2])
+    with pytest.raises(ValueError, match="^divide: in-place division"):
+        c /= 2
 
 
 def test_compare_with_none():

@@ -104,14 +104,15 @@ def _quantized(rng, shape, group_size=64, bits=4):
     return w_q, s, b, np.asarray(mx.dequantize(w_q, *wide, group_size, bits))
 
 
-@pytest.mark.parametrize("bits", [3, 4, 8])
+@pytest.mark.parametrize("group_size", GROUPS)
+@pytest.mark.parametrize("bits", BITS)
 @pytest.mark.parametrize("transpose", [True, False], ids=["transpose", "plain"])
-def test_quantized_matmul_matches_dequantized_product(bits, transpose):
+def test_quantized_matmul_matches_dequantized_product(bits, group_size, transpose):
     rng = np.random.default_rng(bits)
-    w_q, s, b, dense = _quantized(rng, (96, 128), 32, bits)
+    w_q, s, b, dense = _quantized(rng, (96, 128), group_size, bits)
     k = 128 if transpose else 96
     x = rng.standard_normal((2, 5, k)).astype(np.float32)
-    out = mx.quantized_matmul(mx.array(x), w_q, s, b, transpose, 32, bits)
+    out = mx.quantized_matmul(mx.array(x), w_q, s, b, transpose, group_size, bits)
     ref = x.astype(np.float64) @ (dense.T if transpose else dense)
     assert_allclose(out, ref, dtype=mx.float32, rtol=1e-4, atol=1e-4)
 
@@ -151,9 +152,18 @@ def test_quantized_matmul_low_precision(dtype):
                     rtol=2e-2, atol=5e-2)
 
 
-def test_quantized_matmul_empty_rows():
-    w_q, s, b = mx.quantize(mx.ones((4, 64)))
-    assert mx.quantized_matmul(mx.zeros((0, 64)), w_q, s, b).shape == (0, 4)
+@pytest.mark.parametrize("bits", BITS)
+def test_empty_arrays_quantize_and_multiply(bits):
+    w_q, s, b = mx.quantize(mx.zeros((2, 0, 64)), 64, bits)
+    assert [np.asarray(a).shape for a in (w_q, s, b)] == [(2, 0, 2 * bits), (2, 0, 1), (2, 0, 1)]
+    assert np.asarray(mx.dequantize(w_q, s, b, 64, bits)).shape == (2, 0, 64)
+    w_q, s, b = mx.quantize(mx.ones((4, 64)), 64, bits)
+    for transpose, k, n in ((True, 64, 4), (False, 4, 64)):
+        out = mx.quantized_matmul(mx.zeros((3, 0, k)), w_q, s, b, transpose, 64, bits)
+        assert np.asarray(out).shape == (3, 0, n)
+    w_q, s, b = mx.quantize(mx.ones((0, 4, 64)), 64, bits)  # an empty stack of weights
+    assert np.asarray(mx.quantized_matmul(mx.ones((2, 64)), w_q, s, b, True, 64, bits)).shape \
+        == (0, 2, 4)
 
 
 def test_quantized_matmul_grad_is_the_flipped_product():
@@ -188,6 +198,11 @@ def test_gather_mm_matches_numpy():
     assert_allclose(out, np.ones((3, 2, 5)) @ b[2], dtype=mx.float32, rtol=1e-5, atol=1e-5)
 
 
+def test_gather_mm_empty_matrices():
+    out = mx.gather_mm(mx.zeros((2, 0, 3)), mx.ones((2, 3, 4)), mx.array([0, 1]), mx.array([1, 1]))
+    assert_allclose(out, np.zeros((2, 0, 4)), dtype=mx.float32)
+
+
 def test_gather_mm_vectors_and_no_indices():
     a, b = np.ones((3, 2), np.float32), np.ones((2, 2, 4), np.float32)
     out = mx.gather_mm(mx.array(a[0]), mx.array(b), mx.array([0]), mx.array([1]))
@@ -203,6 +218,10 @@ def test_gather_qmm_matches_loop():
     out = mx.gather_qmm(mx.array(x), w_q, s, b, mx.array(lhs), mx.array(rhs))
     ref = np.stack([x[i] @ dense[j].T for i, j in zip(lhs, rhs)])
     assert_allclose(out, ref, dtype=mx.float32, rtol=1e-4, atol=1e-4)
+    # no indices: the quantized product, batched over the leading axes
+    out = mx.gather_qmm(mx.array(x[0]), w_q, s, b)
+    assert_allclose(out, np.stack([x[0] @ dense[j].T for j in range(3)]), dtype=mx.float32,
+                    rtol=1e-4, atol=1e-4)
 
 
 def _tile(mask, rows, cols, block):
@@ -237,6 +256,10 @@ def test_segmented_mm_matches_numpy():
     segments = np.array([[0, 4], [4, 10], [2, 2], [7, 9]])
     out = mx.segmented_mm(mx.array(a, mx.float32), mx.array(b, mx.float32), mx.array(segments))
     ref = np.stack([a[:, s:e] @ b[s:e] for s, e in segments])
+    assert_allclose(out, ref, dtype=mx.float32, rtol=1e-5, atol=1e-5)
+    # segment bounds are values known only at evaluation: they clip to [0, K]
+    out = mx.segmented_mm(mx.array(a), mx.array(b), mx.array([[-3, 4], [8, 99], [6, 2]]))
+    ref = np.stack([a[:, :4] @ b[:4], a[:, 8:] @ b[8:], np.zeros((3, 4))])
     assert_allclose(out, ref, dtype=mx.float32, rtol=1e-5, atol=1e-5)
 
 

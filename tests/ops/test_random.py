@@ -89,6 +89,19 @@ def test_seed_repeats_the_global_sequence_and_calls_advance_it():
     assert not np.array_equal(first[0], first[1])
 
 
+def test_global_key_draws_do_not_depend_on_evaluation_order_or_stream():
+    mx.random.seed(11)
+    first, second = mx.random.uniform(shape=(6,)), mx.random.normal((6,))
+    mx.eval(second)  # evaluated in the order opposite to the calls
+    expected = [_np(first), _np(second)]
+    mx.random.seed(11)
+    first = mx.random.uniform(shape=(6,), stream=mx.new_stream(mx.cpu))
+    second = mx.random.normal((6,))
+    mx.eval(first, second)
+    np.testing.assert_array_equal(_np(first), expected[0])
+    np.testing.assert_array_equal(_np(second), expected[1])
+
+
 @pytest.mark.parametrize("width, dtype", [(1, mx.uint8), (2, mx.uint16), (4, mx.uint32)])
 def test_bits_widths_are_uniform_bytes(width, dtype):
     b = mx.random.bits((N,), width, key=mx.random.key(1))
@@ -115,6 +128,13 @@ def test_uniform_broadcasts_array_bounds():
     x = _np(mx.random.uniform(low, low + 1, (1000, 2), key=mx.random.key(3)))
     assert x[:, 0].min() >= 0 and x[:, 0].max() < 1
     assert x[:, 1].min() >= 10 and x[:, 1].max() < 11
+
+
+def test_uniform_stays_in_its_interval_when_the_bounds_meet():
+    assert mx.random.uniform(-1.0, -1.0, (3,), key=mx.random.key(0)).tolist() == [-1.0] * 3
+    low = np.float32(1.0)
+    high = np.nextafter(low, np.float32(2.0))  # the interval holds one float32: low
+    assert set(np.asarray(mx.random.uniform(low, high, (50,), key=mx.random.key(1)))) == {low}
 
 
 def test_uniform_empty_and_scalar_shapes():
@@ -158,6 +178,8 @@ def test_bernoulli_mean_shape_and_dtype():
     p = mx.array([[0.0, 1.0]])
     y = np.asarray(mx.random.bernoulli(p, key=mx.random.key(8)))
     assert y.shape == (1, 2) and y.tolist() == [[False, True]]
+    z = mx.random.bernoulli(mx.array([0, 1]), key=mx.random.key(9))  # integer p is cast
+    assert z.tolist() == [False, True]
 
 
 def test_truncated_normal_bounds_and_mean():
@@ -169,6 +191,17 @@ def test_truncated_normal_bounds_and_mean():
 
     mass = _normal_cdf(2.0) - _normal_cdf(-1.0)
     assert abs(v.mean() - (phi(-1) - phi(2)) / mass) < 0.03
+    # far in a tail (float32 erf rounds to -1 below about -5.4) the distribution holds
+    for lo, hi in ((5.0, 6.0), (-8.0, -7.0)):
+        tail = _np(mx.random.truncated_normal(lo, hi, (N,), key=mx.random.key(13)))
+        mass = 0.5 * (math.erf(hi / math.sqrt(2)) - math.erf(lo / math.sqrt(2)))
+        assert lo <= tail.min() and tail.max() <= hi
+        # the truncated mean; its standard deviation here is below 0.2
+        assert abs(tail.mean() - (phi(lo) - phi(hi)) / mass) < 5 * 0.2 / math.sqrt(N)
+    # without a shape, the bounds' broadcast shape; each entry within its own bounds
+    w = _np(mx.random.truncated_normal(mx.array([[-1.0], [0.0]]), mx.array([0.5, 1.0, 3.0]),
+                                       key=mx.random.key(12)))
+    assert w.shape == (2, 3) and (w >= [[-1.0], [0.0]]).all() and (w <= [0.5, 1.0, 3.0]).all()
 
 
 def test_gumbel_moments_and_fit():
@@ -225,6 +258,16 @@ def test_permutation_of_int_and_array_axis():
     np.testing.assert_array_equal(q, a[:, q[0]])  # whole columns move together
 
 
+def test_permutation_orderings_are_equally_likely():
+    keys = mx.random.split(mx.random.key(18), 6000)
+    orders = np.asarray(mx.vmap(lambda k: mx.random.permutation(4, key=k))(keys))
+    _, counts = np.unique(orders @ np.array([64, 16, 4, 1]), return_counts=True)
+    assert counts.size == 24  # every ordering of 4 elements appears
+    expected = 6000 / 24
+    chi2 = float(np.sum((counts - expected) ** 2 / expected))
+    assert chi2 < 23 + 6 * math.sqrt(46)  # 23 degrees of freedom, six standard deviations
+
+
 def test_vmap_over_keys_matches_a_loop():
     keys = mx.random.split(mx.random.key(17), 4)
     batched = mx.vmap(lambda k: mx.random.normal((3,), key=k))(keys)
@@ -249,6 +292,8 @@ def test_gradient_flows_through_parameters_not_keys():
         (lambda: mx.random.uniform(key=mx.array([1, 2])), ValueError, "^uniform: expected a key"),
         (lambda: mx.random.normal(key=mx.zeros((3,), mx.uint32)), ValueError, "^normal: expected"),
         (lambda: mx.random.split(mx.array([1.0, 2.0])), ValueError, "^split: expected a key"),
+        (lambda: mx.random.key(1.5), TypeError, "^key: seed must be an int, got float"),
+        (lambda: mx.random.seed(True), TypeError, "^seed: seed must be an int, got bool"),
         (lambda: mx.random.split(mx.random.key(0), -1), ValueError, "^split: num"),
         (lambda: mx.random.bits((2,), 3), ValueError, "^bits: width"),
         (lambda: mx.random.bits((-1,)), ValueError, "^bits: negative"),
@@ -266,6 +311,8 @@ def test_gradient_flows_through_parameters_not_keys():
          "^categorical: at most one"),
         (lambda: mx.random.categorical(mx.zeros((2, 3)), shape=(3,)), ValueError,
          "^categorical: shape"),
+        (lambda: mx.random.categorical(mx.zeros((2, 3)), shape=(1,)), ValueError,
+         r"^categorical: shape \(1,\) does not broadcast"),
         (lambda: mx.random.categorical(mx.array(1.0)), ValueError, "^categorical: logits"),
         (lambda: mx.random.categorical(mx.zeros((2, 0))), ValueError, "^categorical: axis -1"),
         (lambda: mx.random.categorical(mx.zeros((2, 3)), axis=2), ValueError, "^categorical: axis"),

@@ -216,6 +216,41 @@ def test_nan_and_inf():
     assert mx.count_nonzero(mx.array([nan, 0.0])).item() == 1
 
 
+def _np_logsumexp(x, axis):
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.log(np.sum(np.exp(x - top), axis=axis)) + np.squeeze(top, axis)
+
+
+def _np_softmax(x, axis):
+    top = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - top)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+NAN_REFERENCES = {
+    "sum": np.sum, "prod": np.prod, "mean": np.mean, "var": np.var, "std": np.std,
+    "max": np.max, "min": np.min, "argmax": np.argmax, "argmin": np.argmin, "all": np.all,
+    "any": np.any, "count_nonzero": np.count_nonzero, "median": np.median,
+    "logsumexp": _np_logsumexp, "softmax": _np_softmax,
+}
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=ids)
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("op", sorted(NAN_REFERENCES))
+def test_nan_and_inf_against_numpy(op, axis, dtype):
+    # rows: plain, one NaN, +inf, -inf, both infinities, all -inf, NaN with inf, a zero
+    nan, inf = np.nan, np.inf
+    x = np.array([[1.0, 2.0, 3.0], [1.0, nan, 3.0], [inf, 1.0, 2.0], [-inf, 1.0, 2.0],
+                  [inf, -inf, 0.0], [-inf, -inf, -inf], [nan, inf, 1.0], [0.0, 4.0, -1.0]])
+    x = x if axis == 1 else x.T
+    with np.errstate(all="ignore"):
+        expected = NAN_REFERENCES[op](x, axis=axis)
+    got = getattr(mx, op)(mx.array(x, dtype), axis=axis)
+    assert_allclose(got, np.asarray(expected).astype(got.dtype.np), rtol=1e-6, atol=1e-6)
+
+
 def test_empty_reductions():
     e = mx.zeros((0, 3))
     assert_allclose(mx.sum(e), 0.0)
@@ -233,7 +268,8 @@ def test_half_sums_accumulate_in_float32():
 
 def test_empty_axes_return_input():
     x = mx.array([1, 2], mx.int8)
-    assert mx.sum(x, axis=[]) is x
+    out = mx.sum(x, axis=[])  # the values of `x` on a new handle (MLX returns a copy)
+    assert out is not x and out.dtype is mx.int8 and out.tolist() == [1, 2]
     assert mx.all(x, axis=[]).dtype is mx.bool_
     assert mx.sum(mx.array(3, mx.int8)).dtype is mx.int8  # 0-d: no axes (MLX)
 
@@ -284,6 +320,34 @@ def test_hypothesis_reductions(shape, data, keepdims):
         want = getattr(np, name)(x64, axis=axis, keepdims=keepdims)
         assert_allclose(getattr(mx, name)(x, axis, keepdims), want, dtype=mx.float64)
     assert_allclose(mx.var(x, axis, keepdims, ddof=0), np.var(x64, axis=axis, keepdims=keepdims))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dtype=st.sampled_from(REAL),
+    shape=st.lists(st.integers(0, 4), min_size=0, max_size=3),
+    data=st.data(),
+    keepdims=st.booleans(),
+)
+def test_hypothesis_reductions_over_dtypes(dtype, shape, data, keepdims):
+    ndim = len(shape)
+    picked = data.draw(st.lists(st.integers(-ndim, ndim - 1), unique_by=lambda a: a % ndim,
+                                max_size=ndim)) if ndim else []
+    axis = data.draw(st.sampled_from([None, tuple(picked)]))
+    x = sample(tuple(shape), dtype, np.random.default_rng(len(picked) + 7 * ndim))
+    x64 = to_numpy64(x)
+    reduced = range(ndim) if axis is None else [a % ndim for a in axis]
+    sum_dtype = SUM_DTYPE.get(dtype, dtype) if reduced else dtype  # no axes: the input (MLX)
+    tol = {"rtol": 2e-2, "atol": 5e-2} if dtype in (mx.float16, mx.bfloat16) else {}
+    assert_allclose(mx.sum(x, axis, keepdims), np.sum(x64, axis=axis, keepdims=keepdims),
+                    dtype=sum_dtype, **tol)
+    for name in ("all", "any"):
+        want = getattr(np, name)(x64, axis=axis, keepdims=keepdims)
+        assert_allclose(getattr(mx, name)(x, axis, keepdims), want, dtype=mx.bool_)
+    if all(shape[a] for a in reduced):  # max and min of an empty axis are rejected
+        for name in ("max", "min"):
+            want = getattr(np, name)(x64, axis=axis, keepdims=keepdims)
+            assert_allclose(getattr(mx, name)(x, axis, keepdims), want, dtype=dtype)
 
 
 REDUCERS = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "logsumexp",
@@ -345,6 +409,13 @@ def test_complex_rejected(op):
 def test_axis_type_rejected():
     with pytest.raises(TypeError, match="^sum: axis must be an int"):
         mx.sum(mx.ones((2,)), 0.5)
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("ddof", [0.5, "1", True, None], ids=repr)
+def test_ddof_must_be_an_int(op, ddof):  # a float ddof is rejected, never truncated
+    with pytest.raises(TypeError, match=f"^{op}: ddof must be an int, got {type(ddof).__name__}"):
+        getattr(mx, op)(mx.ones((3,)), ddof=ddof)
 
 
 def test_second_derivatives_compose():

@@ -57,6 +57,10 @@ CASES = [
     ("roll_axes", lambda a: mx.roll(a, (1, -2), (0, 1)), lambda x: np.roll(x, (1, -2), (0, 1)),
      (2, 3)),
     ("atleast_3d", lambda a: mx.atleast_3d(a), lambda x: np.atleast_3d(x), (3,)),
+    ("slice", lambda a: mx.slice(a, mx.array([1, 1]), (0, 1), (1, 2)), lambda x: x[1:2, 1:3],
+     (2, 3)),
+    ("slice_update", lambda a: mx.slice_update(a, a[:1, :2], mx.array([1, 1]), (0, 1)),
+     lambda x: np.concatenate([x[:1], np.concatenate([x[1:, :1], x[:1, :2]], 1)]), (2, 3)),
 ]
 
 
@@ -68,7 +72,7 @@ def test_against_numpy(name, fn, ref, shape, dtype):
 
 
 VIEW_CASES = [c for c in CASES if c[0] in ("reshape", "transpose", "concatenate", "pad", "roll",
-                                           "tile", "split")]
+                                           "tile", "split", "slice", "slice_update")]
 
 
 @pytest.mark.parametrize("name,fn,ref,shape", VIEW_CASES, ids=[c[0] for c in VIEW_CASES])
@@ -157,6 +161,9 @@ def test_slice_nested_vmap():
             k = min(starts[i, j], 4)
             expected[i, j, k:k + 2] = [-1, -2]
     _check(out, expected, dt.float32)
+    for shape in ((0, 3, 6), (2, 0, 6)):  # empty batches
+        empty = g(mx.zeros(shape), mx.array(np.zeros(shape[:2], np.int32)))
+        _check(empty, np.zeros(shape), dt.float32)
 
 
 @settings(max_examples=40, deadline=None)
@@ -165,15 +172,27 @@ def test_reshape_transpose_chains(data):
     shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4), label="shape")
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     a = mx.array(x)
-    for _ in range(data.draw(st.integers(1, 4), label="steps")):
-        if data.draw(st.booleans(), label="transpose"):
+    for _ in range(data.draw(st.integers(1, 5), label="steps")):
+        step = data.draw(st.sampled_from(["transpose", "reshape", "slice"]), label="step")
+        if step == "transpose":
             perm = data.draw(st.permutations(range(x.ndim)), label="perm")
             a, x = mx.transpose(a, perm), x.transpose(perm)
-        else:
-            factors = [d for d in range(1, x.size + 1) if x.size % d == 0]
-            first = data.draw(st.sampled_from(factors), label="first")
-            a, x = mx.reshape(a, (first, -1)), x.reshape(first, -1)
+        elif step == "reshape":  # into 1 to 4 dimensions, one of them sometimes inferred (-1)
+            new_shape, left = [], x.size
+            for _ in range(data.draw(st.integers(0, 3), label="ndim")):
+                d = data.draw(st.sampled_from([f for f in range(1, left + 1) if left % f == 0]))
+                new_shape.append(d)
+                left //= d
+            new_shape.insert(data.draw(st.integers(0, len(new_shape))), left)
+            spec = [-1 if i == 0 and data.draw(st.booleans()) else d
+                    for i, d in enumerate(new_shape)]
+            a, x = mx.reshape(a, spec), x.reshape(new_shape)
+        else:  # a step slice, negative steps too, on the first axis
+            k = data.draw(st.sampled_from([2, -1, -2]), label="slice_step")
+            a, x = a[::k], x[::k]
     _check(a, x, dt.float32)
+    _check(a * 2 + 1, x * 2 + 1, dt.float32)  # the chained view feeding kernels
+    _check(mx.sum(a, axis=-1), x.sum(axis=-1), dt.float32)
 
 
 ERRORS = [
@@ -182,6 +201,15 @@ ERRORS = [
     (lambda: mx.reshape(mx.zeros((2, 3)), (5,)), ValueError, "reshape"),
     (lambda: mx.reshape(mx.zeros((2, 3)), "ab"), TypeError, "reshape"),
     (lambda: mx.reshape(mx.zeros((0, 3)), (-2, 0)), ValueError, "reshape"),
+    (lambda: mx.reshape(mx.zeros((2, 3)), (3.0, 2)), TypeError, "reshape"),  # never truncated
+    (lambda: mx.zeros((2, 3)).reshape(3.5, 2), TypeError, "reshape"),
+    (lambda: mx.broadcast_to(mx.zeros((2, 3)), (2, 3.0)), TypeError, "broadcast_to"),
+    (lambda: mx.broadcast_to(mx.array(1.0), (2**40, 2**40)), ValueError, "broadcast_to"),
+    (lambda: mx.expand_dims(mx.zeros((2,)), 0.5), TypeError, "expand_dims"),
+    (lambda: mx.tile(mx.zeros((2,)), 1.5), TypeError, "tile"),
+    (lambda: mx.tile(mx.zeros((2,)), (1, 2.0)), TypeError, "tile"),
+    (lambda: mx.split(mx.zeros((4,)), "ab"), TypeError, "split"),
+    (lambda: mx.split(mx.zeros((4,)), [1.5]), TypeError, "split"),
     (lambda: mx.flatten(mx.zeros((2, 3)), 1, 0), ValueError, "flatten"),
     (lambda: mx.flatten(mx.zeros((2, 3)), 2), ValueError, "flatten"),
     (lambda: mx.unflatten(mx.zeros((2, 6)), 1, (4, -1)), ValueError, "unflatten"),
@@ -213,6 +241,12 @@ ERRORS = [
     (lambda: mx.split(mx.zeros(()), 1), ValueError, "split"),
     (lambda: mx.pad(mx.zeros((2,)), 1, "reflect"), ValueError, "pad"),
     (lambda: mx.pad(mx.zeros((2,)), -1), ValueError, "pad"),
+    (lambda: mx.pad(mx.zeros((2,)), 1.5), TypeError, "pad"),  # never truncated
+    (lambda: mx.pad(mx.zeros((2,), mx.int8), 1, constant_values=1000), ValueError, "pad"),
+    (lambda: mx.pad(mx.zeros((2, 2)), ((1, 1), (0.5, 0))), TypeError, "pad"),
+    (lambda: mx.roll(mx.zeros((2, 2)), 1.5), TypeError, "roll"),
+    (lambda: mx.roll(mx.zeros((2, 2)), 1, 0.0), TypeError, "roll"),
+    (lambda: mx.squeeze(mx.zeros((1, 2)), 0.0), TypeError, "squeeze"),
     (lambda: mx.pad(mx.zeros((2, 2)), (1, 2, 3)), ValueError, "pad"),
     (lambda: mx.pad(mx.zeros((0,)), 1, "edge"), ValueError, "pad"),
     (lambda: mx.pad(mx.zeros((2,)), 1, constant_values=mx.zeros((2,))), ValueError, "pad"),

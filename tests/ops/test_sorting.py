@@ -111,6 +111,9 @@ def test_searchsorted_vmap_over_sorted_rows():
     expected = np.stack([np.searchsorted(r, q) for r, q in zip(a.astype(np.float32),
                                                                v.astype(np.float32))])
     assert_allclose(out, expected, dtype=dt.uint32)
+    for a_shape, v_shape in (((0, 3), (0, 2)), ((2, 0), (2, 2))):  # empty batch or rows
+        out = mx.vmap(mx.searchsorted)(mx.zeros(a_shape), mx.zeros(v_shape))
+        assert_allclose(out, np.zeros(v_shape), dtype=dt.uint32)
 
 
 def test_sort_grad_scatters_back():
@@ -137,6 +140,38 @@ def test_sort_fuzz(x, axis):
     assert_allclose(mx.sort(a, axis=axis), np.sort(x, axis=axis))
     assert_allclose(mx.argsort(a, axis=axis), np.argsort(x, axis=axis, kind="stable"),
                     dtype=dt.uint32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.int32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=6),
+                  elements=st.integers(-3, 3)), st.data())
+def test_selection_fuzz_with_ties(x, data):
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1), label="axis")
+    n, a = x.shape[axis], mx.array(x)
+    np.testing.assert_array_equal(np.asarray(mx.argsort(a, axis=axis)),
+                                  np.argsort(x, axis=axis, kind="stable"))
+    kth = data.draw(st.integers(-n, n - 1), label="kth")
+    k, ordered = kth % n, np.sort(x, axis=axis)
+
+    def at(v, positions):
+        return np.take(v, list(positions), axis=axis)
+
+    order = np.asarray(mx.argpartition(a, kth, axis=axis)).astype(np.int64)
+    positions = np.arange(n).reshape([-1 if i == axis % x.ndim else 1 for i in range(x.ndim)])
+    np.testing.assert_array_equal(np.sort(order, axis=axis),
+                                  np.broadcast_to(positions, x.shape))  # a permutation
+    for part in (np.asarray(mx.partition(a, kth, axis=axis)),
+                 np.take_along_axis(x, order, axis=axis)):
+        pivot = at(part, [k])
+        np.testing.assert_array_equal(pivot, at(ordered, [k]))
+        assert (at(part, range(k)) <= pivot).all() and (at(part, range(k + 1, n)) >= pivot).all()
+    top = data.draw(st.integers(1, n), label="k")
+    np.testing.assert_array_equal(np.sort(np.asarray(mx.topk(a, top, axis=axis)), axis=axis),
+                                  at(ordered, range(n - top, n)))
+    side = data.draw(st.sampled_from(["left", "right"]), label="side")
+    flat = np.sort(x.ravel())
+    np.testing.assert_array_equal(np.asarray(mx.searchsorted(mx.array(flat), a, side=side)),
+                                  np.searchsorted(flat, x, side=side))
 
 
 @pytest.mark.parametrize("call,error,message", [

@@ -150,6 +150,15 @@ def test_round_decimals(decimals, d):
                                rtol=2e-3 if d is dt.float16 else 1e-5, atol=1e-2)
 
 
+@pytest.mark.parametrize("decimals", [309, 400, -309, -400, 20, -300])
+def test_round_decimals_past_the_float64_range(decimals):
+    # 10**decimals overflows or underflows: NumPy (and MLX) give NaN there, never an exception
+    x = np.array([1.5, -2.25, 0.0, 1e300])
+    with np.errstate(all="ignore"):
+        expected = np.round(x, decimals)
+    assert_allclose(mx.round(mx.array(x, mx.float64), decimals), expected, dtype=dt.float64)
+
+
 @pytest.mark.parametrize("d", ALL, ids=lambda d: d.name)
 def test_predicates(d):
     x = sample(d, -3, 3)
@@ -179,9 +188,14 @@ def test_nan_to_num(d):
 
 @pytest.mark.parametrize("d", [dt.int8, dt.uint32, dt.bool_], ids=str)
 def test_nan_to_num_and_conj_leave_integers(d):
-    a = mx.array(sample(d, -3, 3), d)
+    x = sample(d, -3, 3)
+    a = mx.array(x, d)
     for op in (mx.nan_to_num, mx.conj, mx.conjugate, mx.real, mx.floor):
-        assert op(a) is a
+        out = op(a)  # unchanged values, but a new handle: updating it never reaches `a`
+        assert out is not a
+        assert_allclose(out, x, dtype=d)
+        out += 1
+        assert_allclose(a, x, dtype=d)
     assert_allclose(mx.imag(a), np.zeros(a.shape, d.np), dtype=d)
 
 
@@ -233,6 +247,31 @@ def test_transposed_and_strided_views():
     strided = mx.array(x[::2, ::-3])  # NumPy views as data
     assert_allclose(mx.sqrt(strided), np.sqrt(x[::2, ::-3].astype(np.float64)))
     assert_allclose(mx.floor(a), np.floor(x.T))
+
+
+# nuvec views of an evaluated array: (view of the nuvec array, the same view in NumPy)
+NUVEC_VIEWS = {
+    "step": (lambda a: a[::2, ::-3], lambda x: x[::2, ::-3]),
+    "transpose": (lambda a: a.T, lambda x: x.T),
+    "broadcast": (lambda a: mx.broadcast_to(a[1:2], (6, 8)),
+                  lambda x: np.broadcast_to(x[1:2], (6, 8))),
+}
+
+
+@pytest.mark.parametrize("view", sorted(NUVEC_VIEWS))
+@pytest.mark.parametrize("name", sorted(FLOAT_OPS))
+def test_nuvec_views_as_inputs(name, view):
+    op, ref, (low, high), _ = FLOAT_OPS[name]
+    x = sample(dt.float32, low, high, (6, 8))
+    base = mx.array(x)
+    mx.eval(base)
+    make, make_np = NUVEC_VIEWS[view]
+    once = op(make(base))
+    twice = mx.square(once)  # a consumer of the result, which may reuse its buffer
+    expected = ref(make_np(x).astype(np.float64))
+    assert_allclose(twice, expected**2, dtype=dt.float32, rtol=1e-4, atol=1e-5)
+    assert_allclose(once, expected, dtype=dt.float32, rtol=1e-4, atol=1e-5)
+    assert_allclose(base, x)  # the viewed array is never written
 
 
 @pytest.mark.parametrize("d", [dt.float32, dt.float64], ids=str)
@@ -300,11 +339,12 @@ def test_methods():
         assert_allclose(getattr(a, name)(), getattr(mx, name)(a))
     assert_allclose(a.round(), np.rint(x))
     assert_allclose(a.round(1), np.round(x, 1))
-    assert a.conj() is a
+    assert a.conj() is not a and a.conj().tolist() == x.tolist()
     assert a.astype(mx.int32).dtype is mx.int32
     assert_allclose(abs(-a), x)
     assert_allclose(-a, -x)
-    assert (+a) is a
+    assert (+a) is not a
+    assert_allclose(+a, x, dtype=mx.float32)
 
 
 def test_weak_scalar_inputs():

@@ -1,5 +1,6 @@
 """Rule rows for quantization: quantize (vmap), dequantize (scales and biases), quantized
-products (x only) and the gathered, masked and segmented products (compositions)."""
+products (x, scales and biases; the packed weights are integers) and the gathered, masked and
+segmented products (compositions)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,19 @@ SPECS = [
     OpSpec("dequantize", lambda w, s, b: mx.dequantize(w, s, b, 32, 4),
            lambda rng: _packed(rng, 2, 64), [quantized.Dequantize], argnums=(1, 2)),
     OpSpec("quantized_matmul", lambda x, w, s, b: mx.quantized_matmul(x, w, s, b, True, 32, 4),
-           _qmm_args(True), [quantized.QuantizedMatmul], argnums=(0,)),
+           _qmm_args(True), [quantized.QuantizedMatmul], argnums=(0, 2, 3)),
     OpSpec("quantized_matmul_no_transpose",
            lambda x, w, s, b: mx.quantized_matmul(x, w, s, b, False, 32, 4),
-           _qmm_args(False), [quantized.QuantizedMatmul], argnums=(0,)),
+           _qmm_args(False), [quantized.QuantizedMatmul], argnums=(0, 2, 3)),
+    # x's extra batch axes (a 2-D w broadcast over them) and a 1-D x
+    OpSpec("quantized_matmul_batched_x",
+           lambda x, w, s, b: mx.quantized_matmul(x, w, s, b, True, 32, 4),
+           lambda rng: [rng.standard_normal((2, 2, 64)), *_packed(rng, 3, 64)],
+           [quantized.QuantizedMatmul], argnums=(0, 2, 3)),
+    OpSpec("quantized_matmul_vector",
+           lambda x, w, s, b: mx.quantized_matmul(x, w, s, b, False, 32, 4),
+           lambda rng: [rng.standard_normal(5), *_packed(rng, 5, 64)],
+           [quantized.QuantizedMatmul], argnums=(0, 2, 3)),
     OpSpec("gather_mm", lambda a, b, i, j: mx.gather_mm(a, b, i, j),
            lambda rng: [rng.standard_normal((3, 2, 4)), rng.standard_normal((2, 4, 3)),
                         rng.integers(0, 3, size=(2,)), rng.integers(0, 2, size=(2,))],
@@ -42,7 +52,7 @@ SPECS = [
                x, w, s, b, rhs_indices=mx.array([1, 0, 1]), group_size=32),
            lambda rng: [rng.standard_normal((1, 2, 32)),
                         *(np.stack(p) for p in zip(*(_packed(rng, 3, 32) for _ in range(2))))],
-           [], argnums=(0,)),
+           [], argnums=(0, 2, 3)),
     OpSpec("block_masked_mm", lambda a, b: mx.block_masked_mm(
                a, b, 32, mask_out=mx.array([[True], [False]]),
                mask_lhs=mx.array([[1.0, 0.5], [2.0, 1.0]]), mask_rhs=mx.array([[True], [False]])),

@@ -47,6 +47,24 @@ def test_vjp_of_unused_and_integer_primals_is_zero() -> None:
     assert_allclose(gn, [0, 0], mx.int32)
 
 
+def test_random_keys_get_no_gradient_and_bounds_do() -> None:
+    key, low = mx.random.key(7), a64([0.5, -1.0])
+
+    def sample(k, lo):
+        return mx.random.uniform(lo, lo + 2.0, (2,), mx.float64, key=k)
+
+    u = np.asarray(mx.random.uniform(shape=(2,), dtype=mx.float64, key=key))
+    _, (g_key, g_low) = mx.vjp(sample, [key, low], [a64([1.0, 1.0])])
+    assert_allclose(g_key, [0, 0], mx.uint32)
+    assert_allclose(g_low, [1.0, 1.0], F64)  # lo + 2u moves one for one with lo
+    _, (t,) = mx.jvp(lambda k: sample(k, low), [key], [mx.array([1, 1], mx.uint32)])
+    assert_allclose(t, [0.0, 0.0], F64)
+    assert_allclose(sample(key, low), np.asarray([0.5, -1.0]) + 2 * u, F64)
+    with pytest.raises(TypeError, match=r"^grad: cannot differentiate with respect to an array "
+                                        r"of uint32 \(shape \(2,\)\)"):
+        mx.grad(lambda k: sample(k, low).sum())(key)
+
+
 @pytest.mark.parametrize(
     "call, error, match",
     [

@@ -10,8 +10,11 @@ from nuvec.ops import creation as c
 
 @kernel(c.Arange)
 def arange(p):
-    if p.dtype.kind in "iu" and float(p.start).is_integer() and float(p.step).is_integer():
-        return int(p.start) + np.arange(p.size, dtype=np.int64) * int(p.step)
     if p.size == 1:  # also an infinite step, where 0 * step would be NaN
         return np.full(1, p.start, np.float64)
+    if p.dtype.kind in "iu":
+        # integers step by T(start + step) - T(start), C casts truncating toward zero, as MLX
+        # and NumPy do: arange(-1.5, 3, 1, int8) is [-1, 0, 1, 2, 3]
+        first = int(p.start)
+        return first + np.arange(p.size, dtype=np.int64) * (int(p.start + p.step) - first)
     return p.start + np.arange(p.size, dtype=np.float64) * p.step

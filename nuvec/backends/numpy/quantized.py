@@ -27,9 +27,9 @@ def unpack(w: np.ndarray, bits: int) -> np.ndarray:
     if 8 % bits == 0:
         shifts = np.arange(0, 8, bits, dtype=np.uint8)
         codes = (data[..., None] >> shifts) & np.uint8((1 << bits) - 1)
-        return codes.reshape(*data.shape[:-1], -1)
+        return codes.reshape(*data.shape[:-1], data.shape[-1] * (8 // bits))
     stream = np.unpackbits(data, axis=-1, bitorder="little")
-    stream = stream.reshape(*data.shape[:-1], -1, bits)
+    stream = stream.reshape(*data.shape[:-1], data.shape[-1] * 8 // bits, bits)
     weights = np.left_shift(np.uint8(1), np.arange(bits, dtype=np.uint8))
     return (stream * weights).sum(axis=-1, dtype=np.uint8)
 
@@ -41,11 +41,11 @@ def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     elif 8 % bits == 0:
         per = 8 // bits
         shifts = np.arange(0, 8, bits, dtype=np.uint8)
-        grouped = codes.reshape(*codes.shape[:-1], -1, per)
+        grouped = codes.reshape(*codes.shape[:-1], codes.shape[-1] // per, per)
         data = (grouped << shifts).sum(axis=-1, dtype=np.uint8)
     else:
         stream = (codes[..., None] >> np.arange(bits, dtype=np.uint8)) & np.uint8(1)
-        stream = stream.reshape(*codes.shape[:-1], -1)
+        stream = stream.reshape(*codes.shape[:-1], codes.shape[-1] * bits)
         data = np.packbits(stream, axis=-1, bitorder="little")
     return np.ascontiguousarray(data).view("<u4").astype(np.uint32, copy=False)
 
@@ -76,7 +76,8 @@ def dequantize_array(w: np.ndarray, scales: np.ndarray, biases: np.ndarray, grou
                      bits: int, work: np.dtype) -> np.ndarray:
     """`scales * q + biases` of packed `w`, in `work` precision."""
     codes = unpack(w, bits)
-    grouped = codes.reshape(*codes.shape[:-1], -1, group_size).astype(work)
+    grouped = codes.reshape(*codes.shape[:-1], codes.shape[-1] // group_size, group_size)
+    grouped = grouped.astype(work)
     out = grouped * scales.astype(work)[..., None] + biases.astype(work)[..., None]
     return out.reshape(codes.shape)
 
@@ -110,15 +111,15 @@ def _scaled_planes(w: np.ndarray, scales: np.ndarray, group_size: int, bits: int
 
 def _to_planes(a: np.ndarray, per: int) -> np.ndarray:
     """Columns `word * per + j` of `a` reordered as `j * words + word` (plane order)."""
-    return np.swapaxes(a.reshape(*a.shape[:-1], -1, per), -1, -2).reshape(a.shape)
+    return np.swapaxes(a.reshape(*a.shape[:-1], a.shape[-1] // per, per), -1, -2).reshape(a.shape)
 
 
 def _from_planes(a: np.ndarray, per: int) -> np.ndarray:
-    return np.swapaxes(a.reshape(*a.shape[:-1], per, -1), -1, -2).reshape(a.shape)
+    return np.swapaxes(a.reshape(*a.shape[:-1], per, a.shape[-1] // per), -1, -2).reshape(a.shape)
 
 
 def _group_sums(x: np.ndarray, group_size: int) -> np.ndarray:
-    return x.reshape(*x.shape[:-1], -1, group_size).sum(axis=-1)
+    return x.reshape(*x.shape[:-1], x.shape[-1] // group_size, group_size).sum(axis=-1)
 
 
 @kernel(q.QuantizedMatmul)
@@ -140,7 +141,7 @@ def quantized_matmul(p, x, w, scales, biases):
         # x @ (s q + b) = x @ (s q)_planes + (x @ b) repeated over each group's columns
         bias = np.repeat(xw @ b_work, p.group_size // per, axis=-1)
         out = np.broadcast_to(bias[..., None, :], (*bias.shape[:-1], per, bias.shape[-1]))
-        out = out.reshape(*bias.shape[:-1], -1).copy()
+        out = out.reshape(*bias.shape[:-1], per * bias.shape[-1]).copy()
     else:
         n = rows if p.transpose else columns
         out = np.zeros((*np.broadcast_shapes(xw.shape[:-2], w.shape[:-2]), xw.shape[-2], n),
@@ -152,7 +153,7 @@ def quantized_matmul(p, x, w, scales, biases):
         part, s_part = w[..., start:stop, :], scales[..., start:stop, :]
         if planes:
             block = _scaled_planes(part, s_part, p.group_size, p.bits, work)
-            block = block.reshape(*part.shape[:-1], -1)
+            block = block.reshape(*part.shape[:-1], per * part.shape[-1])
         else:
             block = dequantize_array(part, s_part, biases[..., start:stop, :], p.group_size,
                                      p.bits, work)

@@ -43,8 +43,9 @@ def searchsorted(p, a, v):
         return np.searchsorted(a, v, side=p.side)
     # Batched rows: count, per value, the row entries before its insertion point.
     lead = a.shape[: p.batch]
-    rows = a.reshape(-1, a.shape[-1])
-    values = v.reshape(rows.shape[0], -1)
+    batch = int(np.prod(lead))  # explicit sizes: a -1 is ambiguous when a batch is empty
+    rows = a.reshape(batch, a.shape[-1])
+    values = v.reshape(batch, int(np.prod(v.shape[p.batch:])))
     before = np.less if p.side == "left" else np.less_equal
     counts = before(rows[:, None, :], values[:, :, None]).sum(axis=-1)
     return counts.reshape(*lead, *v.shape[p.batch:])
