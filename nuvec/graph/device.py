@@ -95,6 +95,10 @@ class Backend(Protocol):
 
     def synchronize(self) -> None: ...
 
+    def available(self) -> bool: ...
+
+    def unavailable_reason(self) -> str: ...
+
 
 _BACKEND_MODULES = {DeviceType.cpu: "nuvec.backends.numpy", DeviceType.gpu: "nuvec.backends.cupy"}
 _backends: dict[DeviceType, Any] = {}
