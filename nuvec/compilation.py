@@ -58,8 +58,22 @@ def disable_compile() -> None:
 
     Compiled and plain functions run the same operations in nuvec, so there is no state to
     change: this exists so that MLX code toggling compilation runs unchanged.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.disable_compile()
+        >>> mx.compile(lambda x: x * 2)(mx.array(3)).item()
+        6
+        >>> mx.enable_compile()
     """
 
 
 def enable_compile() -> None:
-    """Turns compilation back on globally (MLX's `enable_compile`); see `disable_compile`."""
+    """Turns compilation back on globally (MLX's `enable_compile`); see `disable_compile`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.enable_compile()
+        >>> mx.compile(lambda x: x * 2)(mx.array(3)).item()
+        6
+    """

@@ -85,6 +85,12 @@ def record_or_fallback(op: FastOp, inputs: Sequence[Array]) -> list[Array]:
 
     Returns:
         The outputs: the node's, or the fallback graph's.
+
+    Example:
+        >>> import nuvec as mx
+        >>> from nuvec.fast.softmax import SOFTMAX
+        >>> mx.fast.record_or_fallback(SOFTMAX, [mx.zeros((1, 2))])[0].tolist()
+        [[0.5, 0.5]]
     """
     inputs = list(inputs)
     if kernel_takes(op, inputs[0]):
@@ -111,6 +117,12 @@ class FastOp(Primitive):
     input count), `valid(inputs)` (the seed's `check`: whether kernels and fallbacks take the
     inputs), `specs(inputs)` and `fallback(inputs)`. `cpu_fused` marks ops with a direct NumPy
     kernel, which the CPU records as one node; `row_wise` ops batch as one node (batch first).
+
+    Example:
+        >>> import nuvec as mx
+        >>> from nuvec.fast.softmax import SOFTMAX
+        >>> isinstance(SOFTMAX, mx.fast.FastOp), SOFTMAX.fallback([mx.zeros((2,))])[0].tolist()
+        (True, [0.5, 0.5])
     """
 
     __slots__ = ()
@@ -210,6 +222,12 @@ def run_on_cpu(
 
     Returns:
         The outputs' data as NumPy arrays.
+
+    Example:
+        >>> import nuvec as mx
+        >>> import numpy as np
+        >>> mx.fast.run_on_cpu([np.array([1.0, 2.0])], lambda xs: [xs[0] * 2])[0].tolist()
+        [2.0, 4.0]
     """
     from nuvec.graph.evaluator import eval as evaluate
 

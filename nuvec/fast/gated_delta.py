@@ -185,6 +185,13 @@ def gated_delta(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, *,
     Raises:
         ValueError: if the shapes do not fit.
         TypeError: if an input is not floating-point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> q = k = mx.ones((1, 2, 1, 4)); v = mx.ones((1, 2, 1, 3)); g = beta = mx.ones((1, 2, 1))
+        >>> y, state = mx.fast.gated_delta(q, k, v, g, beta, mx.zeros((1, 1, 3, 4)))
+        >>> y.shape, state.shape
+        ((1, 2, 1, 3), (1, 1, 3, 4))
     """
     with stream_context(to_stream(stream)):
         return _run(GatedDelta(False), _checked(q, k, v, g, beta, state))
@@ -205,6 +212,13 @@ def gated_delta_steps(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, *,
     Raises:
         ValueError: if the shapes do not fit.
         TypeError: if an input is not floating-point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> q = k = mx.ones((1, 2, 1, 4)); v = mx.ones((1, 2, 1, 3)); g = beta = mx.ones((1, 2, 1))
+        >>> y, states = mx.fast.gated_delta_steps(q, k, v, g, beta, mx.zeros((1, 1, 3, 4)))
+        >>> y.shape, states.shape
+        ((1, 2, 1, 3), (1, 2, 1, 3, 4))
     """
     with stream_context(to_stream(stream)):
         return _run(GatedDelta(True), _checked(q, k, v, g, beta, state))
@@ -225,6 +239,13 @@ def gated_delta_slots(q: Any, k: Any, v: Any, g: Any, beta: Any, pool: Any, slot
 
     Raises:
         ValueError, TypeError: as `gated_delta`, or for a bad pool or slots.
+
+    Example:
+        >>> import nuvec as mx
+        >>> q = k = mx.ones((1, 2, 1, 4)); v = mx.ones((1, 2, 1, 3)); g = beta = mx.ones((1, 2, 1))
+        >>> out = mx.fast.gated_delta_slots(q, k, v, g, beta, mx.zeros((3, 1, 3, 4)), mx.array([2]))
+        >>> [a.shape for a in out]  # y and the updated pool
+        [(1, 2, 1, 3), (3, 1, 3, 4)]
     """
     with stream_context(to_stream(stream)):
         ops = mx()
@@ -269,6 +290,13 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
     Raises:
         ValueError: if the shapes do not fit.
         TypeError: if an input is not floating-point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> q = k = mx.ones((1, 2, 1, 4)); v = mx.ones((1, 2, 1, 3)); a = b = mx.zeros((1, 2, 1))
+        >>> y, state = mx.fast.gated_delta_update(q, k, v, a, b, mx.zeros((1,)), mx.zeros((1,)))
+        >>> y.shape, state.shape, state.dtype
+        ((1, 2, 1, 3), (1, 1, 3, 4), nuvec.float32)
     """
     with stream_context(to_stream(stream)):
         ops = mx()

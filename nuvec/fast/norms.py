@@ -270,6 +270,11 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float, *, stream: Any = None
     Raises:
         ValueError: if `x` is 0-d or a parameter has the wrong shape.
         TypeError: if the dtype is not floating-point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fast.layer_norm(mx.array([[1.0, 3.0]]), None, None, 0.0).tolist()
+        [[-1.0, 1.0]]
     """
     with stream_context(to_stream(stream)):
         x = _input(x, "layer_norm")
@@ -306,6 +311,12 @@ def add_rms_norm(
 
     Raises:
         ValueError, TypeError: as `add` and `rms_norm`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> h, y = mx.fast.add_rms_norm(mx.ones((1, 4)), mx.ones((1, 4)), None, 0.0)
+        >>> h.tolist(), y.tolist()
+        ([[2.0, 2.0, 2.0, 2.0]], [[1.0, 1.0, 1.0, 1.0]])
     """
     with stream_context(to_stream(stream)):
         x, residual = as_array(x, "add_rms_norm"), as_array(residual, "add_rms_norm")

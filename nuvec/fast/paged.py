@@ -152,6 +152,12 @@ def paged_attention(q: Any, k_cache: Any, v_cache: Any, block_tables: Any, lengt
     Raises:
         ValueError: for shapes that do not fit, non-integer tables or lengths, or empty caches.
         TypeError: if `q` is not floating-point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> q, kv = mx.ones((1, 2, 1, 4)), mx.ones((2, 1, 2, 4))
+        >>> mx.fast.paged_attention(q, kv, kv, mx.array([[0, 1]]), mx.array([3]), scale=0.5).shape
+        (1, 2, 1, 4)
     """
     op = "paged_attention"
     with stream_context(to_stream(stream)):
@@ -204,6 +210,12 @@ def paged_write(cache: Any, new: Any, slots: Any, *, stream: Any = None) -> Arra
     Raises:
         ValueError: for shapes that do not fit.
         TypeError: for non-integer slots.
+
+    Example:
+        >>> import nuvec as mx
+        >>> cache = mx.fast.paged_write(mx.zeros((2, 1, 2, 1)), mx.ones((1, 1, 1)), mx.array([3]))
+        >>> cache.flatten().tolist()
+        [0.0, 0.0, 0.0, 1.0]
     """
     op = "paged_write"
     with stream_context(to_stream(stream)):

@@ -125,6 +125,13 @@ class AttentionPlan:
         max_intermediate_bytes: the largest intermediate held at once (scores or scratch).
         capped: whether `max_score_bytes` made the composition's row blocks smaller.
         rejected: `(kernel, reason)` for each kernel not chosen.
+
+    Example:
+        >>> import nuvec as mx
+        >>> s = (1, 8, 16, 64)
+        >>> p = mx.fast.plan_attention(s, s, s, mx.float32, stream=mx.cpu)
+        >>> p.kernel, p.capped
+        (Composed(), False)
     """
 
     kernel: Vector | Tiled | Composed | ComposedBlocks

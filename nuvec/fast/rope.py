@@ -224,6 +224,13 @@ def rope(
     Raises:
         ValueError: for bad shapes, `dims`, offset shape, or both/neither of base and freqs.
         TypeError: for a non-floating input or a non-integer offset.
+
+    Example:
+        >>> import nuvec as mx
+        >>> x = mx.ones((1, 2, 4))
+        >>> y = mx.fast.rope(x, 4, traditional=False, base=10000.0, scale=1.0, offset=0)
+        >>> y.shape, y[0, 0].tolist()  # row 0 is at position 0: unrotated
+        ((1, 2, 4), [1.0, 1.0, 1.0, 1.0])
     """
     with stream_context(to_stream(stream)):
         x = as_array(a, "rope")
@@ -278,6 +285,12 @@ def norm_rope(
         ValueError: if the cache cannot take the rows, `dims` is negative, or as `rms_norm`
             and `rope`.
         TypeError: as `rms_norm` and `rope`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> x, cache = mx.ones((1, 2, 3, 8)), mx.zeros((1, 2, 8, 8))
+        >>> mx.fast.norm_rope(x, mx.ones((8,)), 1e-5, dims=8, base=1e4, offset=2, cache=cache).shape
+        (1, 2, 8, 8)
     """
     with stream_context(to_stream(stream)):
         x = as_array(x, "norm_rope")

@@ -112,6 +112,11 @@ def softmax(x: Any, *, stream: Any = None) -> Array:
     Raises:
         ValueError: if `x` is 0-d.
         TypeError: if `x` is not floating-point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fast.softmax(mx.array([[0.0, 0.0], [1.0, 1.0]])).tolist()
+        [[0.5, 0.5], [0.5, 0.5]]
     """
     with stream_context(to_stream(stream)):
         return one(SOFTMAX, [_input(x, "softmax")])
@@ -130,6 +135,12 @@ def logsumexp(x: Any, *, stream: Any = None) -> Array:
     Raises:
         ValueError: if `x` is 0-d.
         TypeError: if `x` is not floating-point.
+
+    Example:
+        >>> import nuvec as mx
+        >>> out = mx.fast.logsumexp(mx.zeros((3, 2)))
+        >>> out.shape, round(out[0, 0].item(), 4)
+        ((3, 1), 0.6931)
     """
     with stream_context(to_stream(stream)):
         return one(LOGSUMEXP, [_input(x, "logsumexp")])

@@ -15,7 +15,13 @@ from typing import Any, Iterator, Protocol
 
 
 class DeviceType(enum.Enum):
-    """The kind of a device: `cpu` or `gpu`."""
+    """The kind of a device: `cpu` or `gpu`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> [t.name for t in mx.DeviceType]
+        ['cpu', 'gpu']
+    """
 
     cpu = 0
     gpu = 1
@@ -29,7 +35,13 @@ gpu = DeviceType.gpu
 
 
 class Device:
-    """A device: its `type` (`DeviceType`) and `index`."""
+    """A device: its `type` (`DeviceType`) and `index`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.Device(mx.gpu, 1)
+        Device(gpu, 1)
+    """
 
     __slots__ = ("type", "index")
 
@@ -52,7 +64,14 @@ class Device:
 
 
 class Stream:
-    """An ordered queue of work on a device; `index` is unique among all streams."""
+    """An ordered queue of work on a device; `index` is unique among all streams.
+
+    Example:
+        >>> import nuvec as mx
+        >>> s = mx.default_stream(mx.cpu)
+        >>> s.device, s == mx.default_stream(mx.Device(mx.cpu, 0))
+        (Device(cpu, 0), True)
+    """
 
     __slots__ = ("device", "index", "executor", "_backend")
 
@@ -141,7 +160,13 @@ def backend_for(device: Device | DeviceType) -> Any:
 
 
 def is_available(device: Device | DeviceType) -> bool:
-    """Whether nuvec can compute on `device` here."""
+    """Whether nuvec can compute on `device` here.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.is_available(mx.cpu)
+        True
+    """
     try:
         backend_for(device)
     except RuntimeError:
@@ -177,7 +202,14 @@ _global_stream: Stream | None = None  # the default stream of _global_device, on
 
 
 def default_device() -> Device:
-    """The device operations run on when no `stream=` is given."""
+    """The device operations run on when no `stream=` is given.
+
+    Example:
+        >>> import nuvec as mx
+        >>> with mx.stream(mx.cpu):
+        ...     print(mx.default_device())
+        Device(cpu, 0)
+    """
     return _state.device or _global_device
 
 
@@ -190,6 +222,13 @@ def set_default_device(device: Device | DeviceType) -> None:
     Raises:
         RuntimeError: if the device is not available here.
         TypeError: if `device` is not a device.
+
+    Example:
+        >>> import nuvec as mx
+        >>> old = mx.default_device()
+        >>> mx.set_default_device(mx.cpu); mx.default_device()
+        Device(cpu, 0)
+        >>> mx.set_default_device(old)
     """
     global _global_device, _global_stream
     dev = _as_device(device)
@@ -201,7 +240,13 @@ def set_default_device(device: Device | DeviceType) -> None:
 
 
 def default_stream(device: Device | DeviceType) -> Stream:
-    """The default stream of `device` (a `Device` or `DeviceType`), made on first use."""
+    """The default stream of `device` (a `Device` or `DeviceType`), made on first use.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.default_stream(mx.cpu).device
+        Device(cpu, 0)
+    """
     dev = _as_device(device)
     s = _default_streams.get(dev)
     if s is None:
@@ -216,7 +261,14 @@ def default_stream(device: Device | DeviceType) -> Stream:
 
 def new_stream(device: Device | DeviceType) -> Stream:
     """A new stream on `device` (a `Device` or `DeviceType`); work on different streams may run
-    concurrently."""
+    concurrently.
+
+    Example:
+        >>> import nuvec as mx
+        >>> s = mx.new_stream(mx.cpu)
+        >>> s == mx.default_stream(mx.cpu), mx.add(1, 2, stream=s).item()
+        (False, 3)
+    """
     return _make_stream(_as_device(device))
 
 
@@ -226,6 +278,13 @@ def set_default_stream(s: Stream) -> None:
     Raises:
         TypeError: if `s` is not a `Stream`.
         RuntimeError: if its device is not available here.
+
+    Example:
+        >>> import nuvec as mx
+        >>> old = mx.default_stream(mx.cpu)
+        >>> mx.set_default_stream(mx.new_stream(mx.cpu)); mx.default_stream(mx.cpu) == old
+        False
+        >>> mx.set_default_stream(old)
     """
     global _global_stream
     if not isinstance(s, Stream):

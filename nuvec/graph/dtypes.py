@@ -14,7 +14,13 @@ import numpy as np
 
 
 class DtypeCategory:
-    """An abstract dtype category (`floating`, `integer`, ...) as in MLX."""
+    """An abstract dtype category (`floating`, `integer`, ...) as in MLX.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.floating, mx.floating.parent
+        (DtypeCategory.floating, DtypeCategory.inexact)
+    """
 
     __slots__ = ("name", "parent")
 
@@ -44,7 +50,13 @@ complexfloating = DtypeCategory("complexfloating", inexact)
 
 
 class Dtype:
-    """An element type: `name`, `size` in bytes, its category and NumPy storage type."""
+    """An element type: `name`, `size` in bytes, its category and NumPy storage type.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.bfloat16.name, mx.bfloat16.size
+        ('bfloat16', 2)
+    """
 
     __slots__ = (
         "name", "size", "category", "np", "kind", "rank", "is_floating", "is_inexact",
@@ -124,7 +136,13 @@ _PROMOTION = (
 
 
 def promote_types(a: Dtype, b: Dtype) -> Dtype:
-    """The dtype two arrays of dtypes `a` and `b` promote to (MLX's table)."""
+    """The dtype two arrays of dtypes `a` and `b` promote to (MLX's table).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.promote_types(mx.uint8, mx.int8)
+        nuvec.int16
+    """
     return _PROMOTION[a.rank][b.rank]
 
 
@@ -168,7 +186,13 @@ def from_numpy_dtype(np_dtype: np.dtype) -> Dtype:
 
 
 def issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory) -> bool:
-    """Whether `a` is `b` or lies under category `b` (MLX's `issubdtype`)."""
+    """Whether `a` is `b` or lies under category `b` (MLX's `issubdtype`).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.issubdtype(mx.int8, mx.integer), mx.issubdtype(mx.float32, mx.integer)
+        (True, False)
+    """
     if isinstance(b, Dtype):
         return a is b
     if isinstance(a, Dtype):
@@ -247,7 +271,13 @@ def weak_scalar_result(dtype: Dtype, value: Any) -> Dtype:
 
 
 def result_type(*arrays_and_dtypes: Any) -> Dtype:
-    """The dtype of combining arrays, dtypes and Python scalars (scalars are weak)."""
+    """The dtype of combining arrays, dtypes and Python scalars (scalars are weak).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.result_type(mx.array([1], mx.float16), 2.0), mx.result_type(mx.int8, mx.uint8)
+        (nuvec.float16, nuvec.int16)
+    """
     strong = [x.dtype if hasattr(x, "dtype") and not isinstance(x, Dtype) else x
               for x in arrays_and_dtypes if not isinstance(x, (bool, int, float, complex))]
     scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float, complex))]
@@ -265,12 +295,24 @@ def result_type(*arrays_and_dtypes: Any) -> Dtype:
 
 
 def can_cast(from_: Dtype, to: Dtype) -> bool:
-    """Whether `from_` promotes to `to` without changing kind order (safe casting)."""
+    """Whether `from_` promotes to `to` without changing kind order (safe casting).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.can_cast(mx.int8, mx.int32), mx.can_cast(mx.float32, mx.int32)
+        (True, False)
+    """
     return promote_types(to_dtype(from_), to_dtype(to)) is to_dtype(to)
 
 
 class finfo:
-    """Machine limits of a floating dtype: `min`, `max`, `eps`, `tiny`, `bits`, `dtype`."""
+    """Machine limits of a floating dtype: `min`, `max`, `eps`, `tiny`, `bits`, `dtype`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.finfo(mx.float16).max, mx.finfo(mx.float32).eps
+        (65504.0, 1.1920928955078125e-07)
+    """
 
     def __init__(self, dtype: Any):
         dt = to_dtype(dtype, "finfo")
@@ -291,7 +333,13 @@ class finfo:
 
 
 class iinfo:
-    """Limits of an integer dtype: `min`, `max`, `bits`, `dtype`."""
+    """Limits of an integer dtype: `min`, `max`, `bits`, `dtype`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.iinfo(mx.int8).min, mx.iinfo(mx.uint8).max
+        (-128, 255)
+    """
 
     def __init__(self, dtype: Any):
         dt = to_dtype(dtype, "iinfo")

@@ -28,7 +28,15 @@ _async_runner = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nuvec-asyn
 
 
 class EvaluationError(RuntimeError):
-    """An operation failed while a graph was being evaluated."""
+    """An operation failed while a graph was being evaluated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> bad = mx.linalg.inv(mx.zeros((2, 2)))  # fails only when computed
+        >>> try: mx.eval(bad)
+        ... except mx.EvaluationError as e: print(e)
+        eval: Inverse failed on inputs [(2, 2) float32]: LinAlgError: Singular matrix
+    """
 
 
 class _Batch:
@@ -301,6 +309,13 @@ def eval(*arrays: Any) -> None:
 
     Raises:
         EvaluationError: if an operation fails while computing; the engine stays usable.
+
+    Example:
+        >>> import nuvec as mx
+        >>> a = mx.array([1, 2]) + 1
+        >>> mx.eval({"a": a})
+        >>> a.tolist()
+        [2, 3]
     """
     roots = _roots(arrays)
     tape, batch, waits = _claim(roots)
@@ -311,7 +326,15 @@ def eval(*arrays: Any) -> None:
 
 
 def async_eval(*arrays: Any) -> None:
-    """Starts evaluating arrays and returns; a later `eval` or `item()` waits for the result."""
+    """Starts evaluating arrays and returns; a later `eval` or `item()` waits for the result.
+
+    Example:
+        >>> import nuvec as mx
+        >>> a = mx.arange(3) * 2
+        >>> mx.async_eval(a)
+        >>> a.tolist()
+        [0, 2, 4]
+    """
     roots = _roots(arrays)
     tape, batch, waits = _claim(roots)
     if tape:
@@ -326,7 +349,15 @@ def _execute_quietly(tape: list[Node | None], batch: _Batch, waits: set[_Batch])
 
 
 def synchronize(stream: Stream | None = None) -> None:
-    """Waits until all work started by `async_eval` has finished (on `stream`, or anywhere)."""
+    """Waits until all work started by `async_eval` has finished (on `stream`, or anywhere).
+
+    Example:
+        >>> import nuvec as mx
+        >>> a = mx.arange(3) * 2
+        >>> mx.async_eval(a); mx.synchronize()
+        >>> a.tolist()
+        [0, 2, 4]
+    """
     with claim_lock:
         pending = list(_in_flight)
     for batch in pending:

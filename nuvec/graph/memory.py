@@ -49,24 +49,58 @@ def allocate(nbytes: int) -> None:
 
 
 def get_active_memory() -> int:
-    """Bytes currently held by evaluated arrays."""
+    """Bytes currently held by evaluated arrays.
+
+    Example:
+        >>> import nuvec as mx
+        >>> a = mx.arange(256.0); mx.eval(a)
+        >>> mx.get_active_memory() >= a.nbytes
+        True
+    """
     return counters.active
 
 
 def get_peak_memory() -> int:
-    """The largest `get_active_memory()` seen since start or `reset_peak_memory()`."""
+    """The largest `get_active_memory()` seen since start or `reset_peak_memory()`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> a = mx.arange(256.0); mx.eval(a)
+        >>> mx.get_peak_memory() >= mx.get_active_memory() >= a.nbytes
+        True
+    """
     return counters.peak
 
 
 def reset_peak_memory() -> None:
-    """Restarts peak tracking from the current active memory."""
+    """Restarts peak tracking from the current active memory.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.reset_peak_memory()
+        >>> a = mx.arange(256.0); mx.eval(a)
+        >>> mx.get_peak_memory() >= a.nbytes
+        True
+    """
     counters.peak = counters.active
 
 
 def get_cache_memory() -> int:
-    """Bytes kept in a buffer cache; NumPy returns memory to the system, so always 0."""
+    """Bytes kept in a buffer cache; NumPy returns memory to the system, so always 0.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.get_cache_memory()
+        0
+    """
     return 0
 
 
 def clear_cache() -> None:
-    """Frees cached buffers (there is no cache on the CPU backend)."""
+    """Frees cached buffers (there is no cache on the CPU backend).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.clear_cache(); mx.get_cache_memory()
+        0
+    """

@@ -18,7 +18,15 @@ OutputSpecs = Sequence[tuple[Shape, "Dtype"]]
 
 
 class TransformError(ValueError):
-    """A transformation that cannot apply to a primitive (for example no derivative exists)."""
+    """A transformation that cannot apply to a primitive (for example no derivative exists).
+
+    Example:
+        >>> import nuvec as mx
+        >>> f = mx.grad(lambda x: mx.sum(mx.view(x, mx.bfloat16)))
+        >>> try: f(mx.zeros((2,), mx.float16))
+        ... except mx.TransformError as e: print(e)
+        vjp: View has no reverse-mode derivative
+    """
 
 
 class Primitive:

@@ -48,6 +48,11 @@ class PrintOptions:
 
     `precision` is the number of digits after the point for floats; -1 prints them as MLX
     does by default (C++ stream formatting: up to 6 significant digits).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.PrintOptions(precision=2)
+        PrintOptions(precision=2, threshold=1000, edgeitems=3)
     """
 
     precision: int = -1
@@ -56,7 +61,14 @@ class PrintOptions:
 
 
 def get_printoptions() -> PrintOptions:
-    """The current print options (a copy: changing it changes nothing)."""
+    """The current print options (a copy: changing it changes nothing).
+
+    Example:
+        >>> import nuvec as mx
+        >>> with mx.printoptions(precision=3):
+        ...     print(mx.get_printoptions().precision)
+        3
+    """
     return PrintOptions(**_options)
 
 

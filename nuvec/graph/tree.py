@@ -50,7 +50,14 @@ def _is_node(x: Any) -> bool:
 
 
 def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
-    """The leaves of `tree` in order (dicts by insertion order) and its structure."""
+    """The leaves of `tree` in order (dicts by insertion order) and its structure.
+
+    Example:
+        >>> import nuvec as mx
+        >>> leaves, treedef = mx.utils.flatten({"a": 1, "b": [2, 3]})
+        >>> leaves, treedef
+        ([1, 2, 3], dict(*, list(*, *)))
+    """
     leaves: list[Any] = []
     return leaves, _build_def(tree, is_leaf, leaves)
 
@@ -70,7 +77,14 @@ def _build_def(x: Any, is_leaf: IsLeaf, leaves: list[Any]) -> TreeDef:
 
 
 def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
-    """Rebuilds a tree of structure `treedef` from `leaves` in order."""
+    """Rebuilds a tree of structure `treedef` from `leaves` in order.
+
+    Example:
+        >>> import nuvec as mx
+        >>> leaves, treedef = mx.utils.flatten({"a": 1, "b": [2, 3]})
+        >>> mx.utils.unflatten(treedef, [x * 10 for x in leaves])
+        {'a': 10, 'b': [20, 30]}
+    """
     return _build_tree(treedef, iter(leaves))
 
 

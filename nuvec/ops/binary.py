@@ -377,6 +377,11 @@ def divmod(a: Any, b: Any, /, *, stream: Any = None) -> tuple[Array, Array]:
     Raises:
         ValueError: if the shapes cannot be broadcast together.
         TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> [x.tolist() for x in mx.divmod(mx.array([7, -7]), 2)]
+        [[3, -4], [1, 1]]
     """
     return floor_divide(a, b, stream=stream), remainder(a, b, stream=stream)
 

@@ -173,6 +173,11 @@ def logical_and(a: Any, b: Any, /, *, stream: Any = None) -> Array:
 
     Raises:
         ValueError: if the shapes cannot be broadcast together.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.logical_and(mx.array([True, True]), mx.array([True, False])).tolist()
+        [True, False]
     """
     return _logical("logical_and", "and", a, b, stream)
 
@@ -190,6 +195,11 @@ def logical_or(a: Any, b: Any, /, *, stream: Any = None) -> Array:
 
     Raises:
         ValueError: if the shapes cannot be broadcast together.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.logical_or(mx.array([0, 0, 1]), mx.array([0, 2, 0])).tolist()
+        [False, True, True]
     """
     return _logical("logical_or", "or", a, b, stream)
 
@@ -207,6 +217,11 @@ def logical_xor(a: Any, b: Any, /, *, stream: Any = None) -> Array:
 
     Raises:
         ValueError: if the shapes cannot be broadcast together.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.logical_xor(mx.array([True, True]), mx.array([True, False])).tolist()
+        [False, True]
     """
     return _logical("logical_xor", "xor", a, b, stream)
 
@@ -240,6 +255,11 @@ def _bitwise(name: str, kind: str, summary: str):
     Raises:
         TypeError: for floating or complex input.
         ValueError: if the shapes cannot be broadcast together.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.{name}(mx.array([3], mx.uint8), mx.array([1], mx.int16)).dtype
+        nuvec.int16
     """
     return op
 
@@ -376,6 +396,11 @@ def allclose(
 
     Raises:
         ValueError: if the shapes cannot be broadcast together.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.allclose(mx.array([1.0, 2.0]), mx.array([1.0, 2.000001])).item()
+        True
     """
     from nuvec.ops.reduction import all as reduce_all
 

@@ -139,7 +139,7 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
 
 
 def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
-    """Like `array`, but returns `a` itself when it is already an array of `dtype`.
+    """The same as `array`: an array of `dtype` comes back as a new handle on its value, no copy.
 
     Args:
         a: the data.
@@ -151,6 +151,11 @@ def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
     Raises:
         TypeError: as `array`.
         ValueError: as `array`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.asarray([1, 2], mx.float32).tolist()
+        [1.0, 2.0]
     """
     return array(a, dtype)
 
@@ -193,6 +198,11 @@ def zeros(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None
 
     Raises:
         ValueError: if a dimension is negative.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.zeros((2, 3)).shape
+        (2, 3)
     """
     return full(shape, 0, dtype or dt.float32, stream=stream)
 
@@ -210,6 +220,11 @@ def ones(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None)
 
     Raises:
         ValueError: if a dimension is negative.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.ones((2, 3)).shape
+        (2, 3)
     """
     return full(shape, 1, dtype or dt.float32, stream=stream)
 
@@ -226,6 +241,11 @@ def zeros_like(a: Any, /, *, stream: Any = None) -> Array:
 
     Raises:
         TypeError: if `a` cannot be converted to an array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.zeros_like(mx.array([1.5, 2.5])).tolist()
+        [0.0, 0.0]
     """
     a = as_array(a, "zeros_like")
     return full(a.shape, 0, a.dtype, stream=stream)
@@ -243,6 +263,11 @@ def ones_like(a: Any, /, *, stream: Any = None) -> Array:
 
     Raises:
         TypeError: if `a` cannot be converted to an array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.ones_like(mx.array([5, 6])).tolist()
+        [1, 1]
     """
     a = as_array(a, "ones_like")
     return full(a.shape, 1, a.dtype, stream=stream)
@@ -260,6 +285,11 @@ def empty_like(a: Any, /, *, stream: Any = None) -> Array:
 
     Raises:
         TypeError: if `a` cannot be converted to an array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.empty_like(mx.array([1, 2])).tolist()
+        [0, 0]
     """
     a = as_array(a, "empty_like")
     return full(a.shape, 0, a.dtype, stream=stream)

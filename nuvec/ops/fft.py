@@ -189,6 +189,11 @@ def ifft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
 
     Raises:
         ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.ifft(mx.array([2.0, 0.0])).tolist()
+        [(1+0j), (1+0j)]
     """
     return _one("ifft", a, n, axis, False, True, stream)
 
@@ -210,6 +215,11 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
 
     Raises:
         ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.rfft(mx.array([1.0, 1.0, 1.0, 1.0])).tolist()
+        [(4+0j), 0j, 0j]
     """
     return _one("rfft", a, n, axis, True, False, stream)
 
@@ -232,6 +242,11 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -
 
     Raises:
         ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.irfft(mx.array([4.0, 0.0, 0.0])).tolist()
+        [1.0, 1.0, 1.0, 1.0]
     """
     return _one("irfft", a, n, axis, True, True, stream)
 
@@ -255,6 +270,11 @@ def fft2(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.fft2(mx.ones((2, 2))).tolist()
+        [[(4+0j), 0j], [0j, 0j]]
     """
     return _many("fft2", a, s, axes, False, False, stream)
 
@@ -274,6 +294,11 @@ def ifft2(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.ifft2(mx.array([[4.0, 0.0], [0.0, 0.0]])).tolist()
+        [[(1+0j), (1+0j)], [(1+0j), (1+0j)]]
     """
     return _many("ifft2", a, s, axes, False, True, stream)
 
@@ -293,6 +318,11 @@ def rfft2(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.rfft2(mx.ones((2, 4))).shape
+        (2, 3)
     """
     return _many("rfft2", a, s, axes, True, False, stream)
 
@@ -316,6 +346,11 @@ def irfft2(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.irfft2(mx.ones((2, 3))).shape
+        (2, 4)
     """
     return _many("irfft2", a, s, axes, True, True, stream)
 
@@ -339,6 +374,11 @@ def fftn(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.fftn(mx.ones((2, 2, 2)))[0, 0, 0].item()
+        (8+0j)
     """
     return _many("fftn", a, s, axes, False, False, stream)
 
@@ -358,6 +398,11 @@ def ifftn(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.ifftn(mx.array([[8.0, 0.0], [0.0, 0.0]]), axes=(0,)).tolist()
+        [[(4+0j), 0j], [(4+0j), 0j]]
     """
     return _many("ifftn", a, s, axes, False, True, stream)
 
@@ -377,6 +422,11 @@ def rfftn(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.rfftn(mx.ones((2, 2, 4))).shape
+        (2, 2, 3)
     """
     return _many("rfftn", a, s, axes, True, False, stream)
 
@@ -400,6 +450,11 @@ def irfftn(
     Raises:
         ValueError: if `s` is given with `axes=None`, axes repeat or are out of range, or a
             length is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.irfftn(mx.array([[4.0, 0.0], [0.0, 0.0]])).tolist()
+        [[1.0, 1.0], [1.0, 1.0]]
     """
     return _many("irfftn", a, s, axes, True, True, stream)
 
@@ -435,6 +490,11 @@ def fftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -
 
     Raises:
         ValueError: if an axis is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.fftshift(mx.array([0, 1, 2, -2, -1])).tolist()
+        [-2, -1, 0, 1, 2]
     """
     return _shift("fftshift", a, axes, False, stream)
 
@@ -452,5 +512,10 @@ def ifftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) 
 
     Raises:
         ValueError: if an axis is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.ifftshift(mx.array([-2, -1, 0, 1, 2])).tolist()
+        [0, 1, 2, -2, -1]
     """
     return _shift("ifftshift", a, axes, True, stream)

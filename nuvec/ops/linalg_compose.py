@@ -166,6 +166,12 @@ def solve_triangular(a: Any, b: Any, *, upper: bool = False, stream: Any = None)
     Raises:
         TypeError: if the inputs do not promote to float32/float64.
         ValueError: if the shapes do not match.
+
+    Example:
+        >>> import nuvec as mx
+        >>> a = mx.array([[2.0, 0.0], [1.0, 1.0]])
+        >>> mx.linalg.solve_triangular(a, mx.array([2.0, 3.0])).tolist()
+        [1.0, 2.0]
     """
     return solve_batched("solve_triangular", a, b, stream, upper=bool(upper))
 
@@ -185,6 +191,11 @@ def tri_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
     Raises:
         TypeError: if `a` is not float32/float64.
         ValueError: if `a` has fewer than 2 dimensions or is not square.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.tri_inv(mx.array([[2.0, 0.0], [1.0, 1.0]])).tolist()
+        [[0.5, 0.0], [-0.5, 1.0]]
     """
     a = check_matrix("tri_inv", a)
     s = to_stream(stream)
@@ -228,6 +239,12 @@ def lu(a: Any, *, stream: Any = None) -> tuple[Array, Array, Array]:
     Raises:
         TypeError: if `a` is not float32/float64.
         ValueError: if `a` has fewer than 2 dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> p, L, U = mx.linalg.lu(mx.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> p.tolist(), U.tolist()
+        ([1, 0], [[2.0, 0.0], [0.0, 1.0]])
     """
     a = check_matrix("lu", a, square=False)
     packed, _, rows = record(LU_FACTOR, (a,), to_stream(stream))
@@ -256,6 +273,11 @@ def pinv(a: Any, *, stream: Any = None) -> Array:
     Raises:
         TypeError: if `a` is not float32/float64.
         ValueError: if `a` has fewer than 2 dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.pinv(mx.array([[2.0, 0.0], [0.0, 4.0]])).tolist()
+        [[0.5, 0.0], [0.0, 0.25]]
     """
     a = check_matrix("pinv", a, square=False)
     o = ops()

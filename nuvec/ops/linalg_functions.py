@@ -99,6 +99,11 @@ def qr(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
     Raises:
         TypeError: if `a` is not float32/float64.
         ValueError: if `a` has fewer than 2 dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> [x.shape for x in mx.linalg.qr(mx.ones((3, 2)))]
+        [(3, 2), (2, 2)]
     """
     a = check_matrix("qr", a, square=False)
     q, r = record(QR_, (a,), to_stream(stream))
@@ -119,6 +124,11 @@ def svd(a: Any, compute_uv: bool = True, *, stream: Any = None) -> Any:
     Raises:
         TypeError: if `a` is not float32/float64/complex64.
         ValueError: if `a` has fewer than 2 dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.svd(mx.array([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False).tolist()
+        [4.0, 3.0]
     """
     a = check_matrix("svd", a, square=False, complex_ok=True)
     outs = record(SVD(compute_uv), (a,), to_stream(stream))
@@ -146,6 +156,12 @@ def eigh(a: Any, UPLO: str = "L", *, stream: Any = None) -> tuple[Array, Array]:
     Raises:
         TypeError: if `a` is not float32/float64/complex64.
         ValueError: if `a` is not a batch of square matrices or UPLO is not "L"/"U".
+
+    Example:
+        >>> import nuvec as mx
+        >>> w, V = mx.linalg.eigh(mx.array([[2.0, 0.0], [0.0, 1.0]]))
+        >>> w.tolist(), V.shape
+        ([1.0, 2.0], (2, 2))
     """
     a = check_matrix("eigh", a, complex_ok=True)
     w, v = record(Eigh(_check_uplo("eigh", UPLO), True), (a,), to_stream(stream))
@@ -167,6 +183,11 @@ def eigvalsh(a: Any, UPLO: str = "L", *, stream: Any = None) -> Array:  # noqa: 
     Raises:
         TypeError: if `a` is not float32/float64/complex64.
         ValueError: if `a` is not a batch of square matrices or UPLO is not "L"/"U".
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.eigvalsh(mx.array([[2.0, 9.0], [0.0, 1.0]])).tolist()
+        [1.0, 2.0]
     """
     a = check_matrix("eigvalsh", a, complex_ok=True)
     return record1(Eigh(_check_uplo("eigvalsh", UPLO), False), (a,), to_stream(stream))
@@ -186,6 +207,12 @@ def lu_factor(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
     Raises:
         TypeError: if `a` is not float32/float64.
         ValueError: if `a` has fewer than 2 dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> LU, pivots = mx.linalg.lu_factor(mx.array([[0.0, 1.0], [2.0, 0.0]]))
+        >>> LU.tolist(), pivots.tolist()
+        ([[2.0, 0.0], [0.0, 1.0]], [1, 1])
     """
     a = check_matrix("lu_factor", a, square=False)
     lu_packed, pivots, _ = record(LU_FACTOR, (a,), to_stream(stream))
@@ -268,6 +295,12 @@ def eig(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
     Raises:
         TypeError: if `a` is not float32/float64/complex64.
         ValueError: if `a` is not a batch of square matrices.
+
+    Example:
+        >>> import nuvec as mx
+        >>> w, V = mx.linalg.eig(mx.array([[2.0, 0.0], [0.0, 3.0]]))
+        >>> w.tolist(), V.shape
+        ([(2+0j), (3+0j)], (2, 2))
     """
     a = check_matrix("eig", a, complex_ok=True)
     w, v = record(Eig(True), (a,), to_stream(stream))
@@ -287,6 +320,11 @@ def eigvals(a: Any, *, stream: Any = None) -> Array:
     Raises:
         TypeError: if `a` is not float32/float64/complex64.
         ValueError: if `a` is not a batch of square matrices.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.linalg.eigvals(mx.array([[2.0, 0.0], [0.0, 3.0]])).tolist()
+        [(2+0j), (3+0j)]
     """
     a = check_matrix("eigvals", a, complex_ok=True)
     return record1(Eig(False), (a,), to_stream(stream))

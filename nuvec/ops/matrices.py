@@ -88,6 +88,11 @@ def identity(n: int, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None)
 
     Raises:
         ValueError: if `n` is not positive.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.identity(2).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
     """
     return eye(n, n, 0, dtype, stream=stream)
 
@@ -172,6 +177,11 @@ def tril(x: Any, k: int = 0, *, stream: Any = None) -> Array:
 
     Raises:
         ValueError: if `x` has fewer than 2 dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.tril(mx.ones((2, 2))).tolist()
+        [[1.0, 0.0], [1.0, 1.0]]
     """
     return _triangle("tril", x, k, False, stream)
 
@@ -189,6 +199,11 @@ def triu(x: Any, k: int = 0, *, stream: Any = None) -> Array:
 
     Raises:
         ValueError: if `x` has fewer than 2 dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.triu(mx.ones((2, 2))).tolist()
+        [[1.0, 1.0], [0.0, 1.0]]
     """
     return _triangle("triu", x, k, True, stream)
 

@@ -316,6 +316,11 @@ def hamming(M: int) -> Array:
 
     Raises:
         TypeError: if `M` is not an int.
+
+    Example:
+        >>> import nuvec as mx
+        >>> [round(x, 4) for x in mx.hamming(3).tolist()]
+        [0.08, 1.0, 0.08]
     """
     return _cosine_window("hamming", M, (0.54, 0.46))
 
@@ -332,6 +337,11 @@ def blackman(M: int) -> Array:
 
     Raises:
         TypeError: if `M` is not an int.
+
+    Example:
+        >>> import nuvec as mx
+        >>> round(mx.blackman(5)[1].item(), 4)
+        0.34
     """
     return _cosine_window("blackman", M, (0.42, 0.5, 0.08))
 

@@ -47,6 +47,11 @@ def isinf(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         A bool array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.isinf(mx.array([1.0, float('inf'), -float('inf')])).tolist()
+        [False, True, True]
     """
     a = as_array(a, "isinf")
     if not a.dtype.is_inexact:
@@ -66,6 +71,11 @@ def isposinf(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Raises:
         TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.isposinf(mx.array([1.0, float('inf'), -float('inf')])).tolist()
+        [False, True, False]
     """
     return _signed_inf("isposinf", a, math.inf, stream)
 
@@ -82,6 +92,11 @@ def isneginf(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Raises:
         TypeError: for complex input.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.isneginf(mx.array([1.0, float('inf'), -float('inf')])).tolist()
+        [False, False, True]
     """
     return _signed_inf("isneginf", a, -math.inf, stream)
 
@@ -104,6 +119,11 @@ def isfinite(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         A bool array.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.isfinite(mx.array([1.0, float('inf'), float('nan')])).tolist()
+        [True, False, False]
     """
     a = as_array(a, "isfinite")
     if not a.dtype.is_inexact:

@@ -148,6 +148,12 @@ def bits(
 
     Raises:
         ValueError: for a width other than 1, 2, 4, a negative dimension or a malformed key.
+
+    Example:
+        >>> import nuvec as mx
+        >>> x = mx.random.bits((2, 3), 1, key=mx.random.key(0))
+        >>> x.shape, x.dtype
+        ((2, 3), nuvec.uint8)
     """
     shape = check_shape(shape, "bits")
     if width not in _WIDTH_DTYPES:

@@ -343,6 +343,11 @@ def all(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
 
     Raises:
         ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.all(mx.array([[1, 0], [1, 1]]), axis=1).tolist()
+        [False, True]
     """
     return _reduce(AllTrue, "all", a, axis, keepdims, stream)
 
@@ -358,6 +363,11 @@ def any(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
 
     Raises:
         ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.any(mx.array([[0, 0], [0, 3]]), axis=1).tolist()
+        [False, True]
     """
     return _reduce(AnyTrue, "any", a, axis, keepdims, stream)
 
@@ -423,6 +433,11 @@ def argmin(
         ValueError: if the reduced axis (the whole array when `axis` is None) is empty, or
             `axis` is out of range.
         TypeError: if `axis` is not an int or None.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.argmin(mx.array([4, 1, 3])).item()
+        1
     """
     return _arg_reduce(ArgMin, "argmin", a, axis, keepdims, stream)
 

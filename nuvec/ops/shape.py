@@ -277,6 +277,11 @@ def swapaxes(a: Any, /, axis1: int, axis2: int, *, stream: Any = None) -> Array:
 
     Raises:
         ValueError: if an axis is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.swapaxes(mx.zeros((2, 3, 4)), 0, 2).shape
+        (4, 3, 2)
     """
     a = as_array(a, "swapaxes")
     i = normalize_axis(axis1, a.ndim, "swapaxes")
@@ -299,6 +304,11 @@ def moveaxis(a: Any, /, source: int, destination: int, *, stream: Any = None) ->
 
     Raises:
         ValueError: if an axis is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.moveaxis(mx.zeros((2, 3, 4)), 0, -1).shape
+        (3, 4, 2)
     """
     a = as_array(a, "moveaxis")
     src = normalize_axis(source, a.ndim, "moveaxis")
@@ -320,6 +330,11 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Arra
 
     Raises:
         ValueError: if `a`'s shape cannot be broadcast to `shape`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.broadcast_to(mx.array([1, 2]), (2, 2)).tolist()
+        [[1, 2], [1, 2]]
     """
     a = as_array(a, "broadcast_to")
     shape = check_shape(shape, "broadcast_to")
@@ -363,6 +378,11 @@ def broadcast_arrays(*arrays: Any, stream: Any = None) -> tuple[Array, ...]:
 
     Raises:
         ValueError: if the shapes do not broadcast together.
+
+    Example:
+        >>> import nuvec as mx
+        >>> [x.shape for x in mx.broadcast_arrays(mx.zeros((2, 1)), mx.zeros((3,)))]
+        [(2, 3), (2, 3)]
     """
     arrays_ = [as_array(a, "broadcast_arrays") for a in arrays]
     shape = _broadcast_shapes(*(a.shape for a in arrays_), op="broadcast_arrays")
@@ -381,6 +401,11 @@ def expand_dims(a: Any, /, axis: int | Sequence[int], *, stream: Any = None) -> 
 
     Raises:
         ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.expand_dims(mx.zeros((2, 3)), (0, 2)).shape
+        (1, 2, 1, 3)
     """
     a = as_array(a, "expand_dims")
     axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
@@ -406,6 +431,11 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
 
     Raises:
         ValueError: if a listed axis does not have size 1.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.squeeze(mx.zeros((1, 3, 1))).shape
+        (3,)
     """
     a = as_array(a, "squeeze")
     if axis is None:
@@ -447,6 +477,11 @@ def atleast_1d(*arys: Any, stream: Any = None) -> Array | list[Array]:
 
     Returns:
         One array for one input, else a list of arrays.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.atleast_1d(mx.array(5)).shape
+        (1,)
     """
     return _atleast(1, arys, stream)
 
@@ -459,6 +494,11 @@ def atleast_2d(*arys: Any, stream: Any = None) -> Array | list[Array]:
 
     Returns:
         One array for one input, else a list of arrays.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.atleast_2d(mx.array([1, 2])).shape
+        (1, 2)
     """
     return _atleast(2, arys, stream)
 
@@ -471,5 +511,10 @@ def atleast_3d(*arys: Any, stream: Any = None) -> Array | list[Array]:
 
     Returns:
         One array for one input, else a list of arrays.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.atleast_3d(mx.array([1, 2])).shape
+        (1, 2, 1)
     """
     return _atleast(3, arys, stream)

@@ -79,6 +79,11 @@ def astype(a: Any, dtype: Any, /, *, stream: StreamLike = None) -> Array:
 
     Raises:
         TypeError: if `dtype` is not a supported dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.astype(mx.array([1.7, -1.7]), mx.int32).tolist()
+        [1, -1]
     """
     a = as_array(a, "astype")
     target = dt.to_dtype(dtype, "astype")
@@ -354,6 +359,11 @@ def negative(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Raises:
         TypeError: for boolean arrays (use `logical_not`).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.negative(mx.array([1, -2])).tolist()
+        [-1, 2]
     """
     a = as_array(a, "negative")
     if a.dtype is dt.bool_:
@@ -548,6 +558,11 @@ def degrees(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         Degrees (float32 for integer input).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.degrees(mx.array(3.141592653589793)).item()
+        180.0
     """
     s = to_stream(stream)
     return _b().multiply(_float_input(a, "degrees", s), 180.0 / math.pi, stream=s)
@@ -562,6 +577,11 @@ def radians(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         Radians (float32 for integer input).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.radians(mx.array(180.0)).item()
+        3.1415927410125732
     """
     s = to_stream(stream)
     return _b().multiply(_float_input(a, "radians", s), math.pi / 180.0, stream=s)
@@ -576,6 +596,11 @@ def conjugate(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         The conjugate (`a` itself when it is real).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.conjugate(mx.array([1 + 2j])).tolist()
+        [(1-2j)]
     """
     a = as_array(a, "conjugate")
     if a.dtype is not dt.complex64:
@@ -592,6 +617,11 @@ def conj(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         The conjugate (`a` itself when it is real).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.conj(mx.array([1 + 2j])).tolist()
+        [(1-2j)]
     """
     return conjugate(a, stream=stream)
 
@@ -605,6 +635,11 @@ def real(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         The real part.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.real(mx.array([1 + 2j])).tolist()
+        [1.0]
     """
     a = as_array(a, "real")
     if a.dtype is not dt.complex64:
@@ -621,6 +656,11 @@ def imag(a: Any, /, *, stream: StreamLike = None) -> Array:
 
     Returns:
         The imaginary part.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.imag(mx.array([1 + 2j])).tolist()
+        [2.0]
     """
     a = as_array(a, "imag")
     if a.dtype is not dt.complex64:
