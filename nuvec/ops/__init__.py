@@ -1,13 +1,17 @@
 """Ordinary operations, one module per family; each public function validates and records."""
 
+from nuvec.ops.atleast import *  # noqa: F401,F403
 from nuvec.ops.binary import *  # noqa: F401,F403
 from nuvec.ops.comparison import *  # noqa: F401,F403
+from nuvec.ops.complex_parts import *  # noqa: F401,F403
 from nuvec.ops.contraction import *  # noqa: F401,F403
 from nuvec.ops.conv import *  # noqa: F401,F403
+from nuvec.ops.conv_transpose import *  # noqa: F401,F403
 from nuvec.ops.creation import *  # noqa: F401,F403
 from nuvec.ops.distributions import *  # noqa: F401,F403
 from nuvec.ops.einsum import *  # noqa: F401,F403
 from nuvec.ops.fft import *  # noqa: F401,F403
+from nuvec.ops.fftn import *  # noqa: F401,F403
 from nuvec.ops.indexing import *  # noqa: F401,F403
 from nuvec.ops.join import *  # noqa: F401,F403
 from nuvec.ops.linalg import *  # noqa: F401,F403
@@ -18,9 +22,11 @@ from nuvec.ops.nonfinite import *  # noqa: F401,F403
 from nuvec.ops.quantized import *  # noqa: F401,F403
 from nuvec.ops.random import *  # noqa: F401,F403
 from nuvec.ops.reduction import *  # noqa: F401,F403
+from nuvec.ops.rounding import *  # noqa: F401,F403
 from nuvec.ops.scan import *  # noqa: F401,F403
 from nuvec.ops.shape import *  # noqa: F401,F403
 from nuvec.ops.slicing import *  # noqa: F401,F403
+from nuvec.ops.softmax import *  # noqa: F401,F403
 from nuvec.ops.sorting import *  # noqa: F401,F403
 from nuvec.ops.statistics import *  # noqa: F401,F403
 from nuvec.ops.unary import *  # noqa: F401,F403

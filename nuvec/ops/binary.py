@@ -12,6 +12,7 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
+from nuvec.ops import rounding as r
 from nuvec.ops import unary as u
 from nuvec.ops.arguments import as_array, broadcast_all, promote
 from nuvec.graph.primitive import Primitive
@@ -123,7 +124,7 @@ class Remainder(_SmoothBinary):
     def partial(self, i, a, b, out):
         if i == 0:
             return _ones(a)
-        return u.negative(u.floor(divide(a, b)))
+        return u.negative(r.floor(divide(a, b)))
 
 
 class FloorDivide(Binary):
@@ -359,7 +360,7 @@ def floor_divide(a: Any, b: Any, /, *, stream: Any = None) -> Array:
     a, b = _prepare("floor_divide", a, b, s)
     _real_only("floor_divide", a, b)
     if a.dtype.is_floating:
-        return u.floor(record1(DIVIDE, (a, b), s), stream=s)
+        return r.floor(record1(DIVIDE, (a, b), s), stream=s)
     return record1(FLOOR_DIVIDE, (a, b), s)
 
 

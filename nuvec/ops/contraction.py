@@ -165,7 +165,7 @@ def vecdot(a: Any, b: Any, /, *, axis: int = -1, stream: Any = None) -> Array:
         raise ValueError("vecdot: inputs must have at least one dimension")
     ax = normalize_axis(axis, a.ndim, "vecdot")
     if a.dtype is dt.complex64:
-        from nuvec.ops.unary import conjugate
+        from nuvec.ops.complex_parts import conjugate
 
         a = conjugate(a, stream=s)
     a, b = moveaxis(a, ax, -1, stream=s), moveaxis(b, ax, -1, stream=s)

@@ -108,7 +108,8 @@ def randint(
         True
     """
     from nuvec.ops.binary import maximum
-    from nuvec.ops.unary import astype, floor
+    from nuvec.ops.rounding import floor
+    from nuvec.ops.unary import astype
 
     s = to_stream(stream)
     dtype = dt.int32 if dtype is None else dt.to_dtype(dtype, "randint")

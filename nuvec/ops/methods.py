@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph.array import Array
-from nuvec.ops import binary, comparison, matrices, misc, reduction, shape, statistics, unary
+from nuvec.ops import binary, comparison, matrices, misc, reduction, rounding, shape, statistics
+from nuvec.ops import complex_parts, unary
 from nuvec.ops.arguments import fresh
 from nuvec.ops.matmul import matmul as _matmul
+from nuvec.ops.softmax import logsumexp as _logsumexp
 
 
 def _reflected(op):
@@ -131,18 +133,19 @@ def _scan_method(op):
 # array methods of elementwise operations: `a.exp()`, `a.round(2)`, ...
 for _name in (
     "abs", "exp", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "reciprocal",
-    "sin", "cos", "conj",
+    "sin", "cos",
 ):  # fmt: skip
     _elementwise(getattr(unary, _name))
+_elementwise(complex_parts.conj)
 
-Array.round = lambda self, decimals=0, *, stream=None: unary.round(self, decimals, stream=stream)
-Array.real = property(lambda self: unary.real(self))
-Array.imag = property(lambda self: unary.imag(self))
+Array.round = lambda self, decimals=0, *, stream=None: rounding.round(self, decimals, stream=stream)
+Array.real = property(lambda self: complex_parts.real(self))
+Array.imag = property(lambda self: complex_parts.imag(self))
 Array.astype = lambda self, dtype, stream=None: unary.astype(self, dtype, stream=stream)
 # reductions: `a.sum(axis, keepdims)`, `a.var(axis, keepdims, ddof)`, ...
 for _op in (
     reduction.sum, reduction.prod, statistics.mean, reduction.max, reduction.min,
-    reduction.all, reduction.any, reduction.logsumexp, reduction.argmax, reduction.argmin,
+    reduction.all, reduction.any, _logsumexp, reduction.argmax, reduction.argmin,
 ):  # fmt: skip
     _reduction(_op)
 for _op in (statistics.var, statistics.std):

@@ -13,7 +13,8 @@ from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, fresh
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.comparison import equal, less, not_equal, where
-from nuvec.ops.unary import StreamLike, astype, imag, real
+from nuvec.ops.complex_parts import imag, real
+from nuvec.ops.unary import StreamLike, astype
 from nuvec.ops.unary import abs as absolute
 
 __all__ = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "nan_to_num"]

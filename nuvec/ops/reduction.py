@@ -1,8 +1,8 @@
-"""Reductions over axes: sums, products, extrema, arg-extrema, logic, softmax and logsumexp.
+"""Reductions over axes: sums, products, extrema, arg-extrema and logic.
 
 Reduction primitives keep the reduced axes as size-1 dimensions (`Reduction`); the public op
-squeezes them unless `keepdims`. `softmax` and `logsumexp` record the fused last-axis nodes of
-`nuvec.fast.softmax`, moving other axes to the end. Statistics live in `statistics.py`.
+squeezes them unless `keepdims`. `softmax` and `logsumexp` live in `softmax.py`, statistics in
+`statistics.py`.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
-from nuvec.graph.device import Stream, stream as stream_context, to_stream
+from nuvec.graph.device import Stream, to_stream
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
 from nuvec.ops.families import Linear, Reduction, apply
 
 __all__ = [
-    "sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "logsumexp", "softmax",
+    "sum", "prod", "max", "min", "argmax", "argmin", "all", "any",
 ]  # fmt: skip
 
 Axis = int | Sequence[int] | None
@@ -440,98 +440,3 @@ def argmin(
         1
     """
     return _arg_reduce(ArgMin, "argmin", a, axis, keepdims, stream)
-
-
-def _float_input(op: str, a: Any, s: Stream) -> Array:
-    """`a` in a floating dtype (float32 for integers and bools); complex is rejected."""
-    from nuvec.ops.unary import astype
-
-    a = as_array(a, op)
-    if a.dtype is dt.complex64:
-        raise TypeError(f"{op}: complex inputs are not supported, got complex64")
-    return astype(a, at_least_float(a.dtype), stream=s)
-
-
-def logsumexp(
-    a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None
-) -> Array:
-    """log(sum(exp(a))) over `axis`, computed stably (the max is subtracted first).
-
-    Integers compute in float32; float16/bfloat16 accumulate in float32. If the maximum is
-    ±inf the result is that maximum. Records `nuvec.fast`'s fused last-axis node.
-
-    Args:
-        a: the input.
-        axis: an axis, a sequence of axes, or None for all.
-        keepdims: keep the reduced axes as size-1 dimensions.
-
-    Returns:
-        The log-sum-exps, in `a`'s dtype (float32 for integer input).
-
-    Raises:
-        ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
-        TypeError: for complex input.
-
-    Example:
-        >>> import nuvec as mx
-        >>> round(mx.logsumexp(mx.array([0.0, 0.0])).item(), 4)
-        0.6931
-    """
-    from nuvec.fast.base import one
-    from nuvec.fast.softmax import LOGSUMEXP
-    from nuvec.ops.shape import reshape
-
-    s = to_stream(stream)
-    a = _float_input("logsumexp", a, s)
-    axes = normalize_axes(axis, a.ndim, "logsumexp")
-    if not axes:
-        return fresh(a)
-    _nonempty("logsumexp", a, axes)
-    rows, _ = _to_rows(a, axes, s)
-    with stream_context(s):
-        out = one(LOGSUMEXP, [rows])
-    if keepdims:
-        shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
-    else:
-        shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
-    return reshape(out, shape, stream=s)
-
-
-def softmax(
-    a: Any, /, axis: Axis = None, *, precise: bool = False, stream: Any = None
-) -> Array:
-    """exp(a) / sum(exp(a)) over `axis` (all axes when None), computed stably.
-
-    Integers compute in float32. Records `nuvec.fast`'s fused last-axis node, which always
-    accumulates float16/bfloat16 in float32, so `precise=True` (MLX: accumulate half types in
-    float32) changes nothing.
-
-    Args:
-        a: the input.
-        axis: an axis, a sequence of axes, or None for all.
-        precise: accepted for MLX compatibility (half types are always accumulated in float32).
-
-    Returns:
-        An array of `a`'s shape and dtype (float32 for integer input).
-
-    Raises:
-        ValueError: if an axis is out of range or repeated.
-        TypeError: for complex input.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.softmax(mx.array([0.0, 0.0])).tolist()
-        [0.5, 0.5]
-    """
-    from nuvec.fast.base import one
-    from nuvec.fast.softmax import SOFTMAX
-
-    s = to_stream(stream)
-    a = _float_input("softmax", a, s)
-    axes = normalize_axes(axis, a.ndim, "softmax")
-    if a.size == 0:  # no groups to normalize
-        return fresh(a)
-    rows, perm = _to_rows(a, axes, s)
-    with stream_context(s):
-        out = one(SOFTMAX, [rows])
-    return _from_rows(out, a, perm, s)

@@ -1,6 +1,7 @@
 """Shape operations: reshape, transpose, broadcast, expand/squeeze, flatten and relatives.
 
-Slicing lives in `nuvec.ops.slicing`, joining and splitting in `nuvec.ops.join`.
+Slicing lives in `nuvec.ops.slicing`, joining and splitting in `nuvec.ops.join`, `atleast_*d`
+in `nuvec.ops.atleast`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from nuvec.ops.families import Linear, apply, move_batch_to_front
 __all__ = [
     "reshape", "flatten", "unflatten", "transpose", "permute_dims", "swapaxes", "moveaxis",
     "expand_dims", "squeeze", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
-    "atleast_1d", "atleast_2d", "atleast_3d",
 ]
 
 Shape = tuple[int, ...]
@@ -451,70 +451,3 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
     if shape == a.shape:
         return fresh(a)
     return record1(Reshape(shape), (a,), to_stream(stream))
-
-
-def _atleast(ndim: int, arys: tuple[Any, ...], stream: Any) -> Array | list[Array]:
-    op = f"atleast_{ndim}d"
-    out = []
-    for x in arys:
-        x = as_array(x, op)
-        if x.ndim < ndim:
-            # MLX/NumPy: 0-d -> (1,..); 1-D (n,) -> (1, n) / (1, n, 1); 2-D (m, n) -> (m, n, 1)
-            shape = {0: (1,) * ndim, 1: ((1, *x.shape) if ndim == 2 else (1, *x.shape, 1)),
-                     2: (*x.shape, 1)}[x.ndim]
-            x = reshape(x, shape, stream=stream)
-        else:
-            x = fresh(x)
-        out.append(x)
-    return out[0] if len(out) == 1 else out
-
-
-def atleast_1d(*arys: Any, stream: Any = None) -> Array | list[Array]:
-    """Each input with at least one dimension (0-d becomes `(1,)`).
-
-    Args:
-        *arys: arrays or scalars.
-
-    Returns:
-        One array for one input, else a list of arrays.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.atleast_1d(mx.array(5)).shape
-        (1,)
-    """
-    return _atleast(1, arys, stream)
-
-
-def atleast_2d(*arys: Any, stream: Any = None) -> Array | list[Array]:
-    """Each input with at least two dimensions (`(n,)` becomes `(1, n)`).
-
-    Args:
-        *arys: arrays or scalars.
-
-    Returns:
-        One array for one input, else a list of arrays.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.atleast_2d(mx.array([1, 2])).shape
-        (1, 2)
-    """
-    return _atleast(2, arys, stream)
-
-
-def atleast_3d(*arys: Any, stream: Any = None) -> Array | list[Array]:
-    """Each input with at least three dimensions: `(n,)` -> `(1, n, 1)`, `(m, n)` -> `(m, n, 1)`.
-
-    Args:
-        *arys: arrays or scalars.
-
-    Returns:
-        One array for one input, else a list of arrays.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.atleast_3d(mx.array([1, 2])).shape
-        (1, 2, 1)
-    """
-    return _atleast(3, arys, stream)

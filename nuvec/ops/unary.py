@@ -1,7 +1,8 @@
-"""Elementwise operations of one array: math functions, signs, rounding, complex parts, casts.
+"""Elementwise operations of one array: math functions, signs, casts.
 
 Smooth functions derive from `_Smooth` (vjp and jvp multiply by `derivative`). Integer and bool
-inputs of float-valued functions compute in float32, as in MLX. The NaN and infinity tests live
+inputs of float-valued functions compute in float32, as in MLX. Rounding lives in
+`nuvec.ops.rounding`, complex parts in `nuvec.ops.complex_parts`, the NaN and infinity tests
 in `nuvec.ops.nonfinite`.
 """
 
@@ -19,9 +20,8 @@ from nuvec.ops.families import Linear, Unary, apply
 __all__ = [
     "abs", "negative", "sign", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
     "rsqrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
-    "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv", "floor",
-    "ceil", "round", "trunc", "logical_not", "degrees", "radians", "conj", "conjugate", "real",
-    "imag", "stop_gradient", "astype",
+    "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv",
+    "logical_not", "degrees", "radians", "stop_gradient", "astype",
 ]  # fmt: skip
 
 StreamLike = Any
@@ -128,9 +128,9 @@ def _smooth(name: str, doc: str, derivative) -> type:
     return type(name, (_Smooth,), members)
 
 
-def _flat(name: str, doc: str) -> type:
-    """A `_Flat` primitive class (no gradient)."""
-    return type(name, (_Flat,), {"__slots__": (), "__doc__": doc, "__module__": __name__,
+def _flat(name: str, doc: str, module: str = __name__) -> type:
+    """A `_Flat` primitive class (no gradient), defined in `module`."""
+    return type(name, (_Flat,), {"__slots__": (), "__doc__": doc, "__module__": module,
                                  "__qualname__": name})
 
 
@@ -173,10 +173,6 @@ ErfInv = _smooth("ErfInv", "The inverse error function; d/dx = sqrt(pi)/2 e**(ou
                  lambda x, out: _b().multiply(exp(square(out)), math.sqrt(math.pi) / 2.0))
 
 Sign = _flat("Sign", "-1, 0 or 1 (x/|x| for complex).")
-Floor = _flat("Floor", "Largest integer <= x.")
-Ceil = _flat("Ceil", "Smallest integer >= x.")
-Round = _flat("Round", "Nearest integer, halves to even.")
-Trunc = _flat("Trunc", "Integer part (rounds toward zero).")
 LogicalNot = _flat("LogicalNot", "not x on booleans.")
 StopGradient = _flat("StopGradient", "The identity, opaque to differentiation.")
 
@@ -205,6 +201,8 @@ class Abs(Unary):
         return dt.float32 if dtype is dt.complex64 else dtype
 
     def vjp(self, primals, cotangents, argnums, outputs):
+        from nuvec.ops.complex_parts import conj
+
         x = primals[0]
         # The transpose of t -> real(conj(sign(z)) t) under the pairing real(a b) that
         # Multiply's rule (no conjugation, as MLX) uses.
@@ -212,6 +210,8 @@ class Abs(Unary):
         return [_b().multiply(cotangents[0], s)]
 
     def jvp(self, primals, tangents, outputs):
+        from nuvec.ops.complex_parts import conj, real
+
         x, t = primals[0], tangents[0]
         if x.dtype is dt.complex64:
             return [real(_b().multiply(conj(sign(x)), t))]
@@ -227,53 +227,13 @@ class Negative(Linear, Unary):
         return [apply(self, cotangents[0])]
 
 
-class Conjugate(Linear, Unary):
-    """Complex conjugate."""
-
-    __slots__ = ()
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [apply(self, cotangents[0])]
-
-
-class Real(Linear, Unary):
-    """Real part of a complex array (float32)."""
-
-    __slots__ = ()
-
-    def out_dtype(self, dtype):
-        return dt.float32
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [astype(cotangents[0], dt.complex64)]
-
-
-class Imag(Linear, Unary):
-    """Imaginary part of a complex array (float32); the cotangent comes back as -i * c.
-
-    imag(t) = real(-i t), so under the pairing real(a b) of Multiply's rule (no conjugation,
-    as MLX) the transpose multiplies by -i.
-    """
-
-    __slots__ = ()
-
-    def out_dtype(self, dtype):
-        return dt.float32
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [_b().multiply(astype(cotangents[0], dt.complex64), -1j)]
-
-
 ABS, NEGATIVE, SIGN = Abs(), Negative(), Sign()
-FLOOR, CEIL, ROUND, TRUNC = Floor(), Ceil(), Round(), Trunc()
 EXP, EXPM1, LOG1P, SQRT, RSQRT, SQUARE = Exp(), Expm1(), Log1p(), Sqrt(), Rsqrt(), Square()
 SIN, COS, TAN, ARCSIN, ARCCOS, ARCTAN = Sin(), Cos(), Tan(), ArcSin(), ArcCos(), ArcTan()
 SINH, COSH, TANH = Sinh(), Cosh(), Tanh()
 ARCSINH, ARCCOSH, ARCTANH = ArcSinh(), ArcCosh(), ArcTanh()
 SIGMOID, ERF, ERFINV = Sigmoid(), Erf(), ErfInv()
-LOGICAL_NOT, STOP_GRADIENT, CONJUGATE, REAL, IMAG = (
-    LogicalNot(), StopGradient(), Conjugate(), Real(), Imag()
-)
+LOGICAL_NOT, STOP_GRADIENT = LogicalNot(), StopGradient()
 
 
 def _float_input(a: Any, op: str, s: Stream, complex_ok: bool = True) -> Array:
@@ -451,84 +411,6 @@ def reciprocal(a: Any, /, *, stream: StreamLike = None) -> Array:
     return _b().divide(1.0, as_array(a, "reciprocal"), stream=stream)
 
 
-def _rounding(name: str, primitive: Unary, a: Any, stream: StreamLike) -> Array:
-    a = as_array(a, name)
-    if a.dtype is dt.complex64:
-        raise TypeError(f"{name}: not supported for complex64 arrays")
-    if not a.dtype.is_floating:
-        return fresh(a)
-    return record1(primitive, (a,), to_stream(stream))
-
-
-def _rounding_function(name: str, primitive: Unary, summary: str, example: list[float]):
-    """The public rounding op `name(a, /, *, stream=None)` recording `primitive`."""
-
-    def op(a: Any, /, *, stream: StreamLike = None) -> Array:
-        return _rounding(name, primitive, a, stream)
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"""{summary}; integer and boolean arrays are returned unchanged.
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        The rounded values, of `a`'s dtype.
-
-    Raises:
-        TypeError: for complex input.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.{name}(mx.array([-1.5, 1.5])).tolist()
-        {example}
-    """
-    return op
-
-
-floor = _rounding_function("floor", FLOOR, "Elementwise floor (toward -inf)", [-2.0, 1.0])
-ceil = _rounding_function("ceil", CEIL, "Elementwise ceiling (toward +inf)", [-1.0, 2.0])
-trunc = _rounding_function("trunc", TRUNC, "Elementwise rounding toward zero", [-1.0, 1.0])
-
-
-def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
-    """Rounds to `decimals` decimal places, halves to even (as NumPy and MLX).
-
-    With `decimals != 0` the value is scaled by 10**decimals, rounded and scaled back (integer
-    inputs compute in float32 and are cast back, so `round(1234, -2)` is 1200).
-
-    Args:
-        a: input array.
-        decimals: number of decimal places (negative: to tens, hundreds, ...).
-        stream: the stream (or device) to record on.
-
-    Returns:
-        The rounded values, of `a`'s dtype.
-
-    Raises:
-        TypeError: for complex input or a non-integer `decimals`.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.round(mx.array([1.25, 2.5]), 1).tolist()
-        [1.2000000476837158, 2.5]
-    """
-    if not isinstance(decimals, int) or isinstance(decimals, bool):
-        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
-    a = as_array(a, "round")
-    if decimals == 0 or a.dtype is dt.complex64:
-        return _rounding("round", ROUND, a, stream)
-    s = to_stream(stream)
-    x = _float_input(a, "round", s)
-    # past float64's range the scale is inf or 0 and the result NaN, as in MLX and NumPy
-    scale = 10.0**decimals if decimals <= 308 else math.inf
-    inverse = 1.0 / scale if scale else math.inf
-    out = _b().multiply(_rounding("round", ROUND, _b().multiply(x, scale, stream=s), s),
-                        inverse, stream=s)
-    return astype(out, a.dtype, stream=s)
-
-
 def logical_not(a: Any, /, *, stream: StreamLike = None) -> Array:
     """Elementwise logical not; the input is converted to bool first (nonzero is True).
 
@@ -585,89 +467,6 @@ def radians(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     s = to_stream(stream)
     return _b().multiply(_float_input(a, "radians", s), math.pi / 180.0, stream=s)
-
-
-def conjugate(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise complex conjugate; real arrays are returned unchanged.
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        The conjugate (`a` itself when it is real).
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.conjugate(mx.array([1 + 2j])).tolist()
-        [(1-2j)]
-    """
-    a = as_array(a, "conjugate")
-    if a.dtype is not dt.complex64:
-        return fresh(a)
-    return record1(CONJUGATE, (a,), to_stream(stream))
-
-
-def conj(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """Elementwise complex conjugate (same as `conjugate`).
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        The conjugate (`a` itself when it is real).
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.conj(mx.array([1 + 2j])).tolist()
-        [(1-2j)]
-    """
-    return conjugate(a, stream=stream)
-
-
-def real(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """The real part (float32 for complex64); real arrays are returned unchanged.
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        The real part.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.real(mx.array([1 + 2j])).tolist()
-        [1.0]
-    """
-    a = as_array(a, "real")
-    if a.dtype is not dt.complex64:
-        return fresh(a)
-    return record1(REAL, (a,), to_stream(stream))
-
-
-def imag(a: Any, /, *, stream: StreamLike = None) -> Array:
-    """The imaginary part (float32 for complex64); zeros of `a`'s dtype for real arrays.
-
-    Args:
-        a: input array or scalar.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        The imaginary part.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.imag(mx.array([1 + 2j])).tolist()
-        [2.0]
-    """
-    a = as_array(a, "imag")
-    if a.dtype is not dt.complex64:
-        from nuvec.ops.creation import zeros_like
-
-        return zeros_like(a, stream=stream)
-    return record1(IMAG, (a,), to_stream(stream))
 
 
 def stop_gradient(a: Any, /, *, stream: StreamLike = None) -> Array:

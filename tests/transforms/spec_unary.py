@@ -1,11 +1,13 @@
-"""Rule rows of `nuvec.ops.unary`: every primitive, float64 inputs in each function's safe
-domain."""
+"""Rule rows of `nuvec.ops.unary`, `rounding` and `complex_parts`: every primitive, float64
+inputs in each function's safe domain."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import nuvec as mx
+from nuvec.ops import complex_parts as c
+from nuvec.ops import rounding as r
 from nuvec.ops import unary as u
 from nuvec.testing import OpSpec
 
@@ -58,11 +60,11 @@ SPECS = [
     smooth("negative", mx.negative, u.Negative),
     # piecewise constant: zero derivative away from the steps (which random inputs avoid)
     smooth("sign", lambda x: mx.sign(x) * x, u.Sign),
-    smooth("floor", lambda x: mx.floor(x) + x, u.Floor),
-    smooth("ceil", mx.ceil, u.Ceil),
-    smooth("round", mx.round, u.Round),
-    smooth("round_decimals", lambda x: mx.round(x, 1) * x, u.Round),
-    smooth("trunc", mx.trunc, u.Trunc),
+    smooth("floor", lambda x: mx.floor(x) + x, r.Floor),
+    smooth("ceil", mx.ceil, r.Ceil),
+    smooth("round", mx.round, r.Round),
+    smooth("round_decimals", lambda x: mx.round(x, 1) * x, r.Round),
+    smooth("trunc", mx.trunc, r.Trunc),
     # a float32 round trip: float32 step and tolerances
     smooth("astype_float32_back", lambda x: mx.astype(mx.astype(x, mx.float32), mx.float64),
            u.AsType, eps=1e-3, rtol=1e-4, atol=1e-5, jvp_rtol=1e-6, jvp_atol=1e-7),
@@ -75,9 +77,9 @@ SPECS = [
     OpSpec("stop_gradient", mx.stop_gradient, uniform(-2, 2), [u.StopGradient], grad=False),
     OpSpec("logical_not", mx.logical_not,
            lambda rng: [rng.integers(0, 2, size=(2, 3)).astype(bool)], [u.LogicalNot]),
-    complex64("conjugate", mx.conj, u.Conjugate),
-    complex64("real", mx.real, u.Real),
-    complex64("imag", mx.imag, u.Imag),
+    complex64("conjugate", mx.conj, c.Conjugate),
+    complex64("real", mx.real, c.Real),
+    complex64("imag", mx.imag, c.Imag),
     complex64("abs_complex", mx.abs, u.Abs),
     complex64("abs_complex_times_conj", lambda z: mx.abs(z) * mx.conj(z), u.Abs),
 ]

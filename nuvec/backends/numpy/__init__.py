@@ -16,6 +16,7 @@ from nuvec.backends.numpy.registry import kernels, writes_into
 from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers its kernels)
     binary,
     comparison,
+    complex_parts,
     contraction,
     conv,
     custom,
@@ -32,6 +33,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     quantized,
     random,
     reduction,
+    rounding,
     scan,
     shape,
     slicing,

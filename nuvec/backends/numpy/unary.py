@@ -84,19 +84,9 @@ def _plain(fn):
 
 for _cls, _fn in (
     (u.Negative, np.negative), (u.Abs, np.abs), (u.Sign, np.sign),
-    (u.LogicalNot, np.logical_not), (u.Conjugate, np.conjugate),
+    (u.LogicalNot, np.logical_not),
 ):  # fmt: skip
     kernel(_cls, out=True)(_plain(_fn))
-
-
-@kernel(u.Real)
-def real(p, x):
-    return np.real(x)
-
-
-@kernel(u.Imag)
-def imag(p, x):
-    return np.imag(x)
 
 
 @kernel(u.Log)
@@ -144,7 +134,6 @@ for _cls, _fn in (
     (u.Sqrt, np.sqrt), (u.Sin, np.sin), (u.Cos, np.cos), (u.Tan, np.tan),
     (u.ArcSin, np.arcsin), (u.ArcCos, np.arccos), (u.ArcTan, np.arctan), (u.Sinh, np.sinh),
     (u.Cosh, np.cosh), (u.Tanh, np.tanh), (u.ArcSinh, np.arcsinh), (u.ArcCosh, np.arccosh),
-    (u.ArcTanh, np.arctanh), (u.Floor, np.floor), (u.Ceil, np.ceil), (u.Round, np.rint),
-    (u.Trunc, np.trunc),
+    (u.ArcTanh, np.arctanh),
 ):  # fmt: skip
     kernel(_cls, out=True)(_widened(_fn))
