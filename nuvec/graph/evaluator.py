@@ -197,7 +197,7 @@ def _run(node: Node, backend: Any) -> None:
         elif len(sources) == 2 and sources[0].stream is stream and sources[1].stream is stream:
             x = sources[0].data[node.indices[0]]
             y = sources[1].data[node.indices[1]]
-            if x.nbytes < _REUSE_BYTES:
+            if x.nbytes < _REUSE_BYTES and y.nbytes < _REUSE_BYTES:
                 result = kernel(primitive, x, y)
         if result is _UNSET:
             x = y = None  # `_donor` counts the references to the inputs' data: hold none here
@@ -225,9 +225,7 @@ def _run(node: Node, backend: Any) -> None:
         allocate(nbytes)
     node.data = outputs
     node.pending = None
-    if not node.keep:
-        node.primitive = None
-        node.sources = node.indices = ()
+    node.detach()
 
 
 def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None) -> None:
