@@ -18,8 +18,14 @@ from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp, pos
 SCORE_BYTES = 4 << 20
 
 
+def heads(x: np.ndarray, tokens: slice) -> np.ndarray:
+    """`[H, n, D]` view of tokens `tokens` of token-major `[T, H, D]` data."""
+    return x[tokens].transpose(1, 0, 2)
+
+
 class Pack:
-    """A node's pack in the compute dtype, heads first: q rotated and scaled, k rotated, v."""
+    """A node's pack in the compute dtype, token-major `[T, H, D]`: q rotated and scaled,
+    k rotated, v (a view of the input when it already has the compute dtype)."""
 
     def __init__(self, p, qkv: np.ndarray, cos: np.ndarray, sin: np.ndarray):
         self.f = np.float64 if qkv.dtype == np.float64 else np.float32
@@ -27,36 +33,29 @@ class Pack:
         self.h, self.scale, self.window = p.heads, p.scale, p.window
         self.d = width // (3 * self.h)
         pos = positions(p.lengths)
-        self.cos = cos[pos].astype(self.f)[:, None, :]  # [T, 1, D/2]
-        self.sin = sin[pos].astype(self.f)[:, None, :]
+        c, sn = cos[pos].astype(self.f)[:, None, :], sin[pos].astype(self.f)[:, None, :]
+        # [T, 1, D] tables on the whole head: x·[c, c] + swap(x)·[−s, s] rotates
+        self.cos = np.concatenate([c, c], axis=-1)
+        self.sin = np.concatenate([-sn, sn], axis=-1)
         x = qkv.reshape(self.t, 3, self.h, self.d)
-        self.q = self.rotated(x[:, 0])
-        self.q *= self.f(p.scale)
-        self.k = self.rotated(x[:, 1])
-        self.v = self.heads_first(x[:, 2])
+        # q and k rotate together: the view [T, 2H, D] keeps each row's runs long
+        qk = np.empty((self.t, 2 * self.h, self.d), self.f)
+        self.rotate_into(x[:, :2].reshape(self.t, 2 * self.h, self.d), qk)
+        qk[:, :self.h] *= self.f(p.scale)
+        self.q, self.k = qk[:, :self.h], qk[:, self.h:]
+        self.v = x[:, 2].astype(self.f, copy=False)
         self.lengths = p.lengths
 
-    def heads_first(self, x: np.ndarray) -> np.ndarray:
-        """`[T, H, D]` data as a contiguous `[H, T, D]` array of the compute dtype."""
-        out = np.empty((self.h, self.t, self.d), self.f)
-        out.transpose(1, 0, 2)[...] = x
-        return out
-
-    def rotated(self, x: np.ndarray) -> np.ndarray:
-        """`[T, H, D]` rows rotated by their positions' angles, as a new `[H, T, D]` array."""
-        whole = np.empty((self.h, self.t, self.d), self.f)
-        self.rotate_into(x, whole.transpose(1, 0, 2))
-        return whole
-
     def rotate_into(self, x: np.ndarray, out: np.ndarray, inverse: bool = False) -> None:
-        """Writes `[T, H, D]` rows rotated by their positions' angles (or back) into `out`."""
+        """Writes `[T, H, D]` rows rotated by their positions' angles (or back) into `out`:
+        `(x1, x2) -> (x1 c − x2 s, x1 s + x2 c)`, computed on whole rows (long runs)."""
         half = self.d // 2
-        x1, x2 = x[..., :half], x[..., half:]
-        c, s = self.cos, (-self.sin if inverse else self.sin)
-        np.multiply(x1, c, out=out[..., :half])
-        out[..., :half] -= x2 * s
-        np.multiply(x1, s, out=out[..., half:])
-        out[..., half:] += x2 * c
+        swapped = np.empty(x.shape, self.f)
+        swapped[..., :half] = x[..., half:]
+        swapped[..., half:] = x[..., :half]
+        np.multiply(x, self.cos, out=out)
+        swapped *= -self.sin if inverse else self.sin
+        out += swapped
 
     def blocks(self):
         """`(rows, keys, hidden)` per block: token slices of the queries and the keys they
@@ -77,7 +76,7 @@ class Pack:
                 yield slice(a + r0, a + r1), slice(a + k0, a + k1), hidden
 
     def scores(self, rows: slice, keys: slice, hidden) -> np.ndarray:
-        s = np.matmul(self.q[:, rows], np.swapaxes(self.k[:, keys], -1, -2))
+        s = np.matmul(heads(self.q, rows), heads(self.k, keys).transpose(0, 2, 1))
         if hidden is not None:
             np.copyto(s, -np.inf, where=hidden)
         return s
@@ -86,7 +85,7 @@ class Pack:
 @kernel(PackedAttention)
 def packed_attention(p, qkv, cos, sin):
     pack = Pack(p, qkv, cos, sin)
-    out = np.empty((pack.h, pack.t, pack.d), pack.f)
+    out = np.empty((pack.t, pack.h, pack.d), pack.f)
     lse = np.empty((pack.h, pack.t), pack.f)
     for rows, keys, hidden in pack.blocks():
         s = pack.scores(rows, keys, hidden)
@@ -94,38 +93,38 @@ def packed_attention(p, qkv, cos, sin):
         s -= m
         np.exp(s, out=s)
         total = s.sum(axis=-1, keepdims=True)
-        o = np.matmul(s, pack.v[:, keys])
+        o = np.matmul(s, heads(pack.v, keys))
         o /= total
-        out[:, rows] = o
+        heads(out, rows)[...] = o
         lse[:, rows] = (m + np.log(total))[..., 0]
-    merged = out.transpose(1, 0, 2).astype(qkv.dtype, order="C")
-    return merged.reshape(pack.t, pack.h * pack.d), lse
+    return out.reshape(pack.t, pack.h * pack.d), lse
 
 
 @kernel(PackedAttentionVjp)
 def packed_attention_vjp(p, qkv, cos, sin, out, lse, dout, dlse=None):
     pack = Pack(p, qkv, cos, sin)
     shape = (pack.t, pack.h, pack.d)
-    o, do = pack.heads_first(out.reshape(shape)), pack.heads_first(dout.reshape(shape))
-    delta = np.einsum("htd,htd->ht", do, o)
+    o = out.reshape(shape).astype(pack.f, copy=False)
+    do = dout.reshape(shape).astype(pack.f, copy=False)
+    delta = np.einsum("thd,thd->ht", do, o)
     if dlse is not None:
         delta -= dlse
     lse = lse.astype(pack.f, copy=False)
-    dq, dk, dv = (np.zeros((pack.h, pack.t, pack.d), pack.f) for _ in range(3))
+    dq, dk, dv = (np.zeros(shape, pack.f) for _ in range(3))
     for rows, keys, hidden in pack.blocks():
         s = pack.scores(rows, keys, hidden)
         s -= lse[:, rows, None]
         probs = np.exp(s, out=s)
-        dos = do[:, rows]
-        dv[:, keys] += np.matmul(np.swapaxes(probs, -1, -2), dos)
-        ds = np.matmul(dos, np.swapaxes(pack.v[:, keys], -1, -2))
+        dos = heads(do, rows)
+        heads(dv, keys)[...] += np.matmul(probs.transpose(0, 2, 1), dos)
+        ds = np.matmul(dos, heads(pack.v, keys).transpose(0, 2, 1))
         ds -= delta[:, rows, None]
         ds *= probs
-        dq[:, rows] += np.matmul(ds, pack.k[:, keys])
-        dk[:, keys] += np.matmul(np.swapaxes(ds, -1, -2), pack.q[:, rows])
+        heads(dq, rows)[...] += np.matmul(ds, heads(pack.k, keys))
+        heads(dk, keys)[...] += np.matmul(ds.transpose(0, 2, 1), heads(pack.q, rows))
     dq *= pack.f(p.scale)
     dqkv = np.empty((pack.t, 3, pack.h, pack.d), pack.f)
-    pack.rotate_into(dq.transpose(1, 0, 2), dqkv[:, 0], inverse=True)
-    pack.rotate_into(dk.transpose(1, 0, 2), dqkv[:, 1], inverse=True)
-    dqkv[:, 2] = dv.transpose(1, 0, 2)
-    return dqkv.reshape(qkv.shape).astype(qkv.dtype, copy=False)
+    pack.rotate_into(dq, dqkv[:, 0], inverse=True)
+    pack.rotate_into(dk, dqkv[:, 1], inverse=True)
+    dqkv[:, 2] = dv
+    return dqkv.reshape(qkv.shape)
