@@ -120,3 +120,18 @@ def test_usable_schedules_fit_the_shared_memory():
     assert not any(t.mma for t in launcher.usable_tiles("bfloat16", 64, 1 << 20,
                                                         mma=False).values())
     assert set(launcher.usable_backs(128, 110 * 1024)) == {"c16", "c32"}
+
+
+def test_nodes_through_the_emulator_at_the_default_schedules():
+    """What a GPU backend runs for the nodes, in the emulator (no tuning there)."""
+    lengths, heads, d = [5, 40, 1], 2, 64
+    qkv, cos, sin, dout, dlse = data(lengths, heads, d, "bfloat16")
+    x64, c64, s64, do64 = (a.astype(np.float64) for a in (qkv, cos, sin, dout))
+    p = PackedAttention(heads, lengths, d ** -0.5, 8)
+    runner = EmulatorRunner(seed=5)
+    out, lse = launcher.forward_node(runner, p, qkv, cos, sin)
+    want, want_lse = reference(x64, lengths, c64, s64, heads, p.scale, 8)
+    assert rel(out.astype(np.float64), want) <= 2e-2 and rel(lse, want_lse) <= 1e-2
+    g = launcher.backward_node(runner, p, qkv, cos, sin, out, lse, dout)
+    want_g = reference_grad(x64, lengths, c64, s64, heads, p.scale, 8, do64)
+    assert rel(g.astype(np.float64), want_g) <= 3e-2

@@ -6,13 +6,16 @@ emulator on the CPU). The schedule is the tuner's pick on a GPU, a fixed default
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from nuvec.backends.cuda.runner import KernelFile
 from nuvec.fast.packed_attention import KERNEL_DIMS, positions
+from nuvec.fast.tuner import Tuner, bucket, forced
 
 CTYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
 HALF_TYPES = ("float16", "bfloat16")
@@ -168,19 +171,95 @@ def attend_back(runner: Any, p: Any, qkv: Any, cos: Any, sin: Any, out: Any, lse
 
 
 def tuning_key(p: Any, dtype: str, t: int) -> dict[str, Any]:
-    """What the tuner's pick depends on besides the device (the seed's key)."""
+    """What the tuner's pick depends on besides the device (the seed's key): dtype, heads,
+    window, and the token count and the longest length rounded up to powers of two."""
     return {"dtype": dtype, "heads": p.heads, "window": 0 if p.window is None else p.window + 1,
-            "tokens": t, "longest": max(p.lengths, default=0)}
+            "tokens": bucket(t), "longest": bucket(max(p.lengths, default=0))}
 
 
-def schedules(runner: Any, p: Any, qkv: Any, shared_limit: int, mma: bool, backward: bool,
-              pick: Callable[..., str] | None = None):
-    """The schedule of a launch: the tuner's `pick(candidates, key, time)` when given, else
-    the first usable one (the emulator and CPU runs)."""
+def source_version() -> str:
+    """A hash of the kernel source: tuned picks of another source are ignored."""
+    path = Path(__file__).resolve().parents[3] / "fast" / "kernels" / "packed_attention.cu"
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What the schedules depend on: the device's name, its opt-in shared memory per block,
+    whether it has the sm_80 matrix instructions."""
+
+    name: str
+    shared_limit: int
+    mma: bool
+
+
+# The emulator's dynamic shared memory (227 KiB) and its emulated mma.
+EMULATED = DeviceFacts("emulator", 227 * 1024, True)
+
+
+def device_facts(runner: Any) -> DeviceFacts:
+    """The current CUDA device's facts (CuPy), or the emulator's."""
+    if not hasattr(runner, "arch"):
+        return EMULATED
+    cupy = runner.xp
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return DeviceFacts(f"{name} sm_{dev.compute_capability}",
+                       int(props.get("sharedMemPerBlockOptin", 48 * 1024)),
+                       int(dev.compute_capability) >= 80)
+
+
+def gpu_time(runner: Any, launch: Callable[[], Any], repeats: int = 10) -> float:
+    """Mean milliseconds of `launch()` on the current CuPy stream after one warm-up."""
+    cupy = runner.xp
+    launch()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    for _ in range(repeats):
+        launch()
+    end.record()
+    end.synchronize()
+    return cupy.cuda.get_elapsed_time(start, end) / repeats
+
+
+def schedule(runner: Any, p: Any, qkv: Any, backward: bool,
+             time: Callable[[str], float] | None, facts: DeviceFacts | None = None,
+             tuner: Tuner | None = None) -> tuple[str, Any]:
+    """The schedule of a launch: forced (`nuvec.fast.tuner.force`), else on a GPU the
+    tuner's pick (timing each usable schedule with `time(name)` once per key), else (the
+    emulator) the first usable one."""
+    facts = facts or device_facts(runner)
     dtype = runner.dtype_of(qkv)
     d = qkv.shape[1] // (3 * p.heads)
-    found = usable_backs(d, shared_limit) if backward else usable_tiles(dtype, d, shared_limit,
-                                                                        mma)
-    if pick is None:
-        return next(iter(found.values()))
-    return found[pick(found, tuning_key(p, dtype, qkv.shape[0]))]
+    op = "packed_attention_back" if backward else "packed_attention"
+    found = usable_backs(d, facts.shared_limit) if backward else \
+        usable_tiles(dtype, d, facts.shared_limit, facts.mma)
+    if facts is EMULATED:
+        name = forced(op) or next(iter(found))
+        if name not in found:
+            raise ValueError(f"tuner: the forced {op} schedule {name!r} is not usable here")
+        return name, found[name]
+    tuner = tuner or Tuner(op, source_version())
+    chosen = tuner.pick(facts.name, tuning_key(p, dtype, qkv.shape[0]), found, time)
+    return chosen.name, found[chosen.name]
+
+
+def forward_node(runner: Any, p: Any, qkv: Any, cos: Any, sin: Any):
+    """A `PackedAttention` node's outputs at the tuned schedule (what a GPU backend runs)."""
+    def time(name: str) -> float:
+        return gpu_time(runner, lambda: attend(runner, p, qkv, cos, sin, TILES[name]))
+
+    _, tile = schedule(runner, p, qkv, False, time)
+    return attend(runner, p, qkv, cos, sin, tile)
+
+
+def backward_node(runner: Any, p: Any, qkv: Any, cos: Any, sin: Any, out: Any, lse: Any,
+                  dout: Any, dlse: Any = None):
+    """A `PackedAttentionVjp` node's output at the tuned schedule."""
+    def time(name: str) -> float:
+        return gpu_time(runner, lambda: attend_back(runner, p, qkv, cos, sin, out, lse, dout,
+                                                    dlse, BACKS[name]))
+
+    _, back = schedule(runner, p, qkv, True, time)
+    return attend_back(runner, p, qkv, cos, sin, out, lse, dout, dlse, back)
