@@ -87,11 +87,12 @@ def test_scalar_bfloat16_schedules(tile, back, window):
     run_case(SEED_LENGTHS, 2, 64, "bfloat16", window, tile=tile, back=back)
 
 
-@pytest.mark.parametrize("dtype,tile,window", [
-    ("bfloat16", "m64_c32", 8), ("float16", "m64_c64", None), ("bfloat16", "m128_c64", 64),
+@pytest.mark.parametrize("dtype,tile,back,window", [
+    ("bfloat16", "m64_c32", "m32", 8), ("float16", "m64_c64", "m64", None),
+    ("bfloat16", "m128_c64", "m32", 64),
 ], ids=str)
-def test_mma_schedules(dtype, tile, window):
-    run_case(SEED_LENGTHS[:4], 2, 64, dtype, window, tile=tile)
+def test_mma_schedules(dtype, tile, back, window):
+    run_case(SEED_LENGTHS[:4], 2, 64, dtype, window, tile=tile, back=back)
 
 
 @pytest.mark.parametrize("lengths,window", [
@@ -103,7 +104,7 @@ def test_edge_cases(lengths, window):
 
 def test_head_dimension_128():
     run_case([5, 40], 1, 128, "float32", 8, tile="r32_c32", back="c32")
-    run_case([5, 40], 1, 128, "bfloat16", None, tile="m64_c32")
+    run_case([5, 40], 1, 128, "bfloat16", None, tile="m64_c32", back="m32")
 
 
 def test_layout():
@@ -119,7 +120,9 @@ def test_usable_schedules_fit_the_shared_memory():
     assert not any(t.mma for t in launcher.usable_tiles("float32", 64, 1 << 20).values())
     assert not any(t.mma for t in launcher.usable_tiles("bfloat16", 64, 1 << 20,
                                                         mma=False).values())
-    assert set(launcher.usable_backs(128, 110 * 1024)) == {"c16", "c32"}
+    assert set(launcher.usable_backs("float32", 128, 110 * 1024)) == {"c16", "c32"}
+    assert set(launcher.usable_backs("bfloat16", 128, 110 * 1024)) == {"c16", "c32", "m32",
+                                                                        "m64"}
 
 
 def test_nodes_through_the_emulator_at_the_default_schedules():

@@ -508,6 +508,171 @@ attend_back(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __res
   }
 }
 
+// `attend_back` on the matrix units (mma.sync m16n8k16, sm_80+, half types): a warp per 16 keys
+// holds its K and V fragments, Sᵀ, dPᵀ and its dK, dV accumulators in registers over every
+// query tile its keys reach; the accumulators of 8-query blocks 2k and 2k + 1 feed the
+// 16-query step k as A operands. dSᵀ goes through shared memory once for dQ = dS K, a warp
+// per 16 queries, added into `dq` with float32 atomics.
+template <typename T, int D, int BC>
+__global__ void __launch_bounds__(2 * BC)
+attend_back_mma(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict__ sin,
+                const int* __restrict__ cu, const int* __restrict__ tiles,
+                const T* __restrict__ dout, const float* __restrict__ lse,
+                const float* __restrict__ delta, float* __restrict__ dq, T* __restrict__ dqkv,
+                int heads, int window, int total, float scale) {
+  using namespace packed;
+  constexpr int UNITS = 2 * BC, HALF = D / 2, LD = D + 8, LS = BC + 8, KQ = D / 16, KD = D / 8,
+                G = BC / 8;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* ks = reinterpret_cast<T*>(smem);  // [BC][LD] keys (rotated)
+  T* vs = ks + BC * LD;                 // [BC][LD]
+  T* qs = vs + BC * LD;                 // [BC][LD] queries (rotated, scaled)
+  T* os = qs + BC * LD;                 // [BC][LD] dO
+  T* dst = os + BC * LD;                // [BC][LS] dSᵀ, keys by queries
+  float* rows = reinterpret_cast<float*>(dst + BC * LS);  // [2 BC] lse, delta
+  const int t = blockIdx.x, h = blockIdx.y, u = threadIdx.x;
+  const int lane = u & 31, g = lane >> 2, q = lane & 3, row0 = (u >> 5) * 16;
+  const int hd = heads * D, ld = 3 * hd;
+  const int seq = tiles[2 * t], j0 = tiles[2 * t + 1];
+  const int start = cu[seq], len = cu[seq + 1] - start;
+
+  for (int e = u; e < BC * HALF; e += UNITS) {
+    const int c = e / HALF, jj = e % HALF, j = j0 + c;
+    float y1 = 0.f, y2 = 0.f, v1 = 0.f, v2 = 0.f;
+    if (j < len) {
+      const T* at = qkv + (start + j) * ld + hd + h * D;
+      rotated<T, D>(at, cos, sin, j, jj, 1.f, &y1, &y2);
+      v1 = to_f(at[hd + jj]);
+      v2 = to_f(at[hd + jj + HALF]);
+    }
+    ks[c * LD + jj] = from_f<T>(y1);
+    ks[c * LD + jj + HALF] = from_f<T>(y2);
+    vs[c * LD + jj] = from_f<T>(v1);
+    vs[c * LD + jj + HALF] = from_f<T>(v2);
+  }
+  __syncthreads();
+  unsigned ka[KQ][4], va[KQ][4];
+  for (int kk = 0; kk < KQ; ++kk) {
+    const T* a = ks + (row0 + g) * LD + kk * 16 + 2 * q;
+    const T* b = vs + (row0 + g) * LD + kk * 16 + 2 * q;
+    ka[kk][0] = pack2<T>(a[0], a[1]);
+    ka[kk][1] = pack2<T>(a[8 * LD], a[8 * LD + 1]);
+    ka[kk][2] = pack2<T>(a[8], a[9]);
+    ka[kk][3] = pack2<T>(a[8 * LD + 8], a[8 * LD + 9]);
+    va[kk][0] = pack2<T>(b[0], b[1]);
+    va[kk][1] = pack2<T>(b[8 * LD], b[8 * LD + 1]);
+    va[kk][2] = pack2<T>(b[8], b[9]);
+    va[kk][3] = pack2<T>(b[8 * LD + 8], b[8 * LD + 9]);
+  }
+  float dk[KD][4], dv[KD][4];
+  for (int n = 0; n < KD; ++n)
+    for (int x = 0; x < 4; ++x) dk[n][x] = dv[n][x] = 0.f;
+  const int ja = j0 + row0 + g, jb = ja + 8;
+
+  int lo, hi;
+  reach(j0, BC, len, window, BC, &lo, &hi);
+  for (int i0 = lo; i0 < hi; i0 += BC) {
+    __syncthreads();
+    for (int e = u; e < BC * HALF; e += UNITS) {
+      const int r = e / HALF, j = e % HALF, i = i0 + r;
+      float y1 = 0.f, y2 = 0.f, o1 = 0.f, o2 = 0.f;
+      if (i < len) {
+        rotated<T, D>(qkv + (start + i) * ld + h * D, cos, sin, i, j, scale, &y1, &y2);
+        const T* d = dout + (start + i) * hd + h * D;
+        o1 = to_f(d[j]);
+        o2 = to_f(d[j + HALF]);
+      }
+      qs[r * LD + j] = from_f<T>(y1);
+      qs[r * LD + j + HALF] = from_f<T>(y2);
+      os[r * LD + j] = from_f<T>(o1);
+      os[r * LD + j + HALF] = from_f<T>(o2);
+    }
+    if (u < BC) {
+      const int i = i0 + u;
+      rows[u] = i < len ? lse[h * total + start + i] : 0.f;
+      rows[BC + u] = i < len ? delta[h * total + start + i] : 0.f;
+    }
+    __syncthreads();
+    float p[G][4], ds[G][4];
+    for (int b8 = 0; b8 < G; ++b8) {
+      for (int x = 0; x < 4; ++x) p[b8][x] = ds[b8][x] = 0.f;
+      for (int kk = 0; kk < KQ; ++kk) {
+        const T* a = qs + (b8 * 8 + g) * LD + kk * 16 + 2 * q;
+        const T* b = os + (b8 * 8 + g) * LD + kk * 16 + 2 * q;
+        const unsigned bq[2] = {pack2<T>(a[0], a[1]), pack2<T>(a[8], a[9])};
+        const unsigned bo[2] = {pack2<T>(b[0], b[1]), pack2<T>(b[8], b[9])};
+        mma16816<T>(p[b8], ka[kk], bq);
+        mma16816<T>(ds[b8], va[kk], bo);
+      }
+      for (int x = 0; x < 4; ++x) {
+        const int c = b8 * 8 + 2 * q + (x & 1), i = i0 + c, j = x < 2 ? ja : jb;
+        const bool keep = i < len && j < len && near(i, j, window);
+        const float pv = keep ? expf(p[b8][x] - rows[c]) : 0.f;
+        p[b8][x] = pv;
+        ds[b8][x] = pv * (ds[b8][x] - rows[BC + c]);
+        dst[(row0 + g + (x < 2 ? 0 : 8)) * LS + c] = from_f<T>(ds[b8][x]);
+      }
+    }
+    // dV += Pᵀ dO and dK += dSᵀ Q, 16 queries a step
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      const unsigned ap[4] = {pack2<T>(p[2 * kk][0], p[2 * kk][1]),
+                              pack2<T>(p[2 * kk][2], p[2 * kk][3]),
+                              pack2<T>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
+                              pack2<T>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+      const unsigned ad[4] = {pack2<T>(ds[2 * kk][0], ds[2 * kk][1]),
+                              pack2<T>(ds[2 * kk][2], ds[2 * kk][3]),
+                              pack2<T>(ds[2 * kk + 1][0], ds[2 * kk + 1][1]),
+                              pack2<T>(ds[2 * kk + 1][2], ds[2 * kk + 1][3])};
+      for (int n = 0; n < KD; ++n) {
+        const T* o = os + (kk * 16 + 2 * q) * LD + n * 8 + g;
+        const T* x = qs + (kk * 16 + 2 * q) * LD + n * 8 + g;
+        const unsigned bo[2] = {pack2<T>(o[0], o[LD]), pack2<T>(o[8 * LD], o[9 * LD])};
+        const unsigned bq[2] = {pack2<T>(x[0], x[LD]), pack2<T>(x[8 * LD], x[9 * LD])};
+        mma16816<T>(dv[n], ap, bo);
+        mma16816<T>(dk[n], ad, bq);
+      }
+    }
+    __syncthreads();
+    // dQ = dS K for this warp's 16 queries
+    const int ia = i0 + row0 + g, ib = ia + 8;
+    for (int n = 0; n < KD; ++n) {
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int kk = 0; kk < BC / 16; ++kk) {
+        const T* a = dst + (kk * 16 + 2 * q) * LS + row0 + g;
+        const unsigned af[4] = {pack2<T>(a[0], a[LS]), pack2<T>(a[8], a[LS + 8]),
+                                pack2<T>(a[8 * LS], a[9 * LS]),
+                                pack2<T>(a[8 * LS + 8], a[9 * LS + 8])};
+        const T* k = ks + (kk * 16 + 2 * q) * LD + n * 8 + g;
+        const unsigned bk[2] = {pack2<T>(k[0], k[LD]), pack2<T>(k[8 * LD], k[9 * LD])};
+        mma16816<T>(acc, af, bk);
+      }
+      const int at = h * D + n * 8 + 2 * q;
+      if (ia < len) {
+        atomicAdd(dq + (start + ia) * hd + at, acc[0]);
+        atomicAdd(dq + (start + ia) * hd + at + 1, acc[1]);
+      }
+      if (ib < len) {
+        atomicAdd(dq + (start + ib) * hd + at, acc[2]);
+        atomicAdd(dq + (start + ib) * hd + at + 1, acc[3]);
+      }
+    }
+  }
+  // dK rotated back, and dV: dimensions jj and jj + D/2 sit in blocks n and n + D/16
+  for (int n = 0; n < KD / 2; ++n) {
+    for (int x = 0; x < 4; ++x) {
+      const int j = x < 2 ? ja : jb, jj = n * 8 + 2 * q + (x & 1);
+      if (j >= len) continue;
+      const float cs = to_f(cos[j * HALF + jj]), sn = to_f(sin[j * HALF + jj]);
+      const float x1 = dk[n][x], x2 = dk[n + KD / 2][x];
+      T* at = dqkv + (start + j) * ld + h * D;
+      at[hd + jj] = from_f<T>(x1 * cs + x2 * sn);
+      at[hd + jj + HALF] = from_f<T>(x2 * cs - x1 * sn);
+      at[2 * hd + jj] = from_f<T>(dv[n][x]);
+      at[2 * hd + jj + HALF] = from_f<T>(dv[n + KD / 2][x]);
+    }
+  }
+}
+
 // dQ rotated back and scaled into dqkv: a thread per (token, head, dimension pair).
 template <typename T, int D>
 __global__ void rotate_back(const float* __restrict__ dq, const T* __restrict__ cos,

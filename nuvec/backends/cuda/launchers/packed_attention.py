@@ -34,8 +34,8 @@ class Tile:
 
 @dataclass(frozen=True)
 class Back:
-    """A backward schedule: `bc` keys (and queries) per tile; `mma` would run the matrix-unit
-    variant."""
+    """A backward schedule: `bc` keys (and queries) per tile; `mma` runs `attend_back_mma`
+    (sm_80+, half types), else the scalar `attend_back`."""
 
     bc: int
     mma: bool
@@ -47,8 +47,8 @@ TILES: dict[str, Tile] = {
     "r64_c64": Tile(64, 64, False), "m64_c32": Tile(64, 32, True),
     "m64_c64": Tile(64, 64, True), "m128_c64": Tile(128, 64, True),
 }
-# The seed's m32/m64 backward schedules have no kernel here yet (see the report of issue 11).
-BACKS: dict[str, Back] = {"c16": Back(16, False), "c32": Back(32, False), "c64": Back(64, False)}
+BACKS: dict[str, Back] = {"c16": Back(16, False), "c32": Back(32, False), "c64": Back(64, False),
+                          "m32": Back(32, True), "m64": Back(64, True)}
 
 
 def attend_shared(tile: Tile, d: int, itemsize: int) -> int:
@@ -58,9 +58,12 @@ def attend_shared(tile: Tile, d: int, itemsize: int) -> int:
     return 4 * (tile.br * d * 2 + 2 * tile.bc * d + tile.br * tile.bc + 3 * tile.br)
 
 
-def attend_back_shared(back: Back, d: int) -> int:
-    """Dynamic shared bytes of `attend_back`."""
-    return 4 * (6 * back.bc * d + 2 * back.bc * back.bc + 2 * back.bc)
+def attend_back_shared(back: Back, d: int, itemsize: int) -> int:
+    """Dynamic shared bytes of `attend_back` (float32 tiles) or `attend_back_mma`."""
+    bc = back.bc
+    if back.mma:
+        return itemsize * (4 * bc * (d + 8) + bc * (bc + 8)) + 8 * bc
+    return 4 * (6 * bc * d + 2 * bc * bc + 2 * bc)
 
 
 def usable_tiles(dtype: str, d: int, shared_limit: int, mma: bool = True) -> dict[str, Tile]:
@@ -72,8 +75,12 @@ def usable_tiles(dtype: str, d: int, shared_limit: int, mma: bool = True) -> dic
             and (not t.mma or (mma and dtype in HALF_TYPES))}
 
 
-def usable_backs(d: int, shared_limit: int) -> dict[str, Back]:
-    return {name: b for name, b in BACKS.items() if attend_back_shared(b, d) <= shared_limit}
+def usable_backs(dtype: str, d: int, shared_limit: int, mma: bool = True) -> dict[str, Back]:
+    """The backward schedules that fit, as `usable_tiles`."""
+    itemsize = 4 if dtype == "float32" else 2
+    return {name: b for name, b in BACKS.items()
+            if attend_back_shared(b, d, itemsize) <= shared_limit
+            and (not b.mma or (mma and dtype in HALF_TYPES))}
 
 
 def variants() -> tuple[str, ...]:
@@ -86,7 +93,11 @@ def variants() -> tuple[str, ...]:
                     out.append(f"attend<{ct}, {d}, {t.br}, {t.bc}>")
                 elif dtype in HALF_TYPES:
                     out.append(f"attend_mma<{ct}, {d}, {t.br}, {t.bc}>")
-            out += [f"attend_back<{ct}, {d}, {b.bc}>" for b in BACKS.values()]
+            for b in BACKS.values():
+                if not b.mma:
+                    out.append(f"attend_back<{ct}, {d}, {b.bc}>")
+                elif dtype in HALF_TYPES:
+                    out.append(f"attend_back_mma<{ct}, {d}, {b.bc}>")
             out += [f"delta<{ct}, {d}>", f"rotate_back<{ct}, {d}>"]
     return tuple(out)
 
@@ -159,8 +170,10 @@ def attend_back(runner: Any, p: Any, qkv: Any, cos: Any, sin: Any, out: Any, lse
                    np.int32(t)])
     dq = xp.zeros((t, heads * d), np.float32)
     grid, cu, tiles = c.grid(p.lengths, back.bc)
-    runner.launch(KERNEL, f"attend_back<{c.ctype}, {d}, {back.bc}>", grid, (2 * back.bc,),
-                  attend_back_shared(back, d),
+    name = "attend_back_mma" if back.mma else "attend_back"
+    itemsize = 4 if c.dtype == "float32" else 2
+    runner.launch(KERNEL, f"{name}<{c.ctype}, {d}, {back.bc}>", grid, (2 * back.bc,),
+                  attend_back_shared(back, d, itemsize),
                   [qkv, cos, sin, cu, tiles, dout, lse, delta, dq, dqkv, *c.scalars,
                    np.float32(p.scale)])
     pairs = t * heads * (d // 2)
@@ -233,8 +246,8 @@ def schedule(runner: Any, p: Any, qkv: Any, backward: bool,
     dtype = runner.dtype_of(qkv)
     d = qkv.shape[1] // (3 * p.heads)
     op = "packed_attention_back" if backward else "packed_attention"
-    found = usable_backs(d, facts.shared_limit) if backward else \
-        usable_tiles(dtype, d, facts.shared_limit, facts.mma)
+    usable = usable_backs if backward else usable_tiles
+    found = usable(dtype, d, facts.shared_limit, facts.mma)
     if facts is EMULATED:
         name = forced(op) or next(iter(found))
         if name not in found:
