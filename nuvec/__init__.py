@@ -67,6 +67,9 @@ from nuvec.graph.printing import (
 )
 from nuvec.graph.primitive import TransformError
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec.fast.conv import conv1d
+from nuvec.fast.gather import gather_mm, gather_qmm
+from nuvec.fast.softmax_axes import logsumexp, softmax
 from nuvec.transforms import (
     checkpoint,
     custom_function,

@@ -1,5 +1,5 @@
 """Quantization: quantize, dequantize, quantized_matmul (and, re-exported from
-`nuvec.ops.gathered`, the gathered, masked and segmented products).
+`nuvec.ops.gathered`, the masked and segmented products; `gather_qmm` is in `nuvec.fast`).
 
 MLX's affine scheme: per group of `group_size` values along the last axis, `w ~ scale * q + bias`
 with `q` in `[0, 2**bits - 1]`; codes form a little-endian bit stream per row, stored as uint32
@@ -16,14 +16,12 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.gathered import block_masked_mm, gather_mm, gather_qmm, segmented_mm
+from nuvec.ops.gathered import block_masked_mm, segmented_mm
 
 __all__ = [
     "quantize",
     "dequantize",
     "quantized_matmul",
-    "gather_mm",
-    "gather_qmm",
     "block_masked_mm",
     "segmented_mm",
 ]

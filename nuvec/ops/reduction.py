@@ -103,13 +103,13 @@ def _product_of_others(x: Array, axes: tuple[int, ...]) -> Array:
     from nuvec.ops.scan import cumprod
 
     s = to_stream(None)
-    rows, perm = _to_rows(x, axes, s)
+    rows, perm = to_rows(x, axes, s)
     before = cumprod(rows, axis=-1, inclusive=False)
     after = cumprod(rows, axis=-1, reverse=True, inclusive=False)
-    return _from_rows(multiply(before, after), x, perm, s)
+    return from_rows(multiply(before, after), x, perm, s)
 
 
-def _to_rows(a: Array, axes: tuple[int, ...], s: Stream) -> tuple[Array, list[int]]:
+def to_rows(a: Array, axes: tuple[int, ...], s: Stream) -> tuple[Array, list[int]]:
     """`a` with `axes` moved to the end and merged into one last axis (a size-1 one when there
     are none), and the permutation that moved them."""
     from nuvec.ops.shape import reshape, transpose
@@ -121,8 +121,8 @@ def _to_rows(a: Array, axes: tuple[int, ...], s: Stream) -> tuple[Array, list[in
     return (moved if shape == moved.shape else reshape(moved, shape, stream=s)), perm
 
 
-def _from_rows(rows: Array, a: Array, perm: list[int], s: Stream) -> Array:
-    """Undoes `_to_rows(a, ...)` on `rows` of the same shape: `a`'s shape and axis order."""
+def from_rows(rows: Array, a: Array, perm: list[int], s: Stream) -> Array:
+    """Undoes `to_rows(a, ...)` on `rows` of the same shape: `a`'s shape and axis order."""
     from nuvec.ops.shape import reshape, transpose
 
     moved_shape = tuple(a.shape[i] for i in perm)
@@ -224,7 +224,7 @@ def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any)
     a = as_array(a, op)
     axes = normalize_axes(axis, a.ndim, op)
     if cls in (Max, Min):
-        _nonempty(op, a, axes)
+        check_nonempty(op, a, axes)
     s = to_stream(stream)
     if not axes:  # MLX returns the input itself (as bool for all/any)
         if cls in (AllTrue, AnyTrue):
@@ -236,7 +236,7 @@ def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any)
     return _squeeze(out, a, axes, keepdims, s)
 
 
-def _nonempty(op: str, a: Array, axes: tuple[int, ...]) -> Array:
+def check_nonempty(op: str, a: Array, axes: tuple[int, ...]) -> Array:
     """`a`, unless a reduction group over `axes` would be empty (the other axes may be)."""
     if axes and reduced_size(a, axes) == 0:
         raise ValueError(f"{op}: cannot reduce over an empty axis, got shape {a.shape} and "
@@ -378,13 +378,13 @@ def _arg_reduce(cls: type, op: str, a: Any, axis: int | None, keepdims: bool, st
     if axis is None:
         from nuvec.ops.shape import reshape
 
-        _nonempty(op, a, tuple(range(a.ndim)))
+        check_nonempty(op, a, tuple(range(a.ndim)))
         out = record1(cls((0,)), (reshape(a, (a.size,), stream=s),), s)
         return reshape(out, (1,) * a.ndim if keepdims else (), stream=s)
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"{op}: axis must be an int or None, got {type(axis).__name__}")
     axes = normalize_axes(axis, a.ndim, op)
-    _nonempty(op, a, axes)
+    check_nonempty(op, a, axes)
     return _squeeze(record1(cls(axes), (a,), s), a, axes, keepdims, s)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
+from nuvec.graph.convert import AsType
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops.arguments import as_array, fresh
 from nuvec.ops.families import Linear, Unary, apply
@@ -38,32 +39,6 @@ def _b():
 
         _binary = binary
     return _binary
-
-
-class AsType(Unary):
-    """Cast to `dtype`; the derivative casts back (zero for non-float targets)."""
-
-    __slots__ = ("dtype",)
-
-    def __init__(self, dtype: dt.Dtype):
-        self.dtype = dtype
-
-    def params(self):
-        return (self.dtype,)
-
-    def out_dtype(self, dtype):
-        return self.dtype
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        x = primals[0]
-        if not (x.dtype.is_inexact and self.dtype.is_inexact):
-            return [None]
-        return [apply(AsType(x.dtype), cotangents[0])]
-
-    def jvp(self, primals, tangents, outputs):
-        if not (primals[0].dtype.is_inexact and self.dtype.is_inexact):
-            return [None]
-        return [apply(self, tangents[0])]
 
 
 def astype(a: Any, dtype: Any, /, *, stream: StreamLike = None) -> Array:
