@@ -16,7 +16,10 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array
+from nuvec.ops.binary import add
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
+from nuvec.ops.shape import moveaxis, reshape, transpose
+from nuvec.ops.unary import astype
 
 __all__ = ["conv2d", "conv3d", "conv_general"]
 
@@ -65,8 +68,6 @@ class Convolution(Primitive):
                 for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import add
-
         x, w = primals
         tx, tw = tangents
         parts = []
@@ -77,8 +78,6 @@ class Convolution(Primitive):
         return [parts[0] if len(parts) == 1 else add(*parts)]
 
     def vmap(self, inputs, axes):
-        from nuvec.ops.shape import moveaxis, reshape
-
         x, w = inputs
         ax, aw = axes
         if aw is None:
@@ -103,8 +102,6 @@ class Convolution(Primitive):
 
     # -- derivative helpers ----------------------------------------------------------------
     def _input_grad(self, x: Array, w: Array, g: Array) -> Array:
-        from nuvec.ops.shape import reshape, transpose
-
         nd = x.ndim - 2
         kernel = w.shape[1:-1]
         groups = self.groups
@@ -124,8 +121,6 @@ class Convolution(Primitive):
         return apply(back, g, w_t)
 
     def _weight_grad(self, x: Array, w: Array, g: Array) -> Array:
-        from nuvec.ops.shape import reshape, transpose
-
         nd = x.ndim - 2
         kernel = w.shape[1:-1]
         groups, n = self.groups, x.shape[0]
@@ -174,8 +169,6 @@ def _padding(op: str, padding: Any, nd: int) -> tuple[Ints, Ints]:
 
 
 def conv_inputs(op: str, input: Any, weight: Any, nd: int | None, groups: Any, s: Stream):
-    from nuvec.ops.unary import astype
-
     x, w = as_array(input, op), as_array(weight, op)
     if nd is None:
         nd = x.ndim - 2

@@ -12,6 +12,7 @@ from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import promote, require_float
 from nuvec.ops.conv import Convolution, dilated_size, conv_inputs, record_conv, int_params, conv_general
+from nuvec.ops.shape import reshape
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolve"]
 
@@ -150,8 +151,6 @@ def convolve(a: Any, v: Any, /, mode: str = "full", *, stream: Any = None) -> Ar
         >>> mx.convolve(mx.array([1.0, 2.0, 3.0]), mx.array([0.0, 1.0, 0.5])).tolist()
         [0.0, 1.0, 2.5, 4.0, 1.5]
     """
-    from nuvec.ops.shape import reshape
-
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
     s = to_stream(stream)

@@ -12,6 +12,11 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.binary import greater_equal, less, logical_and, multiply
+from nuvec.ops.creation import arange
+from nuvec.ops.matmul import matmul
+from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze
+from nuvec.ops.unary import astype
 
 __all__: list[str] = []
 
@@ -19,9 +24,6 @@ __all__: list[str] = []
 def matrix_operands(op: str, a: Array, b: Array, s: Any) -> tuple[Array, Array, list[int]]:
     """Operands as matrices of their promoted float dtype (a 1-D `a` becomes a row, a 1-D `b`
     a column, as in `matmul`) and the output axes to squeeze away afterwards."""
-    from nuvec.ops.shape import expand_dims
-    from nuvec.ops.unary import astype
-
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"{op}: operands must have at least 1 dimension, got shapes "
                          f"{a.shape} and {b.shape}")
@@ -41,9 +43,6 @@ def matrix_operands(op: str, a: Array, b: Array, s: Any) -> tuple[Array, Array, 
 def _expand_blocks(mask: Array, rows: int, cols: int, block: int, dtype: dt.Dtype,
                    s: Any) -> Array:
     """A block mask `[..., ceil(rows/block), ceil(cols/block)]` as elements `[..., rows, cols]`."""
-    from nuvec.ops.shape import broadcast_to, reshape
-    from nuvec.ops.unary import astype
-
     mask = astype(mask, dtype, stream=s)
     *lead, tr, tc = mask.shape
     wide = broadcast_to(reshape(mask, (*lead, tr, 1, tc, 1), stream=s),
@@ -86,10 +85,6 @@ def block_masked_mm(
         >>> out[0].tolist()[31:33]
         [64.0, 0.0]
     """
-    from nuvec.ops.binary import multiply
-    from nuvec.ops.matmul import matmul
-    from nuvec.ops.shape import expand_dims, squeeze
-
     op = "block_masked_mm"
     s = to_stream(stream)
     a, b = as_array(a, op), as_array(b, op)
@@ -147,12 +142,6 @@ def segmented_mm(a: Any, b: Any, /, segments: Any, *, stream: Any = None) -> Arr
         >>> out[:, 0, 0].tolist()
         [1.0, 3.0]
     """
-    from nuvec.ops.binary import greater_equal, less, logical_and, multiply
-    from nuvec.ops.creation import arange
-    from nuvec.ops.matmul import matmul
-    from nuvec.ops.shape import expand_dims
-    from nuvec.ops.unary import astype
-
     op = "segmented_mm"
     s = to_stream(stream)
     a, b, seg = as_array(a, op), as_array(b, op), as_array(segments, op)
