@@ -19,6 +19,7 @@ from nuvec.graph.convert import cast, from_data, scalar_array
 from nuvec.graph.device import Stream
 
 Scalar = (bool, int, float, complex)
+StreamLike = Any  # a Stream, a Device, or None for the default stream
 Shape = tuple[int, ...]
 
 

@@ -16,7 +16,10 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import cast, from_data
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec.ops import binary
 from nuvec.ops import join
+from nuvec.ops import shape as shape_ops
+from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
 from nuvec.ops.families import apply
 
@@ -93,13 +96,11 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
         >>> mx.full((2,), 7).tolist()
         [7, 7]
     """
-    from nuvec.ops.shape import broadcast_to
-
     shape = check_shape(shape, "full")
     if dtype is not None:
         check_weak_int("full", vals, dt.to_dtype(dtype, "full"))
     value = array(vals, dtype)
-    return broadcast_to(value, shape, stream=stream)
+    return shape_ops.broadcast_to(value, shape, stream=stream)
 
 
 def zeros(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:
@@ -325,9 +326,6 @@ def linspace(
         >>> mx.linspace(0, 1, 5).tolist()
         [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    from nuvec.ops.binary import add, divide, multiply, subtract
-    from nuvec.ops.unary import astype
-
     if not is_int(num):
         raise TypeError(f"linspace: num must be an int, got {type(num).__name__}")
     if num < 0:
@@ -336,14 +334,14 @@ def linspace(
     s = to_stream(stream)
     compute = dt.float64 if out is dt.float64 else dt.float32
     if num == 1:
-        return astype(full((1,), start, compute, stream=s), out, stream=s)
-    t = divide(arange(0, num, 1, compute, stream=s), float(num - 1), stream=s)
-    values = add(
-        multiply(subtract(1.0, t, stream=s), float(start), stream=s),
-        multiply(t, float(stop), stream=s),
+        return unary.astype(full((1,), start, compute, stream=s), out, stream=s)
+    t = binary.divide(arange(0, num, 1, compute, stream=s), float(num - 1), stream=s)
+    values = binary.add(
+        binary.multiply(binary.subtract(1.0, t, stream=s), float(start), stream=s),
+        binary.multiply(t, float(stop), stream=s),
         stream=s,
     )
-    return astype(values, out, stream=s)
+    return unary.astype(values, out, stream=s)
 
 
 def meshgrid(
@@ -367,8 +365,6 @@ def meshgrid(
         >>> [g.shape for g in mx.meshgrid(mx.arange(3), mx.arange(2))]
         [(2, 3), (2, 3)]
     """
-    from nuvec.ops.shape import broadcast_to, reshape
-
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     xs = [as_array(x, "meshgrid") for x in arrays]
@@ -381,11 +377,11 @@ def meshgrid(
     for i, x in enumerate(xs):
         shape = [1] * n
         shape[order[i]] = sizes[i]
-        outs.append(reshape(x, shape, stream=stream))
+        outs.append(shape_ops.reshape(x, shape, stream=stream))
     if sparse:
         return outs
     full_shape = [1] * n
     for i in range(n):
         full_shape[order[i]] = sizes[i]
-    return [broadcast_to(o, full_shape, stream=stream) for o in outs]
+    return [shape_ops.broadcast_to(o, full_shape, stream=stream) for o in outs]
 
