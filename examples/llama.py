@@ -202,7 +202,7 @@ def _bits(arrays: dict[str, mx.array], prefix: str) -> int | None:
     return arrays[f"{prefix}.weight"].shape[-1] // arrays[f"{prefix}.scales"].shape[-1]
 
 
-def _dequantized(arrays: dict[str, mx.array]) -> dict[str, mx.array]:
+def dequantized_weights(arrays: dict[str, mx.array]) -> dict[str, mx.array]:
     """Every repacked weight replaced by its float32 values; other tensors kept."""
     out = {}
     for name, a in arrays.items():
@@ -228,7 +228,7 @@ def load_model(path: str, dequantize: bool = False) -> tuple[Llama, dict[str, An
     arrays, metadata = mx.load(path, return_metadata=True)
     args = ModelArgs.from_gguf(metadata)
     if dequantize:
-        arrays = _dequantized(arrays)
+        arrays = dequantized_weights(arrays)
     else:
         arrays = {k: a.astype(mx.float32) if a.dtype == mx.float16 else a
                   for k, a in arrays.items()}

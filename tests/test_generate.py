@@ -116,7 +116,7 @@ def test_dequantized_layers_match_the_reference(reference, quantized):
     llama, _, metadata = quantized
     args = llama.ModelArgs.from_gguf(metadata)
     args.num_layers = 3
-    arrays = llama._dequantized(mx.load(PATH))
+    arrays = llama.dequantized_weights(mx.load(PATH))
     model = llama.Llama(args, lambda prefix: None, tied=True)
     kept = [(llama.parameter_path(k), a) for k, a in arrays.items()
             if not k.startswith("blk.") or int(k.split(".")[1]) < 3]
