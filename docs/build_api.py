@@ -56,7 +56,8 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
      ("nuvec.graph.device", "nuvec.graph.evaluator", "nuvec.graph.memory")),
     ("transforms", "Function transformations",
      "grad, vjp, jvp, vmap and custom rules (see also [transforms]({docs}/transforms.md)).",
-     ("nuvec.graph.transforms", "nuvec.graph.batching", "nuvec.graph.custom",
+     ("nuvec.transforms.autodiff", "nuvec.transforms.batching", "nuvec.transforms.custom",
+      "nuvec.transforms.depends",
       "nuvec.graph.primitive", "nuvec.compilation")),
     ("io", "Saving and loading",
      "Arrays to and from `.npy`, `.npz`, `.safetensors` and `.gguf` files (see also "
