@@ -16,8 +16,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from nuvec.fast.base import FastOp, as_f32_bits, front, mx, on_gpu, record_or_fallback
+from nuvec.fast.base import FastOp, as_f32_bits, front, mx, on_gpu, one, record_or_fallback
 from nuvec.fast.rope import rotate_pair
+from nuvec.fast.softmax import LOGSUMEXP
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
@@ -122,10 +123,10 @@ def packed_graph(g: Geometry, inputs: Sequence[Array]) -> list[Array]:
     outs, lses = [], []
     for a, n in spans(g.lengths):
         s = g.scores(q[:, a:a + n], k[:, a:a + n], n)
-        lse = ops.logsumexp(s, axis=-1)
-        p = ops.exp(ops.subtract(s, ops.expand_dims(lse, -1)))
+        lse = one(LOGSUMEXP, [s])  # [H, n, 1]
+        p = ops.exp(ops.subtract(s, lse))
         outs.append(ops.matmul(p, v[:, a:a + n]))
-        lses.append(lse)
+        lses.append(ops.squeeze(lse, -1))
     out = ops.concatenate(outs, axis=1) if len(outs) > 1 else outs[0]
     lse = ops.concatenate(lses, axis=1) if len(lses) > 1 else lses[0]
     out = ops.reshape(ops.swapaxes(out, 0, 1), (g.tokens, g.heads * g.d))
