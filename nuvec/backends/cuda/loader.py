@@ -72,7 +72,8 @@ def headers_text() -> str:
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?"
+                   r"(?:, \d+ bytes cumulative stack size)?(?:, (\d+) bytes smem)?")
 
 
 def parse_resources(log: str) -> dict[str, Resources]:

@@ -38,6 +38,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     shape,
     slicing,
     sorting,
+    user_kernels,
     unary,
 )
 

@@ -141,7 +141,7 @@ def build(
     """
     text = kernel_source(name) if source is None else source
     expressions = tuple(expressions)
-    flags = ["-std=c++17", "-shared", "-fPIC", *_SANITIZE_FLAGS[sanitize]]
+    flags = ["-std=c++17", "-shared", "-fPIC", "-fno-strict-aliasing", *_SANITIZE_FLAGS[sanitize]]
     key = cache.digest(_FORMAT, PRELUDE.read_text(), headers_text(), text, *expressions,
                        *flags, _compiler_version())
     if key not in _modules:
