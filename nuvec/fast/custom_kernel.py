@@ -10,11 +10,13 @@ without a GPU. Inputs are always passed row-contiguous.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
-from nuvec.graph.device import stream as stream_context, to_stream
+from nuvec.graph.device import stream as stream_context
+from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array
 
@@ -42,8 +44,17 @@ def _uses(body: str, name: str) -> bool:
 class CustomKernel(Primitive):
     """One call of a user kernel: the generated source, its variant and the launch."""
 
-    __slots__ = ("kernel_name", "source", "expression", "grid", "threadgroup", "shared_memory",
-                 "outputs", "init_value", "extras")
+    __slots__ = (
+        "expression",
+        "extras",
+        "grid",
+        "init_value",
+        "kernel_name",
+        "outputs",
+        "shared_memory",
+        "source",
+        "threadgroup",
+    )
 
     def __init__(self, name, source, expression, grid, threadgroup, shared_memory, outputs,
                  init_value, extras):
@@ -62,7 +73,7 @@ class CustomKernel(Primitive):
 
     def vmap(self, inputs, axes):
         """One launch per batch element (the body knows nothing of a batch), stacked."""
-        import nuvec.ops as ops
+        from nuvec import ops
 
         n = next(a.shape[ax] for a, ax in zip(inputs, axes) if ax is not None)
         per = []

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from kernel_checks import DTYPES, check, random
+
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.paged import PagedWrite
 

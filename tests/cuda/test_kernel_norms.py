@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from kernel_checks import DTYPES, check, random
+
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 
 # (rows, d): one row, ragged tails (d not a multiple of the vector width), non-powers of two,

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from kernel_checks import DTYPES, check, random
+
 from nuvec.backends.cuda.launchers import softmax as launcher
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.softmax import LogSumExp, Softmax

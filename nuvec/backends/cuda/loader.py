@@ -14,9 +14,9 @@ compile nothing; a damaged entry is rebuilt.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from nuvec.backends.cuda import cache, nvrtc
 

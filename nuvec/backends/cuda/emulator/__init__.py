@@ -18,16 +18,17 @@ import ctypes
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from nuvec.backends.cuda import cache
 from nuvec.backends.cuda.loader import KERNEL_DIR, headers_text, kernel_source
 
-__all__ = ["EmulatorError", "EmulatedModule", "build", "sanitizer_runtime"]
+__all__ = ["EmulatedModule", "EmulatorError", "build", "sanitizer_runtime"]
 
 PRELUDE = Path(__file__).with_name("prelude.h")
 SHARED_CAPACITY = 227 * 1024  # the largest dynamic shared memory of one block (sm_90)

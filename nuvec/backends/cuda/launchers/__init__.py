@@ -10,13 +10,16 @@ check compiles them all); `register(table, runner, fallback)` fills a backend's 
 
 from __future__ import annotations
 
-from typing import Any, Callable, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any
 
+from nuvec.backends.cuda.custom import custom_kernel
 from nuvec.backends.cuda.launchers import elementwise, norms, rope, softmax
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.fast.paged import PagedWrite
 from nuvec.fast.rope import NormRope, Rope
@@ -59,7 +62,8 @@ def takes(p: Any, inputs: Sequence[Any]) -> bool:
 
 def register(table: MutableMapping[type, Callable[..., Any]], runner: Runner,
              fallback: Callable[..., Any]) -> None:
-    """Installs a kernel for every launcher into a backend's kernel `table`.
+    """Installs a kernel for every launcher, and for `mx.fast.cuda_kernel` nodes, into a
+    backend's kernel `table`.
 
     Args:
         table: primitive class -> kernel `(primitive, *inputs) -> output(s)`.
@@ -69,6 +73,12 @@ def register(table: MutableMapping[type, Callable[..., Any]], runner: Runner,
     """
     for cls, launcher in LAUNCHERS.items():
         table[cls] = _kernel(launcher, runner, fallback)
+
+    def user_kernel(p, *inputs):
+        outputs = custom_kernel(runner, p, *inputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    table[CustomKernel] = user_kernel
 
 
 def _kernel(launcher, runner, fallback):

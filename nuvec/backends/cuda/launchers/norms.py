@@ -11,8 +11,15 @@ import numpy as np
 from nuvec.backends.cuda.launchers.rows import CTYPES, row_block, variants, vec_width
 from nuvec.backends.cuda.runner import KernelFile, Runner
 
-__all__ = ["RMS_NORM", "LAYER_NORM", "add_rms_norm", "layer_norm", "layer_norm_vjp",
-           "rms_norm", "rms_norm_vjp"]
+__all__ = [
+    "LAYER_NORM",
+    "RMS_NORM",
+    "add_rms_norm",
+    "layer_norm",
+    "layer_norm_vjp",
+    "rms_norm",
+    "rms_norm_vjp",
+]
 
 RMS_NORM = KernelFile(
     "rms_norm",

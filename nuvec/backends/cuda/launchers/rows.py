@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from nuvec.backends.cuda.runner import Runner
 
-__all__ = ["CTYPES", "OFFSET_LIMIT", "fits", "row_block", "vec_width", "variants"]
+__all__ = ["CTYPES", "OFFSET_LIMIT", "fits", "row_block", "variants", "vec_width"]
 
 # The kernels' element type per dtype name.
 CTYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
