@@ -21,9 +21,9 @@ def as_tuple(out):
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
-def emulate(p, *inputs, runner=RUNNER):
-    """The node's outputs from its launcher in the emulator."""
-    return as_tuple(LAUNCHERS[type(p)](runner, p, *inputs))
+def emulate(p, *inputs, runner=None):
+    """The node's outputs from its launcher in the emulator (default: `RUNNER`)."""
+    return as_tuple(LAUNCHERS[type(p)](runner or RUNNER, p, *inputs))
 
 
 def check(p, *inputs, tol=None):

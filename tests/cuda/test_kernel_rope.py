@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
-from kernel_checks import DTYPES, check, random
+from kernel_checks import DTYPES, RUNNER, check, random
+from nuvec.backends.cuda.launchers import rope
+from nuvec.fast.base import run_on_cpu
 
 from nuvec.fast.rope import NormRope, Rope
 
@@ -50,3 +52,16 @@ def test_norm_rope_freqs_and_widest_rows(traditional):
     freqs = np.linspace(1.0, 9.0, 512).astype(np.float32)
     w = random((1024,), "bfloat16", 2)
     check(NormRope(1e-6, 1024, traditional, 1.0, 1.0, 0, False), x, w, freqs)
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_norm_rope_into_a_given_up_buffer(cache):
+    x, w = random((1, 2, 3, 8), "float32"), random((8,), "float32", 2)
+    p = NormRope(1e-5, 8, False, 10000.0, 1.0, 4 if cache else 0, cache)
+    inputs = [random((1, 2, 9, 8), "float32", 3), x, w] if cache else [x, w]
+    want = run_on_cpu(inputs, p.fallback)[0]
+    given = inputs[0].copy()
+    inputs[0] = given
+    got = rope.norm_rope(RUNNER, p, *inputs, out=given)
+    assert got is given
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)

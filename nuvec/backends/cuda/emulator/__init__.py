@@ -154,6 +154,11 @@ def build(
     return _modules[key]
 
 
+def built() -> list[EmulatedModule]:
+    """The modules built or loaded in this process."""
+    return list(_modules.values())
+
+
 def _compile(key: str, name: str, unit: str, flags: list[str]) -> Path:
     work = cache.cache_dir() / f"{key}.build"
     work.mkdir(exist_ok=True)

@@ -4,7 +4,8 @@ CuPy on a GPU and the kernel emulator on the CPU.
 
 `LAUNCHERS` maps each fused primitive class to `launcher(runner, primitive, *inputs)`;
 `takes(primitive, inputs)` says whether the kernels cover the inputs (else the node computes
-through its fallback); `KERNEL_FILES` lists every kernel file with its variants (the compile
+through its fallback); the launchers of `WRITES_INTO` also take `out=` (a donated buffer) and
+then update a cache in place; `KERNEL_FILES` lists every kernel file with its variants (the compile
 check compiles them all); `register(table, runner, fallback)` fills a backend's kernel table.
 """
 
@@ -25,7 +26,7 @@ from nuvec.fast.paged import PagedWrite
 from nuvec.fast.rope import NormRope, Rope
 from nuvec.fast.softmax import LogSumExp, Softmax
 
-__all__ = ["KERNEL_FILES", "LAUNCHERS", "register", "takes"]
+__all__ = ["KERNEL_FILES", "LAUNCHERS", "WRITES_INTO", "register", "takes"]
 
 LAUNCHERS: dict[type, Callable[..., Any]] = {
     RmsNorm: norms.rms_norm,
@@ -45,6 +46,9 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
 KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
                                   elementwise.CONV1D, elementwise.PAGED_WRITE]
+# The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
+# as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
+WRITES_INTO = frozenset({PagedWrite, NormRope})
 # Extra conditions beyond 32-bit offsets, per primitive class: (primitive, inputs) -> bool.
 _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {}
 
@@ -82,10 +86,10 @@ def register(table: MutableMapping[type, Callable[..., Any]], runner: Runner,
 
 
 def _kernel(launcher, runner, fallback):
-    def kernel(p, *inputs):
+    def kernel(p, *inputs, **out):
         if not takes(p, inputs):
             return fallback(p, *inputs)
-        return launcher(runner, p, *inputs)
+        return launcher(runner, p, *inputs, **out)
 
     kernel.__name__ = launcher.__name__
     return kernel

@@ -34,9 +34,13 @@ def depthwise_conv1d(runner: Runner, p: Any, x: Any, w: Any) -> Any:
     return y
 
 
-def paged_write(runner: Runner, p: Any, cache: Any, new: Any, slots: Any) -> Any:
-    """`PagedWrite`: a copy of `cache` with token `t` of `new` at slot `slots[t]`."""
-    out = runner.xp.array(runner.contiguous(cache), copy=True)
+def paged_write(runner: Runner, p: Any, cache: Any, new: Any, slots: Any, *,
+                out: Any = None) -> Any:
+    """`PagedWrite`: a copy of `cache` with token `t` of `new` at slot `slots[t]`, or `cache`
+    written in place when it is `out` (a buffer the caller gives up)."""
+    cache = runner.contiguous(cache)
+    if out is None or runner.address(out) != runner.address(cache):
+        out = runner.xp.array(cache, copy=True)
     new = runner.contiguous(new)
     dtype = runner.dtype_of(out)
     blocks, heads, block_size, d = out.shape

@@ -45,17 +45,27 @@ def rope(runner: Runner, p: Any, x: Any, offset: Any, *freqs: Any) -> Any:
     return y
 
 
-def norm_rope(runner: Runner, p: Any, *inputs: Any) -> Any:
-    """`NormRope`: `([cache,] x, w[, freqs])`."""
+def norm_rope(runner: Runner, p: Any, *inputs: Any, out: Any = None) -> Any:
+    """`NormRope`: `([cache,] x, w[, freqs])`.
+
+    `out`: a buffer of the output's shape and dtype that the caller gives up (an input nothing
+    else sees). The cache itself is written in place (no copy); without a cache, `x`'s buffer
+    may be the output (each block reads its row before writing it). Any other `out` is
+    ignored.
+    """
     at = int(p.cache)
     x, w = runner.contiguous(inputs[at]), runner.contiguous(inputs[at + 1])
     dtype = runner.dtype_of(x)
     b, h, length, d = x.shape
     if p.cache:
-        out = runner.xp.array(runner.contiguous(inputs[0]), copy=True)
+        cache = runner.contiguous(inputs[0])
+        if out is None or runner.address(out) != runner.address(cache):
+            out = runner.xp.array(cache, copy=True)
         s_len, out_offset = out.shape[2], p.offset
     else:
-        out, s_len, out_offset = runner.empty(x.shape, dtype), length, 0
+        if out is None or runner.address(out) != runner.address(x):
+            out = runner.empty(x.shape, dtype)
+        s_len, out_offset = length, 0
     f, lbh, has_freqs = _frequencies(runner, p, inputs[at + 2:])
     work = max(p.dims // 2 + d - p.dims, -(-d // 2))
     runner.launch(NORM_ROPE, f"norm_rope<{CTYPES[dtype]}>", (b * h * length,),
