@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import nuvec
+import nuvec.fast.tuner
 import nuvec.testing
 
 API = Path(__file__).resolve().parent / "api"
@@ -87,6 +88,9 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
      "Fourier transforms, as `mlx.core.fft` (see also [linalg and fft]({docs}/linalg.md))."),
     ("nuvec.fast", nuvec.fast,
      "Fused operations and the attention planner (see also [fast]({docs}/fast.md))."),
+    ("nuvec.fast.tuner", nuvec.fast.tuner,
+     "The tile tuner of the CUDA kernels: forced schedules and the disk cache of picks (see "
+     "also [fast]({docs}/fast.md))."),
     ("nuvec.utils", nuvec.utils, "Tree utilities, as `mlx.utils`."),
     ("nuvec.testing", nuvec.testing, "Assertions and rule checks for operations."),
 ]
