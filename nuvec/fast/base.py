@@ -17,6 +17,7 @@ from nuvec.graph.array import Array, leaf, record
 from nuvec.graph.device import DeviceType, default_stream, stream as stream_context, to_stream
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import Primitive
+from nuvec import ops
 from nuvec.ops.families import batch_size, move_batch_to_front
 from nuvec.transforms.autodiff import backward, forward
 from nuvec.transforms.batching import vmap as batched
@@ -29,9 +30,7 @@ _U32_MAX = 2**32 - 1
 
 
 def mx() -> Any:
-    """The ordinary operations (imported when a graph is built, not at import time)."""
-    import nuvec.ops as ops
-
+    """The ordinary operations, `nuvec.ops` (the fallback graphs are written with them)."""
     return ops
 
 

@@ -94,7 +94,7 @@ def _resize(x: Array, axis: int, size: int) -> Array:
     return x
 
 
-def _transform(
+def fft_transform(
     op: str, a: Any, sizes: Sequence[int] | None, axes: Sequence[int], real: bool, inverse: bool,
     stream: Any,
 ) -> Array:
@@ -135,7 +135,7 @@ def _transform(
 
 
 def _one(op: str, a: Any, n: int | None, axis: int, real: bool, inverse: bool, stream: Any):
-    return _transform(op, a, None if n is None else [n], [axis], real, inverse, stream)
+    return fft_transform(op, a, None if n is None else [n], [axis], real, inverse, stream)
 
 
 def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
