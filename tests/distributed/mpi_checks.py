@@ -257,6 +257,21 @@ def check_mismatches() -> None:
         else:
             raise AssertionError("a recv of the wrong shape ran")
     assert mx.distributed.all_sum(mx.array([1])).item() == SIZE
+    for call, message in [
+        (lambda: mx.distributed.send(mx.zeros((1,)), SIZE),
+         f"send: dst must be a rank in [0, {SIZE}), got {SIZE}"),
+        (lambda: mx.distributed.recv((1,), mx.float32, -1),
+         f"recv: src must be a rank in [0, {SIZE}), got -1"),
+        (lambda: mx.distributed.sum_scatter(mx.zeros((SIZE + 1, 2))),
+         f"sum_scatter: the first axis of x must be divisible by the group size {SIZE}, "
+         f"got shape ({SIZE + 1}, 2)"),
+    ]:
+        try:
+            call()
+        except ValueError as exc:
+            assert str(exc) == message, exc
+        else:
+            raise AssertionError(message)
     print("ok mismatches raise")
 
 

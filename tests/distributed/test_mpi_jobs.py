@@ -4,9 +4,11 @@ errors of mismatched calls, a rank that leaves and a rank that dies."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from launch import run_job
@@ -43,3 +45,25 @@ def test_rank_that_dies_ends_the_job() -> None:
     assert job.returncode != 0, output
     assert "rank 0 finished" not in output
     assert time.monotonic() - start < 40
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_data_parallel_example_matches_one_process(n: int, tmp_path, monkeypatch) -> None:
+    examples = HERE.parents[1] / "examples"
+    out = tmp_path / "run.npz"
+    job = run_job(n, examples / "data_parallel.py", "--steps", "12", "--hidden", "16",
+                  "--out", str(out))
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    # lines of different ranks may interleave
+    prints = dict(re.findall(r"rank (\d+) parameters ([0-9a-f]{16})", job.stdout))
+    assert len(prints) == n and len(set(prints.values())) == 1, job.stdout  # identical
+    monkeypatch.syspath_prepend(str(examples))
+    import data_parallel
+
+    losses, params = data_parallel.train(steps=12, hidden=16, verbose=False)
+    saved = np.load(out)
+    np.testing.assert_allclose(saved["losses"], losses, rtol=1e-5, atol=1e-6)
+    for i, layer in enumerate(params):
+        for key, value in layer.items():
+            np.testing.assert_allclose(saved[f"{i}_{key}"], np.asarray(value), rtol=1e-5,
+                                       atol=1e-6)
