@@ -44,12 +44,12 @@ _BOOL_REDUCTIONS = {"all_sum": MPI.LOR, "all_max": MPI.LOR, "all_min": MPI.LAND}
 _NUMPY_REDUCTIONS = {"all_sum": np.sum, "all_max": np.max, "all_min": np.min}
 
 
-def header(operation: str, sequence: int, array_shape: tuple[int, ...], dtype: np.dtype) -> Any:
-    """The int64 header describing one call."""
+def header(operation: str, sequence: int, array_shape: tuple[int, ...], dtype: str) -> Any:
+    """The int64 header describing one call (`dtype` is the nuvec dtype's name)."""
     out = np.zeros(HEADER, np.int64)
     out[0] = OPERATIONS.index(operation)
     out[1] = sequence
-    out[2] = DTYPE_NAMES.index(dtype.name)
+    out[2] = DTYPE_NAMES.index(dtype)
     out[3] = len(array_shape)
     dims = list(array_shape[:HEADER_DIMS])
     if len(array_shape) > HEADER_DIMS:
@@ -188,8 +188,9 @@ class Communicator:
 
     def _begin(self, operation: str, sequence: int, x: np.ndarray) -> str:
         self._usable(operation)
-        description = describe(header(operation, sequence, x.shape, x.dtype))
-        self.exchange_headers(header(operation, sequence, x.shape, x.dtype), description)
+        mine = header(operation, sequence, x.shape, x.dtype.name)
+        description = describe(mine)
+        self.exchange_headers(mine, description)
         return description
 
     # -- collectives -----------------------------------------------------------------------
@@ -242,7 +243,7 @@ class Communicator:
         """Starts sending `x` to rank `dst`; completion is checked by later operations."""
         with self.lock:
             self._usable("send")
-            mine = header("send", 0, x.shape, x.dtype)
+            mine = header("send", 0, x.shape, x.dtype.name)
             data = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
             requests = [self.comm.Isend(mine, dest=dst, tag=TAG_P2P_HEADER),
                         self.comm.Isend([data, MPI.BYTE], dest=dst, tag=TAG_P2P_DATA)]
@@ -269,7 +270,7 @@ class Communicator:
         """Receives an array of `shape` and `dtype` from rank `src`."""
         with self.lock:
             self._usable("recv")
-            expected = header("send", 0, shape, dtype)
+            expected = header("send", 0, shape, dtype.name)
             got = np.empty(HEADER, np.int64)
             what = f"{array_text(expected)} from rank {src}"
             request = self.comm.Irecv(got, source=src, tag=TAG_P2P_HEADER)

@@ -30,11 +30,12 @@ class Collective(Primitive):
     """A communication over a group; `sequence` numbers the group's collectives in the order
     they were recorded, which every rank checks before moving data."""
 
-    __slots__ = ("group", "sequence")
+    __slots__ = ("group", "sequence", "dtype")
 
-    def __init__(self, group: Group, sequence: int):
+    def __init__(self, group: Group, sequence: int, dtype: dt.Dtype):
         self.group = group
         self.sequence = sequence
+        self.dtype = dtype  # of the data moved (a GPU buffer of bfloat16 is uint16)
 
     def params(self) -> tuple[Any, ...]:
         return (id(self.group.communicator), self.sequence)
@@ -51,8 +52,8 @@ class AllReduce(Collective):
 
     __slots__ = ("operation",)
 
-    def __init__(self, group: Group, sequence: int, operation: str):
-        super().__init__(group, sequence)
+    def __init__(self, group: Group, sequence: int, dtype: dt.Dtype, operation: str):
+        super().__init__(group, sequence, dtype)
         self.operation = operation
 
     def params(self):
@@ -141,8 +142,8 @@ class Send(Collective):
 
     __slots__ = ("dst",)
 
-    def __init__(self, group: Group, dst: int):
-        super().__init__(group, -1)
+    def __init__(self, group: Group, dtype: dt.Dtype, dst: int):
+        super().__init__(group, -1, dtype)
         self.dst = dst
 
     def params(self):
@@ -158,11 +159,11 @@ class Send(Collective):
 class Recv(Collective):
     """An array of `shape` and `dtype` received from process `src`."""
 
-    __slots__ = ("shape", "dtype", "src")
+    __slots__ = ("shape", "src")
 
     def __init__(self, group: Group, shape: Shape, dtype: dt.Dtype, src: int):
-        super().__init__(group, -1)
-        self.shape, self.dtype, self.src = shape, dtype, src
+        super().__init__(group, -1, dtype)
+        self.shape, self.src = shape, src
 
     def params(self):
         return (*super().params(), self.shape, self.dtype.name, self.src, id(self))
@@ -202,7 +203,7 @@ def _all_reduce(operation: str, x: Any, group: Any, stream: Any) -> Array:
     if group.size() == 1:
         return fresh(x)
     sequence = group.communicator.next_sequence()
-    return _record(AllReduce(group, sequence, operation), (x,), group, stream)
+    return _record(AllReduce(group, sequence, x.dtype, operation), (x,), group, stream)
 
 
 def all_sum(x: Any, *, group: Group | None = None, stream: Any = None) -> Array:
@@ -302,7 +303,7 @@ def all_gather(x: Any, *, group: Group | None = None, stream: Any = None) -> Arr
     if group.size() == 1:
         return fresh(x)
     sequence = group.communicator.next_sequence()
-    return _record(AllGather(group, sequence), (x,), group, stream)
+    return _record(AllGather(group, sequence, x.dtype), (x,), group, stream)
 
 
 def sum_scatter(x: Any, *, group: Group | None = None, stream: Any = None) -> Array:
@@ -335,7 +336,7 @@ def sum_scatter(x: Any, *, group: Group | None = None, stream: Any = None) -> Ar
     if group.size() == 1:
         return fresh(x)
     sequence = group.communicator.next_sequence()
-    return _record(ReduceScatter(group, sequence), (x,), group, stream)
+    return _record(ReduceScatter(group, sequence, x.dtype), (x,), group, stream)
 
 
 def _peer(op: str, name: str, value: Any, group: Group) -> int:
@@ -376,7 +377,7 @@ def send(x: Any, dst: int, *, group: Group | None = None, stream: Any = None) ->
     x = as_array(x, "send")
     group = _group("send", group)
     dst = _peer("send", "dst", dst, group)
-    return _record(Send(group, dst), (x,), group, stream)
+    return _record(Send(group, x.dtype, dst), (x,), group, stream)
 
 
 def recv(shape: Sequence[int], dtype: dt.Dtype, src: int, *, group: Group | None = None,

@@ -26,4 +26,4 @@ def run_job(n: int, script: Path, *args: str, timeout: float = 120,
         [str(ROOT), os.environ.get("PYTHONPATH", "")]), **(env or {}))
     return subprocess.run([launcher, "-n", str(n), sys.executable, str(script), *args],
                           cwd=ROOT, env=environment, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, check=False)

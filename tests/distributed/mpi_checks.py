@@ -174,7 +174,7 @@ def check_gradients() -> None:
         grad = np.asarray(mx.grad(f)(f64(x)))
         np.testing.assert_allclose(grad, local_fd(f, x), rtol=1e-6, atol=1e-7, err_msg=name)
         t = data(RANK, shape, mx.float64, 7)  # every rank perturbs along its own tangent
-        out, tangent = mx.jvp(lambda x: mx.sin(f(x)), [f64(x)], [f64(t)])
+        _, tangent = mx.jvp(lambda x: mx.sin(f(x)), [f64(x)], [f64(t)])
         eps = 1e-6
         plus = mx.sin(f(f64(x + eps * t))).item()
         minus = mx.sin(f(f64(x - eps * t))).item()
@@ -263,8 +263,8 @@ def check_mismatches() -> None:
         (lambda: mx.distributed.recv((1,), mx.float32, -1),
          f"recv: src must be a rank in [0, {SIZE}), got -1"),
         (lambda: mx.distributed.sum_scatter(mx.zeros((SIZE + 1, 2))),
-         f"sum_scatter: the first axis of x must be divisible by the group size {SIZE}, "
-         f"got shape ({SIZE + 1}, 2)"),
+         (f"sum_scatter: the first axis of x must be divisible by the group size {SIZE}, "
+          f"got shape ({SIZE + 1}, 2)")),
     ]:
         try:
             call()
