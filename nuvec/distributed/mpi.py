@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.distributed.buffers import BufferPool
 from nuvec.distributed.errors import DistributedError
 
 try:
@@ -140,6 +141,7 @@ class Communicator:
         self.failed: str | None = None
         self.peers = [p for p in range(self.size) if p != self.rank]
         self.pending_sends: list[tuple[float, str, list[Any], tuple[Any, ...]]] = []
+        self.pool = BufferPool()
         self.recorded = itertools.count()  # collectives recorded on this group, in order
 
     def next_sequence(self) -> int:
@@ -203,12 +205,16 @@ class Communicator:
                 gathered = self._gather(description, x)
                 return _NUMPY_REDUCTIONS[operation](gathered.reshape(self.size, *x.shape), axis=0)
             wide = name in ("float16", "bfloat16")  # reduced exactly in float32, rounded once
-            send = np.ascontiguousarray(x, np.float32 if wide else None)
-            out = np.empty_like(send)
             kind = "float32" if wide else name
+            out = self.pool.take(x.shape, np.float32 if wide else x.dtype)
+            if wide or not (x.flags.c_contiguous and self.pool.known(x)):
+                np.copyto(out, x, casting="unsafe")  # then reduced in place
+                send: Any = MPI.IN_PLACE
+            else:
+                send = [x, _MPI_TYPES[kind]]
             op = (_BOOL_REDUCTIONS if kind == "bool" else _REDUCTIONS)[operation]
             self._blocking(description, lambda: self.comm.Allreduce(
-                [send, _MPI_TYPES[kind]], [out, _MPI_TYPES[kind]], op=op))
+                send, [out, _MPI_TYPES[kind]], op=op))
             return out.astype(x.dtype) if wide else out
 
     def all_gather(self, sequence: int, x: np.ndarray) -> np.ndarray:
@@ -219,7 +225,7 @@ class Communicator:
 
     def _gather(self, description: str, x: np.ndarray) -> np.ndarray:
         send = np.ascontiguousarray(x)
-        out = np.empty((self.size * send.size,), x.dtype)
+        out = self.pool.take((self.size * send.size,), x.dtype)
         self._blocking(description, lambda: self.comm.Allgather(
             [send.view(np.uint8), MPI.BYTE], [out.view(np.uint8), MPI.BYTE]))
         return out
@@ -232,7 +238,7 @@ class Communicator:
             wide = name in ("float16", "bfloat16")
             kind = "float32" if wide else name
             send = np.ascontiguousarray(x, np.float32 if wide else None)
-            out = np.empty((x.shape[0] // self.size, *x.shape[1:]), send.dtype)
+            out = self.pool.take((x.shape[0] // self.size, *x.shape[1:]), send.dtype)
             op = MPI.LOR if kind == "bool" else MPI.SUM
             self._blocking(description, lambda: self.comm.Reduce_scatter_block(
                 [send, _MPI_TYPES[kind]], [out, _MPI_TYPES[kind]], op=op))

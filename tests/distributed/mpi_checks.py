@@ -93,6 +93,15 @@ def check_large_and_odd() -> None:
         mine = mx.array(data(RANK, (n,), dtype, 2), dtype=dtype)
         check(f"all_sum ({n},) {dtype.name}", mx.distributed.all_sum(mine),
               reference("all_sum", everyone((n,), dtype, 2), dtype), dtype)
+    # outputs come from a pool of reused buffers: one held must never be overwritten
+    held = [mx.distributed.all_sum(mx.full((70_000,), float(k))) for k in range(6)]
+    mx.eval(held)
+    view = np.asarray(held[0])
+    again = [mx.distributed.all_sum(mx.full((70_000,), -1.0)) for _ in range(6)]
+    mx.eval(again)
+    for k, h in enumerate(held):
+        assert np.all(np.asarray(h) == k * SIZE), (k, np.asarray(h)[:3])
+    assert np.all(view == 0) and np.all(np.asarray(again[-1]) == -SIZE)
     print("ok large odd sizes")
 
 
