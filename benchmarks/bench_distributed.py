@@ -111,7 +111,7 @@ def launch(n: int, args: list[str], script: Path) -> str:
 def data_parallel(quick: bool) -> None:
     """Samples per second of examples/data_parallel.py on 1 and 2 processes."""
     example = ROOT / "examples" / "data_parallel.py"
-    args = ["--steps", "10" if quick else "40", "--global-batch", "1024", "--hidden", "256"]
+    args = ["--steps", "10" if quick else "40", "--global-batch", "768", "--hidden", "512"]
     rates = {}
     for n in (1, 2):
         if n == 1:
