@@ -7,6 +7,9 @@ job then aborts with the traceback and a nonzero exit).
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 
 import nuvec as mx
@@ -210,6 +213,34 @@ def check_vmap() -> None:
     print("ok vmap")
 
 
+def check_streams() -> None:
+    """A recv waiting on one stream leaves work on another stream free to run (2 ranks)."""
+    if SIZE != 2:
+        return
+    if RANK == 1:
+        time.sleep(1.5)
+        mx.eval(mx.distributed.send(mx.ones((3,)), 0))
+        return
+    waiting = mx.distributed.recv((3,), mx.float32, 1, stream=mx.new_stream(mx.cpu))
+    finished = {}
+
+    def receive() -> None:
+        mx.eval(waiting)
+        finished["recv"] = time.monotonic()
+
+    thread = threading.Thread(target=receive)
+    start = time.monotonic()
+    thread.start()
+    with mx.stream(mx.new_stream(mx.cpu)):
+        work = mx.sum(mx.ones((100, 100)) @ mx.ones((100, 100)))
+    assert work.item() == 100 ** 3
+    finished["work"] = time.monotonic()
+    thread.join()
+    assert finished["work"] < finished["recv"], (finished, start)
+    assert waiting.tolist() == [1.0, 1.0, 1.0]
+    print("ok a waiting collective does not hold up other streams")
+
+
 def check_average_gradients() -> None:
     def tree(rank):
         return {"a": data(rank, (3, 4), mx.float32, 10), "b": [data(rank, (5,), mx.float32, 11),
@@ -292,6 +323,7 @@ if __name__ == "__main__":
     check_send_recv()
     check_gradients()
     check_vmap()
+    check_streams()
     check_average_gradients()
     check_mismatches()
     print(f"rank {RANK} of {SIZE}: all checks passed")
