@@ -178,6 +178,9 @@ def world(timeout: float) -> Communicator:
 
     for cls, fn in GPU_KERNELS.items():
         if cls not in table:
-            table[cls] = fn
+            if hasattr(table, "add"):  # a kernel-table object
+                table.add(cls, fn)
+            else:  # a plain dict
+                table[cls] = fn
     return communicator
 

@@ -3,6 +3,7 @@ collectives return their input, and the errors every public function raises at t
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 
@@ -165,3 +166,30 @@ def test_point_to_point_errors() -> None:
 def test_group_is_exported() -> None:
     assert isinstance(dist.init(), Group)
     assert issubclass(dist.DistributedError, mx.EvaluationError)
+
+
+# MLX's `mlx.core.distributed` bindings; nuvec's `timeout` comes after MLX's parameters
+SIGNATURES = {
+    "all_sum": "(x, *, group=None, stream=None)",
+    "all_max": "(x, *, group=None, stream=None)",
+    "all_min": "(x, *, group=None, stream=None)",
+    "all_gather": "(x, *, group=None, stream=None)",
+    "sum_scatter": "(x, *, group=None, stream=None)",
+    "send": "(x, dst, *, group=None, stream=None)",
+    "recv": "(shape, dtype, src, *, group=None, stream=None)",
+    "recv_like": "(x, src, *, group=None, stream=None)",
+    "init": "(strict=False, backend='any', *, timeout=None)",
+    "is_available": "(backend='any')",
+    "average_gradients": "(gradients, group=None, all_reduce_size=33554432, "
+                         "communication_type=None)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_signature_is_mlx(name) -> None:
+    sig = inspect.signature(getattr(dist, name))
+    text = str(sig.replace(parameters=[p.replace(annotation=inspect.Parameter.empty)
+                                       for p in sig.parameters.values()],
+                           return_annotation=inspect.Signature.empty))
+    assert text == SIGNATURES[name]
+    assert str(inspect.signature(Group.split)) == "(self, color: 'int', key: 'int' = -1) -> 'Group'"
