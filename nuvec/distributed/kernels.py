@@ -15,16 +15,16 @@ from nuvec.distributed.ops import AllGather, AllReduce, Recv, ReduceScatter, Sen
 
 
 def all_reduce(primitive: AllReduce, x: np.ndarray) -> np.ndarray:
-    return primitive.group.communicator.all_reduce(primitive.operation, primitive.ticket, x)
+    return primitive.group.communicator.all_reduce(primitive.operation, primitive.sequence, x)
 
 
 def all_gather(primitive: AllGather, x: np.ndarray) -> np.ndarray:
-    out = primitive.group.communicator.all_gather(primitive.ticket, x)
+    out = primitive.group.communicator.all_gather(primitive.sequence, x)
     return out.reshape(_gathered_shape(primitive, x.shape))
 
 
 def sum_scatter(primitive: ReduceScatter, x: np.ndarray) -> np.ndarray:
-    return primitive.group.communicator.sum_scatter(primitive.ticket, x)
+    return primitive.group.communicator.sum_scatter(primitive.sequence, x)
 
 
 def send(primitive: Send, x: np.ndarray) -> np.ndarray:
@@ -48,17 +48,17 @@ def _gathered_shape(primitive: AllGather, shape: tuple[int, ...]) -> tuple[int, 
 
 
 def gpu_all_reduce(primitive: AllReduce, x: Any) -> Any:
-    return primitive.group.communicator.all_reduce(primitive.operation, primitive.ticket, x,
+    return primitive.group.communicator.all_reduce(primitive.operation, primitive.sequence, x,
                                                    primitive.dtype.name)
 
 
 def gpu_all_gather(primitive: AllGather, x: Any) -> Any:
-    out = primitive.group.communicator.all_gather(primitive.ticket, x, primitive.dtype.name)
+    out = primitive.group.communicator.all_gather(primitive.sequence, x, primitive.dtype.name)
     return out.reshape(_gathered_shape(primitive, x.shape))
 
 
 def gpu_sum_scatter(primitive: ReduceScatter, x: Any) -> Any:
-    return primitive.group.communicator.sum_scatter(primitive.ticket, x, primitive.dtype.name)
+    return primitive.group.communicator.sum_scatter(primitive.sequence, x, primitive.dtype.name)
 
 
 def gpu_recv(primitive: Recv) -> Any:

@@ -1,9 +1,8 @@
 """The MPI backend: collectives on NumPy buffers through mpi4py, checked and bounded in time.
 
-For each collective the ranks exchange a small header (operation, sequence number, dtype,
-shape) with nonblocking sends started when it is recorded and polled against a deadline when it
-is evaluated, so a mismatched call or a missing rank raises `DistributedError` naming them
-instead of hanging or summing the wrong buffers. The data
+Before each collective the ranks exchange a small header (operation, sequence number, dtype,
+shape) with nonblocking sends polled against a deadline, so a mismatched call or a missing rank
+raises `DistributedError` naming them instead of hanging or summing the wrong buffers. The data
 then moves with MPI's blocking collective (its fastest algorithms) under a watchdog that aborts
 the job if it does not finish in time. Imported by `init` only: it imports mpi4py.
 """
@@ -23,7 +22,6 @@ import numpy as np
 
 from nuvec.distributed.buffers import BufferPool
 from nuvec.distributed.errors import DistributedError
-from nuvec.distributed.ticket import Ticket
 
 try:
     from mpi4py import MPI
@@ -144,12 +142,15 @@ class Communicator:
         self.size = comm.Get_size()
         self.timeout = timeout
         self.lock = threading.Lock()  # one operation at a time on this communicator
-        self.announcing = threading.Lock()
         self.failed: str | None = None
         self.peers = [p for p in range(self.size) if p != self.rank]
         self.pending_sends: list[tuple[float, str, list[Any], tuple[Any, ...]]] = []
         self.pool = BufferPool()
         self.recorded = itertools.count()  # collectives recorded on this group, in order
+
+    def next_sequence(self) -> int:
+        """The number of the next collective recorded (each rank records them in order)."""
+        return next(self.recorded)
 
     # -- checks ----------------------------------------------------------------------------
     def _usable(self, operation: str) -> None:
@@ -161,32 +162,22 @@ class Communicator:
         self.failed = message
         return DistributedError(message)
 
-    def announce(self, operation: str, array_shape: tuple[int, ...], dtype: str) -> Ticket:
-        """Numbers a collective being recorded and starts sending its header to every peer
-        (and receiving theirs); `check` completes the exchange when it is evaluated."""
-        with self.announcing:  # numbers and posts in one order: peers match them in order
-            sequence = next(self.recorded)
-            mine = header(operation, sequence, array_shape, dtype)
-            rows = np.empty((self.size, HEADER), np.int64)
-            rows[self.rank] = mine
-            requests = [self.comm.Irecv(rows[p], source=p, tag=TAG_HEADER) for p in self.peers]
-            requests += [self.comm.Isend(mine, dest=p, tag=TAG_HEADER) for p in self.peers]
-        return Ticket(sequence, describe(mine), mine, rows, requests)
-
-    def check(self, ticket: Ticket) -> None:
-        """Waits (bounded) for every peer's header of `ticket`'s collective; raises
-        `DistributedError` naming the ranks that did not come or that called otherwise."""
-        operation = ticket.description.split()[0]
-        self._usable(operation)
-        receives = ticket.requests[:len(self.peers)]
-        if not wait(ticket.requests, time.monotonic() + self.timeout):
+    def exchange_headers(self, mine: Any, description: str) -> None:
+        """Sends this rank's header to every peer and checks theirs against it."""
+        operation = describe(mine).split()[0]
+        rows = np.empty((self.size, HEADER), np.int64)
+        rows[self.rank] = mine
+        receives = [self.comm.Irecv(rows[p], source=p, tag=TAG_HEADER) for p in self.peers]
+        sends = [self.comm.Isend(mine, dest=p, tag=TAG_HEADER) for p in self.peers]
+        if not wait(receives + sends, time.monotonic() + self.timeout):
             missing = [p for p, r in zip(self.peers, receives) if not r.Test()]
+            for request in receives:
+                request.Cancel()
             raise self._fail(
                 f"{operation}: rank {self.rank} of {self.size} waited {self.timeout:g} s for "
-                f"rank(s) {missing} to join {ticket.description}; a rank may have died or "
-                "skipped the operation (timeout: init(timeout=...) or NUVEC_DISTRIBUTED_TIMEOUT)")
-        rows = ticket.rows
-        if not (rows == ticket.mine).all():
+                f"rank(s) {missing} to join {description}; a rank may have died or skipped "
+                f"the operation (timeout: init(timeout=...) or NUVEC_DISTRIBUTED_TIMEOUT)")
+        if not (rows == mine).all():
             calls = ", ".join(f"rank {p}: {describe(rows[p])}" for p in range(self.size))
             raise DistributedError(
                 f"{operation}: the ranks disagree on the call (seen from rank {self.rank}): "
@@ -201,12 +192,18 @@ class Communicator:
         finally:
             watchdog.disarm(token)
 
+    def _begin(self, operation: str, sequence: int, x: np.ndarray) -> str:
+        self._usable(operation)
+        mine = header(operation, sequence, x.shape, x.dtype.name)
+        description = describe(mine)
+        self.exchange_headers(mine, description)
+        return description
+
     # -- collectives -----------------------------------------------------------------------
-    def all_reduce(self, operation: str, ticket: Ticket, x: np.ndarray) -> np.ndarray:
+    def all_reduce(self, operation: str, sequence: int, x: np.ndarray) -> np.ndarray:
         """`all_sum`, `all_max` or `all_min` of `x` over the group."""
         with self.lock:
-            self.check(ticket)
-            description = ticket.description
+            description = self._begin(operation, sequence, x)
             name = x.dtype.name
             if name == "complex64" and operation != "all_sum":  # MPI orders no complex numbers
                 gathered = self._gather(description, x)
@@ -224,11 +221,11 @@ class Communicator:
                 send, [out, _MPI_TYPES[kind]], op=op))
             return out.astype(x.dtype) if wide else out
 
-    def all_gather(self, ticket: Ticket, x: np.ndarray) -> np.ndarray:
-        """Every rank's `x` flattened and concatenated in rank order."""
+    def all_gather(self, sequence: int, x: np.ndarray) -> np.ndarray:
+        """Every rank's `x` concatenated along a new leading block axis, in rank order."""
         with self.lock:
-            self.check(ticket)
-            return self._gather(ticket.description, x)
+            description = self._begin("all_gather", sequence, x)
+            return self._gather(description, x)
 
     def _gather(self, description: str, x: np.ndarray) -> np.ndarray:
         send = np.ascontiguousarray(x)
@@ -237,11 +234,10 @@ class Communicator:
             [send.view(np.uint8), MPI.BYTE], [out.view(np.uint8), MPI.BYTE]))
         return out
 
-    def sum_scatter(self, ticket: Ticket, x: np.ndarray) -> np.ndarray:
+    def sum_scatter(self, sequence: int, x: np.ndarray) -> np.ndarray:
         """The sum over the group of `x`, this rank's block of its first axis."""
         with self.lock:
-            self.check(ticket)
-            description = ticket.description
+            description = self._begin("sum_scatter", sequence, x)
             name = x.dtype.name
             wide = name in ("float16", "bfloat16")
             kind = "float32" if wide else name

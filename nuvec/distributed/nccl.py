@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from nuvec.distributed.group import LAUNCHER_VARIABLES
-from nuvec.distributed.ticket import Ticket
 
 try:
     import cupy
@@ -31,7 +30,6 @@ _NCCL_TYPES = {
 }
 _OPS = {"all_sum": nccl.NCCL_SUM, "all_max": nccl.NCCL_MAX, "all_min": nccl.NCCL_MIN}
 _WIDER = {"int16": "int32", "uint16": "uint32"}  # sums wrap modulo 2**16 either way
-CHECKED = Ticket(-1)  # a step of a collective whose header was checked already
 
 
 def _stream() -> int:
@@ -59,28 +57,29 @@ class Communicator:
         self.rank = rank
         self.size = size
         self.checks = checks  # an mpi.Communicator for headers and timeouts, None for one GPU
-        self.recorded = 0
+        self.sequence = 0
 
-    def announce(self, operation: str, array_shape: tuple[int, ...], dtype: str) -> Ticket:
-        """Numbers a collective being recorded; with several processes, starts its header
-        exchange over MPI."""
-        if self.checks is not None:
-            return self.checks.announce(operation, array_shape, dtype)
-        self.recorded += 1
-        return Ticket(self.recorded - 1)
+    def next_sequence(self) -> int:
+        self.sequence += 1
+        return self.sequence - 1
 
-    def _check(self, ticket: Ticket) -> None:
-        if self.checks is not None and ticket.requests:
-            self.checks.check(ticket)
+    def _check(self, operation: str, sequence: int, x: Any, dtype_name: str) -> None:
+        if self.checks is None:
+            return
+        # several processes: mpi4py is there (it bootstrapped this communicator)
+        from nuvec.distributed.mpi import describe, header
 
-    def all_reduce(self, operation: str, ticket: Ticket, x: Any, dtype_name: str) -> Any:
+        mine = header(operation, sequence, tuple(x.shape), dtype_name)
+        self.checks.exchange_headers(mine, describe(mine))
+
+    def all_reduce(self, operation: str, sequence: int, x: Any, dtype_name: str) -> Any:
         """`all_sum`, `all_max` or `all_min` of `x` (of nuvec dtype `dtype_name`)."""
-        self._check(ticket)
+        self._check(operation, sequence, x, dtype_name)
         x = cupy.ascontiguousarray(x)  # the views below reinterpret its bytes
         if dtype_name == "complex64":
             if operation == "all_sum":
                 return self._reduce(x.view(cupy.float32), "float32", nccl.NCCL_SUM).view(x.dtype)
-            gathered = cupy.asnumpy(self.all_gather(CHECKED, x, dtype_name))
+            gathered = cupy.asnumpy(self.all_gather(-1, x, dtype_name, check=False))
             reduce = np.max if operation == "all_max" else np.min
             return cupy.asarray(reduce(gathered.reshape(self.size, *x.shape), axis=0))
         if dtype_name == "bfloat16":
@@ -101,19 +100,20 @@ class Communicator:
                             _stream())
         return out
 
-    def all_gather(self, ticket: Ticket, x: Any, dtype_name: str) -> Any:
+    def all_gather(self, sequence: int, x: Any, dtype_name: str, check: bool = True) -> Any:
         """Every rank's `x`, flattened and concatenated in rank order."""
-        self._check(ticket)
+        if check:
+            self._check("all_gather", sequence, x, dtype_name)
         send = cupy.ascontiguousarray(x).reshape(-1).view(cupy.uint8)
         out = cupy.empty((self.size * send.size,), cupy.uint8)
         self.comm.allGather(send.data.ptr, out.data.ptr, send.size, nccl.NCCL_UINT8, _stream())
         return out.view(x.dtype)
 
-    def sum_scatter(self, ticket: Ticket, x: Any, dtype_name: str) -> Any:
+    def sum_scatter(self, sequence: int, x: Any, dtype_name: str) -> Any:
         """This rank's block of the sum of `x` over the group."""
-        self._check(ticket)
+        self._check("sum_scatter", sequence, x, dtype_name)
         if dtype_name in ("bfloat16", "complex64", "bool") or dtype_name in _WIDER:
-            total = self.all_reduce("all_sum", CHECKED, x, dtype_name)
+            total = self._unchecked_sum(x, dtype_name)  # the header was checked above
             block = x.shape[0] // self.size
             return total[self.rank * block:(self.rank + 1) * block].copy()
         send = cupy.ascontiguousarray(x)
@@ -121,6 +121,13 @@ class Communicator:
         self.comm.reduceScatter(send.data.ptr, out.data.ptr, out.size, _NCCL_TYPES[dtype_name],
                                 nccl.NCCL_SUM, _stream())
         return out
+
+    def _unchecked_sum(self, x: Any, dtype_name: str) -> Any:
+        checks, self.checks = self.checks, None
+        try:
+            return self.all_reduce("all_sum", -1, x, dtype_name)
+        finally:
+            self.checks = checks
 
     def send(self, x: Any, dst: int) -> None:
         data = cupy.ascontiguousarray(x).reshape(-1).view(cupy.uint8)

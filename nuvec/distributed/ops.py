@@ -19,32 +19,26 @@ from nuvec.graph.primitive import Primitive, TransformError
 from nuvec.ops import astype, expand_dims, moveaxis, pad, stack, where
 from nuvec.ops.arguments import as_array, check_shape, fresh
 from nuvec.distributed.group import Group, world_group
-from nuvec.distributed.ticket import Ticket
 
 __all__ = ["all_sum", "all_max", "all_min", "all_gather", "sum_scatter", "send", "recv",
            "recv_like"]
 
 Shape = tuple[int, ...]
-POINT_TO_POINT = Ticket(-1)  # sends and receives check their header with the message
 
 
 class Collective(Primitive):
-    """A communication over a group. Its `ticket` numbers the group's collectives in the order
-    they were recorded and carries the header exchange every rank checks before moving data."""
+    """A communication over a group; `sequence` numbers the group's collectives in the order
+    they were recorded, which every rank checks before moving data."""
 
-    __slots__ = ("group", "ticket", "dtype")
+    __slots__ = ("group", "sequence", "dtype")
 
-    def __init__(self, group: Group, ticket: Ticket, dtype: dt.Dtype):
+    def __init__(self, group: Group, sequence: int, dtype: dt.Dtype):
         self.group = group
-        self.ticket = ticket
+        self.sequence = sequence
         self.dtype = dtype  # of the data moved (a GPU buffer of bfloat16 is uint16)
 
-    @property
-    def sequence(self) -> int:
-        return self.ticket.sequence
-
     def params(self) -> tuple[Any, ...]:
-        return (id(self.group.communicator), self.ticket.sequence)
+        return (id(self.group.communicator), self.sequence)
 
 
 class AllReduce(Collective):
@@ -58,8 +52,8 @@ class AllReduce(Collective):
 
     __slots__ = ("operation",)
 
-    def __init__(self, group: Group, ticket: Ticket, dtype: dt.Dtype, operation: str):
-        super().__init__(group, ticket, dtype)
+    def __init__(self, group: Group, sequence: int, dtype: dt.Dtype, operation: str):
+        super().__init__(group, sequence, dtype)
         self.operation = operation
 
     def params(self):
@@ -149,7 +143,7 @@ class Send(Collective):
     __slots__ = ("dst",)
 
     def __init__(self, group: Group, dtype: dt.Dtype, dst: int):
-        super().__init__(group, POINT_TO_POINT, dtype)
+        super().__init__(group, -1, dtype)
         self.dst = dst
 
     def params(self):
@@ -168,7 +162,7 @@ class Recv(Collective):
     __slots__ = ("shape", "src")
 
     def __init__(self, group: Group, shape: Shape, dtype: dt.Dtype, src: int):
-        super().__init__(group, POINT_TO_POINT, dtype)
+        super().__init__(group, -1, dtype)
         self.shape, self.src = shape, src
 
     def params(self):
@@ -208,8 +202,8 @@ def _all_reduce(operation: str, x: Any, group: Any, stream: Any) -> Array:
     group = _group(operation, group)
     if group.size() == 1:
         return fresh(x)
-    ticket = group.communicator.announce(operation, x.shape, x.dtype.name)
-    return _record(AllReduce(group, ticket, x.dtype, operation), (x,), group, stream)
+    sequence = group.communicator.next_sequence()
+    return _record(AllReduce(group, sequence, x.dtype, operation), (x,), group, stream)
 
 
 def all_sum(x: Any, *, group: Group | None = None, stream: Any = None) -> Array:
@@ -308,8 +302,8 @@ def all_gather(x: Any, *, group: Group | None = None, stream: Any = None) -> Arr
     group = _group("all_gather", group)
     if group.size() == 1:
         return fresh(x)
-    ticket = group.communicator.announce("all_gather", x.shape, x.dtype.name)
-    return _record(AllGather(group, ticket, x.dtype), (x,), group, stream)
+    sequence = group.communicator.next_sequence()
+    return _record(AllGather(group, sequence, x.dtype), (x,), group, stream)
 
 
 def sum_scatter(x: Any, *, group: Group | None = None, stream: Any = None) -> Array:
@@ -341,8 +335,8 @@ def sum_scatter(x: Any, *, group: Group | None = None, stream: Any = None) -> Ar
                          f"{group.size()}, got shape {x.shape}")
     if group.size() == 1:
         return fresh(x)
-    ticket = group.communicator.announce("sum_scatter", x.shape, x.dtype.name)
-    return _record(ReduceScatter(group, ticket, x.dtype), (x,), group, stream)
+    sequence = group.communicator.next_sequence()
+    return _record(ReduceScatter(group, sequence, x.dtype), (x,), group, stream)
 
 
 def _peer(op: str, name: str, value: Any, group: Group) -> int:
