@@ -286,6 +286,14 @@ def check_mismatches() -> None:
                 assert "all_max" in text and "all_sum" in text, text
         else:
             raise AssertionError(f"a collective of mismatched {what} ran")
+    # same shapes, evaluated in another order on rank 0: the sequence numbers differ
+    first, second = mx.distributed.all_sum(mx.ones((3,))), mx.distributed.all_sum(mx.ones((3,)))
+    try:
+        mx.eval(second if RANK == 0 else first)
+    except mx.distributed.DistributedError as exc:
+        assert "disagree" in str(exc) and "all_sum #" in str(exc), exc
+    else:
+        raise AssertionError("collectives evaluated in different orders were paired")
     if SIZE >= 2 and RANK < 2:
         peer = 1 - RANK
         sent = mx.distributed.send(mx.zeros((2, 2)), peer)
