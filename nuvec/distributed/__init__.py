@@ -16,9 +16,8 @@ from nuvec.distributed.ops import (
     send,
     sum_scatter,
 )
-from nuvec.distributed.average import average_gradients
 
 __all__ = [
     "DistributedError", "Group", "init", "is_available", "all_sum", "all_max", "all_min",
-    "all_gather", "sum_scatter", "send", "recv", "recv_like", "average_gradients",
+    "all_gather", "sum_scatter", "send", "recv", "recv_like",
 ]

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import nuvec as mx
-from nuvec.distributed import average_gradients
+from nuvec.nn import average_gradients
 
 world = mx.distributed.init(strict=True, backend="mpi")
 RANK, SIZE = world.rank(), world.size()

@@ -1,5 +1,5 @@
 """`average_gradients`, as MLX's `mlx.nn.average_gradients`: the mean of a tree of gradients
-over a group, batched into few `all_sum` calls."""
+over a group of processes, batched into few `nuvec.distributed.all_sum` calls."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.ops import astype, concatenate, reshape, split
 from nuvec.utils import tree_flatten, tree_map, tree_unflatten
-from nuvec.distributed.group import Group, world_group
-from nuvec.distributed.ops import all_sum
+from nuvec.distributed import Group, all_sum, init
 
 
 def average_gradients(gradients: Any, group: Group | None = None,
@@ -38,8 +37,9 @@ def average_gradients(gradients: Any, group: Group | None = None,
 
     Example:
         >>> import nuvec as mx
+        >>> import nuvec.nn as nn
         >>> g = {"w": mx.array([1.0, 2.0])}
-        >>> mx.distributed.average_gradients(g)["w"].tolist()  # one process: unchanged
+        >>> nn.average_gradients(g)["w"].tolist()  # one process: unchanged
         [1.0, 2.0]
     """
     if communication_type is not None and not isinstance(communication_type, dt.Dtype):
@@ -48,7 +48,7 @@ def average_gradients(gradients: Any, group: Group | None = None,
     if group is not None and not isinstance(group, Group):
         raise TypeError("average_gradients: group must be a nuvec.distributed.Group or None, "
                         f"got {type(group).__name__}")
-    group = group if group is not None else world_group()
+    group = group if group is not None else init()
     size = group.size()
     if size == 1:
         return gradients
