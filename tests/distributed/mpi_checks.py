@@ -181,7 +181,7 @@ def check_gradients() -> None:
         "sum_scatter": lambda x: mx.sum(mx.distributed.sum_scatter(x) ** 2),
     }
     for name, f in losses.items():
-        shape = (SIZE, 3) if name == "sum_scatter" else (1, 3)
+        shape = (SIZE, 1) if name == "sum_scatter" else (1, 3)
         x = data(RANK, shape, mx.float64, 6)
         grad = np.asarray(mx.grad(f)(f64(x)))
         np.testing.assert_allclose(grad, local_fd(f, x), rtol=1e-6, atol=1e-7, err_msg=name)

@@ -66,3 +66,14 @@ def test_data_parallel_example_matches_one_process(n: int, tmp_path, monkeypatch
     assert losses[-1] < losses[0]
     for name, value in data_parallel.flat_parameters(model).items():
         np.testing.assert_allclose(saved[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_rank_that_hangs_inside_a_transfer_is_aborted_by_the_watchdog() -> None:
+    start = time.monotonic()
+    job = run_job(2, HERE / "mpi_failures.py", "hang", timeout=60)
+    output = job.stdout + job.stderr
+    assert job.returncode != 0, output
+    assert "rank 0 finished" not in output
+    assert ("nuvec.distributed: rank 0 of 2: all_sum #1 of (4,) float32 did not finish within "
+            "2 s; aborting the job") in output, output[-3000:]
+    assert time.monotonic() - start < 40
