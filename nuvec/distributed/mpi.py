@@ -18,6 +18,7 @@ import time
 import zlib
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from nuvec.distributed.buffers import BufferPool
@@ -328,8 +329,6 @@ class Communicator:
 
 def _numpy_dtype(name: str) -> Any:
     if name == "bfloat16":
-        import ml_dtypes
-
         return ml_dtypes.bfloat16
     return name
 
@@ -362,7 +361,7 @@ def world(timeout: float) -> Communicator:
     if communicator.size > 1:
         sys.excepthook = _abort_on_uncaught(sys.excepthook)
         atexit.register(_finish_all)
-    from nuvec.distributed import kernels
+    from nuvec.distributed import kernels  # registers the CPU kernels: on first init only
 
     kernels.register_cpu()
     return communicator
