@@ -11,7 +11,8 @@ import importlib.util
 import os
 from typing import Any
 
-from nuvec.graph.device import DeviceType, default_device, is_available as device_available
+from nuvec.graph.device import DeviceType, default_device
+from nuvec.graph.device import is_available as device_available
 
 BACKENDS = ("any", "mpi", "nccl")
 DEFAULT_TIMEOUT = 300.0
@@ -140,7 +141,6 @@ def _module_exists(name: str) -> bool:
 
 
 def _gpu_usable() -> bool:
-
     return _module_exists("cupy") and device_available(DeviceType.gpu)
 
 
@@ -267,7 +267,6 @@ def _candidates(backend: str) -> list[str]:
 
 
 def _gpu_default() -> bool:
-
     return default_device().type is DeviceType.gpu
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from nuvec.distributed import kernels
 from nuvec.distributed.buffers import BufferPool
 from nuvec.distributed.errors import DistributedError
 
@@ -328,9 +329,7 @@ class Communicator:
 
 
 def _numpy_dtype(name: str) -> Any:
-    if name == "bfloat16":
-        return ml_dtypes.bfloat16
-    return name
+    return ml_dtypes.bfloat16 if name == "bfloat16" else name
 
 
 _communicators: list[Communicator] = []
@@ -361,7 +360,5 @@ def world(timeout: float) -> Communicator:
     if communicator.size > 1:
         sys.excepthook = _abort_on_uncaught(sys.excepthook)
         atexit.register(_finish_all)
-    from nuvec.distributed import kernels  # registers the CPU kernels: on first init only
-
     kernels.register_cpu()
     return communicator
