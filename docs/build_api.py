@@ -91,6 +91,9 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
     ("nuvec.fast.tuner", nuvec.fast.tuner,
      "The tile tuner of the CUDA kernels: forced schedules and the disk cache of picks (see "
      "also [fast]({docs}/fast.md))."),
+    ("nuvec.distributed", nuvec.distributed,
+     "Communication between processes, as `mlx.core.distributed` (see also "
+     "[distributed]({docs}/distributed.md))."),
     ("nuvec.utils", nuvec.utils, "Tree utilities, as `mlx.utils`."),
     ("nuvec.testing", nuvec.testing, "Assertions and rule checks for operations."),
 ]

@@ -18,6 +18,7 @@ from nuvec.graph.array import Array, record
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec import ops
 from nuvec.ops.arguments import as_array
 
 __all__ = ["CustomKernel", "cuda_kernel"]
@@ -73,7 +74,6 @@ class CustomKernel(Primitive):
 
     def vmap(self, inputs, axes):
         """One launch per batch element (the body knows nothing of a batch), stacked."""
-        from nuvec import ops
 
         n = next(a.shape[ax] for a, ax in zip(inputs, axes) if ax is not None)
         per = []

@@ -13,7 +13,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, record_or_fallback
-from nuvec.fast.norms import rms_norm
+from nuvec.fast.norms import RmsNorm, rms_norm
 from nuvec.ops.arguments import as_array, scalar_array
 
 __all__ = ["rope", "norm_rope"]
@@ -179,8 +179,6 @@ class NormRope(FastOp):
         return fits and cache_fits and weight and _rotation_ok(self.dims, y, freqs)
 
     def fallback(self, inputs):
-        from nuvec.fast.norms import RmsNorm
-
         at = int(self.cache)
         h, w = inputs[at], inputs[at + 1]
         if self.eps is not None:

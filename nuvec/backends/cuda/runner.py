@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["CupyRunner", "EmulatorRunner", "KernelFile", "Runner", "numpy_dtype"]
@@ -36,8 +37,6 @@ class KernelFile:
 def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype of a dtype name (`bfloat16` is `ml_dtypes.bfloat16`)."""
     if name == "bfloat16":
-        import ml_dtypes
-
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
 
@@ -91,7 +90,7 @@ class EmulatorRunner:
         return a.ctypes.data
 
     def launch(self, kernel, expression, grid, block, shared_mem, args):
-        from nuvec.backends.cuda import emulator
+        from nuvec.backends.cuda import emulator  # it needs a C++ compiler: only when used
 
         module = emulator.build(kernel.name, kernel.variants, source=kernel.source,
                                 sanitize=self.sanitize)
@@ -103,7 +102,7 @@ class CupyRunner:
     buffers, the GPU backend's convention), on CuPy's current stream."""
 
     def __init__(self):
-        import cupy
+        import cupy  # optional: only GPU machines have CuPy
 
         self.xp = cupy
         self._functions: dict[tuple[str, str, str, str | None], Any] = {}
@@ -127,7 +126,7 @@ class CupyRunner:
 
     def function(self, kernel: KernelFile, expression: str) -> Any:
         """The `cupy.RawModule` function of one variant (compiled or fetched once)."""
-        from nuvec.backends.cuda import loader
+        from nuvec.backends.cuda import loader  # it loads NVRTC: only GPU launches need it
 
         arch = self.arch()
         key = (kernel.name, expression, arch, kernel.source)
