@@ -103,7 +103,8 @@ def glorot_normal(dtype: Any = mx.float32) -> Initializer:
 
 
 def glorot_uniform(dtype: Any = mx.float32) -> Initializer:
-    """Glorot (Xavier) uniform: `init(a, gain=1.0)` draws U(-l, l), l = gain*sqrt(6/(fan_in+fan_out)).
+    """Glorot (Xavier) uniform: `init(a, gain=1.0)` draws U(-l, l),
+    l = gain * sqrt(6 / (fan_in + fan_out)).
 
     Example:
         >>> import nuvec.nn as nn

@@ -21,8 +21,8 @@ class RMSNorm(Module):
 
     Example:
         >>> import nuvec.nn as nn
-        >>> nn.RMSNorm(4)(mx.ones((2, 4))).tolist()[0]
-        [1.0, 1.0, 1.0, 1.0]
+        >>> nn.RMSNorm(4)(mx.full((2, 4), 2.0)).tolist()[0]
+        [0.99999..., 0.99999..., 0.99999..., 0.99999...]
     """
 
     def __init__(self, dims: int, eps: float = 1e-5) -> None:
