@@ -1,7 +1,7 @@
 """Loss functions, as `mlx.nn.losses`; each takes `reduction` (`"none"`, `"mean"`, `"sum"`).
 
-`cross_entropy` over class indices on the last axis calls `nuvec.fast.cross_entropy` (one
-fused kernel on a GPU, a closed-form gradient everywhere).
+`cross_entropy` over class indices on the last axis of half or single precision logits calls
+`nuvec.fast.cross_entropy` (one fused kernel on a GPU, a closed-form gradient everywhere).
 """
 
 from __future__ import annotations
@@ -82,8 +82,9 @@ def cross_entropy(logits: mx.array, targets: mx.array, weights: Any = None, axis
     if tuple(expected) != targets.shape:
         raise ValueError(f"{name}: targets shape {targets.shape} does not match logits shape "
                          f"{logits.shape}.")
-    if not as_probs and label_smoothing == 0 and axis in (-1, logits.ndim - 1):
-        loss = mx.fast.cross_entropy(logits, targets)
+    fused = logits.dtype in (mx.float32, mx.float16, mx.bfloat16)  # it computes in float32
+    if fused and not as_probs and label_smoothing == 0 and axis in (-1, logits.ndim - 1):
+        loss = mx.fast.cross_entropy(logits, targets).astype(logits.dtype)
     else:
         if as_probs:
             score = mx.sum(logits * targets, axis=axis)
