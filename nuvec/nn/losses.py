@@ -101,7 +101,9 @@ def cross_entropy(logits: mx.array, targets: mx.array, weights: Any = None, axis
 
 def binary_cross_entropy(inputs: mx.array, targets: mx.array, weights: Any = None,
                          with_logits: bool = True, reduction: str = "mean") -> mx.array:
-    """Binary cross-entropy of probabilities (or logits, `with_logits`) against targets in
+    """Binary cross-entropy, from probabilities or logits.
+
+    Binary cross-entropy of probabilities (or logits, `with_logits`) against targets in
     [0, 1]; log probabilities are clipped at -100 as MLX (and PyTorch) do.
 
     Example:
@@ -159,7 +161,9 @@ def nll_loss(inputs: mx.array, targets: mx.array, axis: int = -1,
 
 def gaussian_nll_loss(inputs: mx.array, targets: mx.array, vars: mx.array, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> mx.array:
-    """The Gaussian negative log likelihood `0.5 * (log(var) + (targets - inputs)**2 / var)`
+    """Gaussian negative log likelihood.
+
+    The Gaussian negative log likelihood `0.5 * (log(var) + (targets - inputs)**2 / var)`
     (plus `0.5 * log(2 pi)` when `full`), `var` clipped below at `eps`.
 
     Example:
@@ -179,7 +183,9 @@ def gaussian_nll_loss(inputs: mx.array, targets: mx.array, vars: mx.array, full:
 
 def kl_div_loss(inputs: mx.array, targets: mx.array, axis: int = -1,
                 reduction: str = "none") -> mx.array:
-    """The Kullback-Leibler divergence `sum(exp(targets) * (targets - inputs))` of log
+    """Kullback-Leibler divergence of log probabilities.
+
+    The Kullback-Leibler divergence `sum(exp(targets) * (targets - inputs))` of log
     probabilities along `axis`.
 
     Example:
@@ -194,7 +200,9 @@ def kl_div_loss(inputs: mx.array, targets: mx.array, axis: int = -1,
 
 def smooth_l1_loss(predictions: mx.array, targets: mx.array, beta: float = 1.0,
                    reduction: str = "mean") -> mx.array:
-    """The smooth L1 loss: `0.5 d**2 / beta` where `d = |predictions - targets| < beta`, else
+    """Smooth L1 loss.
+
+    The smooth L1 loss: `0.5 d**2 / beta` where `d = |predictions - targets| < beta`, else
     `d - 0.5 beta`.
 
     Example:
@@ -211,7 +219,9 @@ def smooth_l1_loss(predictions: mx.array, targets: mx.array, beta: float = 1.0,
 def triplet_loss(anchors: mx.array, positives: mx.array, negatives: mx.array, axis: int = -1,
                  p: int = 2, margin: float = 1.0, eps: float = 1e-6,
                  reduction: str = "none") -> mx.array:
-    """The triplet margin loss `max(d(a, pos) - d(a, neg) + margin, 0)`, with
+    """Triplet margin loss.
+
+    The triplet margin loss `max(d(a, pos) - d(a, neg) + margin, 0)`, with
     `d(x, y) = sqrt(sum((x - y)**p) + eps)` along `axis`.
 
     Example:

@@ -122,7 +122,9 @@ class Optimizer(ABC):
 
 
 class MultiOptimizer(Optimizer):
-    """Several optimizers, each for the parameters its filter selects (the last takes the
+    """Several optimizers, each for the parameters its filter selects.
+
+    Several optimizers, each for the parameters its filter selects (the last takes the
     rest).
 
     Args:

@@ -28,7 +28,9 @@ def _zeros(state: dict[str, Any], parameter: mx.array, *names: str) -> None:
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent with momentum:
+    """Stochastic gradient descent, with momentum, dampening, Nesterov and weight decay.
+
+    Stochastic gradient descent with momentum:
     `v = momentum * v + (1 - dampening) * g`, `p = p - lr * (g + momentum * v if nesterov
     else v)`, with `g = grad + weight_decay * p`.
 
@@ -137,7 +139,9 @@ class Adagrad(Optimizer):
 
 
 class AdaDelta(Optimizer):
-    """AdaDelta: `v = rho v + (1 - rho) g**2`, `d = sqrt(u + eps) / sqrt(v + eps) * g`,
+    """The AdaDelta optimizer.
+
+    AdaDelta: `v = rho v + (1 - rho) g**2`, `d = sqrt(u + eps) / sqrt(v + eps) * g`,
     `u = rho u + (1 - rho) d**2`, `p = p - lr * d`.
 
     Example:
@@ -170,7 +174,9 @@ class AdaDelta(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam: `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g**2`,
+    """The Adam optimizer.
+
+    Adam: `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g**2`,
     `p = p - lr * m / (sqrt(v) + eps)`; with `bias_correction`, `m` and `v` are divided by
     `1 - b1**t` and `1 - b2**t` (MLX's default leaves them uncorrected).
 
@@ -214,7 +220,9 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay: `p = p * (1 - lr * weight_decay)` before the Adam
+    """The AdamW optimizer: Adam with decoupled weight decay.
+
+    Adam with decoupled weight decay: `p = p * (1 - lr * weight_decay)` before the Adam
     step.
 
     Example:
@@ -264,7 +272,9 @@ class Adamax(Adam):
 
 
 class Lion(Optimizer):
-    """Lion: `c = b1 m + (1 - b1) g`, `m = b2 m + (1 - b2) g`,
+    """The Lion optimizer.
+
+    Lion: `c = b1 m + (1 - b1) g`, `m = b2 m + (1 - b2) g`,
     `p = p * (1 - lr * weight_decay) - lr * sign(c)`.
 
     Example:

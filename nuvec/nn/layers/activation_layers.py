@@ -140,7 +140,9 @@ class Step(Module):
 
 
 class GELU(Module):
-    """The layer form of `gelu`; `approx` chooses `"none"` (exact), `"precise"` or `"tanh"`
+    """The layer form of `gelu` and its approximations.
+
+    The layer form of `gelu`; `approx` chooses `"none"` (exact), `"precise"` or `"tanh"`
     (`gelu_approx`), or `"fast"` (`gelu_fast_approx`).
 
     Raises:

@@ -152,7 +152,9 @@ class ConvTranspose1d(_Conv):
 
 
 class ConvTranspose2d(_Conv):
-    """2-D transposed convolution over `(N, H, W, C_in)` inputs (arguments as
+    """2-D transposed convolution over `(N, H, W, C_in)` inputs.
+
+    2-D transposed convolution over `(N, H, W, C_in)` inputs (arguments as
     `ConvTranspose1d`, ints or pairs).
 
     Example:
@@ -172,7 +174,9 @@ class ConvTranspose2d(_Conv):
 
 
 class ConvTranspose3d(_Conv):
-    """3-D transposed convolution over `(N, D, H, W, C_in)` inputs (arguments as
+    """3-D transposed convolution over `(N, D, H, W, C_in)` inputs.
+
+    3-D transposed convolution over `(N, D, H, W, C_in)` inputs (arguments as
     `ConvTranspose1d`, ints or triples).
 
     Example:

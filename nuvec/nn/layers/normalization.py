@@ -69,7 +69,9 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Group normalization: features split into `num_groups` groups normalized over the
+    """Group normalization.
+
+    Group normalization: features split into `num_groups` groups normalized over the
     spatial axes and the group's features (batch first, features last).
 
     Args:
@@ -123,7 +125,9 @@ class GroupNorm(Module):
 
 
 class InstanceNorm(Module):
-    """Instance normalization: each feature normalized over the spatial axes (all but the
+    """Instance normalization.
+
+    Instance normalization: each feature normalized over the spatial axes (all but the
     first and last) of each example.
 
     Args:

@@ -64,8 +64,9 @@ class _Pool(Module):
 
 def _pool_class(name: str, n: int, is_max: bool, example: str, shape: str) -> type:
     kind = "Maximum" if is_max else "Average"
-    doc = (f"{kind} pooling over {n} spatial axes of `(N, {'..., ' if n > 1 else ''}L, C)` "
-           f"inputs (the batch axis optional).\n\n"
+    axes = "axis" if n == 1 else "axes"
+    doc = (f"{kind} pooling over the {n} spatial {axes} of `(N, *spatial, C)` inputs.\n\n"
+           "    The batch axis may be left out.\n\n"
            "    Args:\n"
            "        kernel_size: the window (an int or one per axis).\n"
            "        stride: the step between windows (default: the kernel size).\n"

@@ -67,7 +67,9 @@ class RNN(Module):
 
 
 class GRU(Module):
-    """A gated recurrent unit layer (PyTorch's and MLX's gate layout `r, z, n`):
+    """A gated recurrent unit layer.
+
+    A gated recurrent unit layer (PyTorch's and MLX's gate layout `r, z, n`):
     `r, z = sigmoid(...)`, `n = tanh(x_n + r * (h Wh_n^T + b_hn))`, `h = (1 - z) n + z h`.
 
     Args:
@@ -119,7 +121,9 @@ class GRU(Module):
 
 
 class LSTM(Module):
-    """A long short-term memory layer (gates `i, f, g, o`); returns the hidden and the cell
+    """A long short-term memory layer.
+
+    A long short-term memory layer (gates `i, f, g, o`); returns the hidden and the cell
     states of every step.
 
     Args:

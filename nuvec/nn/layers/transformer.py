@@ -23,7 +23,9 @@ __all__ = ["MultiHeadAttention", "TransformerEncoderLayer", "TransformerEncoder"
 
 
 class MultiHeadAttention(Module):
-    """Multi-head attention: projections of queries, keys and values, scaled dot-product
+    """Multi-head attention.
+
+    Multi-head attention: projections of queries, keys and values, scaled dot-product
     attention per head, and an output projection.
 
     Args:
@@ -97,7 +99,9 @@ def _mlp(dims: int, mlp_dims: int | None) -> tuple[Linear, Linear]:
 
 
 class TransformerEncoderLayer(Module):
-    """Self-attention and an MLP, each with a residual and a LayerNorm (before the branch
+    """A transformer encoder layer.
+
+    Self-attention and an MLP, each with a residual and a LayerNorm (before the branch
     when `norm_first`, after the residual otherwise).
 
     Example:
@@ -129,7 +133,9 @@ class TransformerEncoderLayer(Module):
 
 
 class TransformerEncoder(Module):
-    """`num_layers` encoder layers and a final LayerNorm; with `checkpoint`, each layer is
+    """A stack of transformer encoder layers.
+
+    `num_layers` encoder layers and a final LayerNorm; with `checkpoint`, each layer is
     recomputed in the backward pass.
 
     Example:
@@ -154,7 +160,9 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoderLayer(Module):
-    """Self-attention, cross-attention over `memory`, and an MLP, each with a residual and a
+    """A transformer decoder layer.
+
+    Self-attention, cross-attention over `memory`, and an MLP, each with a residual and a
     LayerNorm (placed as in `TransformerEncoderLayer`).
 
     Example:

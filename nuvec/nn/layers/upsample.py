@@ -73,7 +73,9 @@ def upsample_nearest(x: mx.array, scale_factor: Sequence[float]) -> mx.array:
 
 def upsample_linear(x: mx.array, scale_factor: Sequence[float],
                     align_corners: bool = False) -> mx.array:
-    """Linear (bilinear, trilinear) upsampling; coordinates as the module docstring says,
+    """Linear (bilinear, trilinear) upsampling.
+
+    Linear (bilinear, trilinear) upsampling; coordinates as the module docstring says,
     clipped to the input.
 
     Example:
