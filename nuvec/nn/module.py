@@ -101,7 +101,7 @@ class Module(dict):
         if isinstance(value, (mx.array, dict, list, tuple)):
             if key in self.__dict__:
                 object.__delattr__(self, key)
-            self[key] = list(value) if isinstance(value, tuple) else value
+            self[key] = value
         else:
             if key in self:
                 del self[key]

@@ -19,6 +19,7 @@ class Block(nn.Module):
         self.extra = {"scale": mx.ones((4,)), "layers": [nn.Linear(4, 4), nn.Identity()]}
         self._private = mx.zeros((2,))
         self.name = "block"
+        self.sizes = (3, 4)  # a tuple member is neither a parameter nor a child
 
     def __call__(self, x):
         x = self.norm(self.linear(x)) * self.extra["scale"]
@@ -145,3 +146,16 @@ def test_repr_lists_children() -> None:
     assert text.splitlines() == [
         "Sequential(", "  (layers.0): Linear(input_dims=2, output_dims=3, bias=True)",
         "  (layers.1): ReLU()", ")"]
+
+
+def test_save_weights_safetensors_round_trips_or_says_why(tmp_path) -> None:
+    layer = nn.Linear(3, 2)
+    path = str(tmp_path / "w.safetensors")
+    if hasattr(mx, "save_safetensors"):
+        layer.save_weights(path)
+        other = nn.Linear(3, 2).load_weights(path)
+        np.testing.assert_array_equal(np.asarray(other.weight), np.asarray(layer.weight))
+    else:
+        with pytest.raises(ValueError, match="save_weights: .safetensors files need "
+                                             "nuvec.save_safetensors"):
+            layer.save_weights(path)

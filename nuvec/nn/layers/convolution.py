@@ -114,11 +114,9 @@ class Conv3d(_Conv):
     _n, _op = 3, staticmethod(mx.conv3d)
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1,
-                 bias: bool = True) -> None:
+                 padding: Any = 0, dilation: Any = 1, bias: bool = True) -> None:
         super().__init__()
-        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                    bias)
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, 1, bias)
 
 
 class ConvTranspose1d(_Conv):
@@ -132,7 +130,6 @@ class ConvTranspose1d(_Conv):
         padding: the padding of the equivalent convolution.
         dilation: the kernel dilation.
         output_padding: extra size added to one side of the output.
-        groups: channel groups.
         bias: whether to add a bias (zeros).
 
     Example:
@@ -145,10 +142,10 @@ class ConvTranspose1d(_Conv):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding: int = 0, dilation: int = 1, output_padding: int = 0,
-                 groups: int = 1, bias: bool = True) -> None:
+                 bias: bool = True) -> None:
         super().__init__()
-        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                    bias, output_padding)
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, 1, bias,
+                    output_padding)
 
 
 class ConvTranspose2d(_Conv):
@@ -167,10 +164,10 @@ class ConvTranspose2d(_Conv):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, output_padding: Any = 0,
-                 groups: int = 1, bias: bool = True) -> None:
+                 bias: bool = True) -> None:
         super().__init__()
-        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                    bias, output_padding)
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, 1, bias,
+                    output_padding)
 
 
 class ConvTranspose3d(_Conv):
@@ -189,7 +186,7 @@ class ConvTranspose3d(_Conv):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, output_padding: Any = 0,
-                 groups: int = 1, bias: bool = True) -> None:
+                 bias: bool = True) -> None:
         super().__init__()
-        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                    bias, output_padding)
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, 1, bias,
+                    output_padding)
