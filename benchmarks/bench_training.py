@@ -120,7 +120,8 @@ def copy_lm_weights(torch, model, torch_model) -> None:
             target = name
             for old, new in renames.items():
                 target = target.replace(old, new)
-            dict(torch_model.named_parameters())[target].copy_(torch.from_numpy(np.asarray(value)))
+            data = torch.from_numpy(np.array(value))  # a writable copy
+            dict(torch_model.named_parameters())[target].copy_(data)
 
 
 def _lm_schedule(args):
@@ -176,12 +177,13 @@ def bench_lm(torch, repeats: int) -> None:
 
 
 def train_torch_lm(torch, steps: int) -> None:
-    """The PyTorch LM trained like the example (same batches, schedule, clipping)."""
+    """The PyTorch LM trained like the example (same initial weights, batches, schedule and
+    clipping)."""
     lm = _example("transformer_lm")
     args = lm.parse_args(["--steps", str(steps)])
     data = lm.CharData(lm.load_text())
-    torch.manual_seed(args.seed)
     model = torch_lm(torch, data.vocab_size, args)
+    copy_lm_weights(torch, lm.build(args, data)[0], model)  # the example's initial weights
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.99),
                             weight_decay=args.weight_decay)
     schedule = _lm_schedule(args)

@@ -15,6 +15,8 @@ The run shows a progress bar (loss, tokens per second), evaluates the validation
 nats per character and bits per character), writes the loss curve (`loss.png`) and a
 checkpoint (model and optimizer state, `.safetensors` when nuvec can write them, else
 `.npz`) under `--out`, and finally generates text from a prompt with a key-value cache.
+The defaults reach a validation loss of about 1.37 nats (1.97 bits) per character. On a busy
+machine, `OPENBLAS_NUM_THREADS=1` keeps NumPy's BLAS threads from fighting over the cores.
 """
 
 from __future__ import annotations
