@@ -13,8 +13,8 @@ causal multi-head attention with RoPE (`mx.fast.scaled_dot_product_attention` wi
 
 The run shows a progress bar (loss, tokens per second), evaluates the validation loss (in
 nats per character and bits per character), writes the loss curve (`loss.png`) and a
-checkpoint (model and optimizer state, `.safetensors` when nuvec can write them, else
-`.npz`) under `--out`, and finally generates text from a prompt with a key-value cache.
+checkpoint (model and optimizer state, in safetensors files) under `--out`, and finally
+generates text from a prompt with a key-value cache.
 The defaults reach a validation loss of about 1.37 nats (1.97 bits) per character. On a busy
 machine, `OPENBLAS_NUM_THREADS=1` keeps NumPy's BLAS threads from fighting over the cores.
 """
@@ -193,30 +193,23 @@ def generate(model: TransformerLM, data: CharData, prompt: str, length: int,
 
 # ---- checkpoints ----------------------------------------------------------------------------
 
-def _weights_format() -> str:
-    return "safetensors" if hasattr(mx, "save_safetensors") else "npz"
-
-
 def save_checkpoint(out: Path, model: nn.Module, optimizer: optim.Optimizer, step: int,
                     history: dict[str, list]) -> Path:
-    """Writes the model weights, the optimizer state and the run's progress under `out`."""
-    ext = _weights_format()
-    model.save_weights(str(out / f"model.{ext}"))
-    state = dict(tree_flatten(optimizer.state))
-    if ext == "safetensors":
-        mx.save_safetensors(str(out / "optimizer.safetensors"), state)
-    else:
-        mx.savez(str(out / "optimizer.npz"), **state)
-    (out / "progress.json").write_text(json.dumps({"step": step, "format": ext, **history}))
-    return out / f"model.{ext}"
+    """Writes the model weights, the optimizer state (safetensors) and the run's progress."""
+    model.save_weights(str(out / "model.safetensors"))
+    mx.save_safetensors(str(out / "optimizer.safetensors"), dict(tree_flatten(optimizer.state)))
+    (out / "progress.json").write_text(json.dumps({"step": step, **history}))
+    return out / "model.safetensors"
 
 
 def load_checkpoint(out: Path, model: nn.Module, optimizer: optim.Optimizer) -> tuple[int, dict]:
     """Restores what `save_checkpoint` wrote; returns the step reached and the history."""
     progress = json.loads((out / "progress.json").read_text())
-    ext = progress.pop("format")
-    model.load_weights(str(out / f"model.{ext}"))
-    optimizer.state = tree_unflatten(list(mx.load(str(out / f"optimizer.{ext}")).items()))
+    model.load_weights(str(out / "model.safetensors"))
+    state = mx.load(str(out / "optimizer.safetensors"))
+    # the scalars (step, learning rate) come back 1-D from the file: make them scalars again
+    state = {k: v.reshape(()) if "." not in k else v for k, v in state.items()}
+    optimizer.state = tree_unflatten(list(state.items()))
     return progress.pop("step"), progress
 
 

@@ -29,9 +29,10 @@ from nuvec.nn.layers.transformer import (
 from nuvec.nn.layers.upsample import Upsample, upsample_cubic, upsample_linear, upsample_nearest
 from nuvec.nn.module import Module
 from nuvec.nn.utils import checkpoint, value_and_grad
+from nuvec.nn.distributed import average_gradients
 
 __all__ = [
-    "Module", "value_and_grad", "checkpoint", "quantize",
+    "Module", "value_and_grad", "checkpoint", "quantize", "average_gradients",
     "Identity", "Linear", "Bilinear", "Embedding", "Sequential",
     "Dropout", "Dropout2d", "Dropout3d",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",

@@ -424,11 +424,7 @@ class Module(dict):
         if file.endswith(".npz"):
             mx.savez(file, **params)
         elif file.endswith(".safetensors"):
-            save = getattr(mx, "save_safetensors", None)
-            if save is None:
-                raise ValueError("save_weights: .safetensors files need "
-                                 "nuvec.save_safetensors, which this build lacks")
-            save(file, params)
+            mx.save_safetensors(file, params)
         else:
             raise ValueError(f"save_weights: unsupported file extension for {file}; use "
                              "'.npz' or '.safetensors'")

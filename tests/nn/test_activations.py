@@ -94,7 +94,8 @@ def test_prelu_layer_and_function() -> None:
     alpha = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
     x = mx.array(xs, mx.float64)
     expected = np.maximum(xs, 0) + alpha * np.minimum(xs, 0)
-    np.testing.assert_allclose(np.asarray(nn.prelu(x, mx.array(alpha, mx.float64))), expected, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(nn.prelu(x, mx.array(alpha, mx.float64))), expected,
+                               rtol=1e-12)
     layer = nn.PReLU(6, init=0.5)
     assert layer.weight.tolist() == [0.5] * 6
     layer.weight = mx.array(alpha, mx.float64)
