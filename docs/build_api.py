@@ -60,8 +60,11 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
      ("nuvec.transforms.autodiff", "nuvec.transforms.batching", "nuvec.transforms.custom",
       "nuvec.transforms.depends",
       "nuvec.graph.primitive", "nuvec.compilation")),
-    ("io", "Saving and loading", "Arrays to and from NumPy's `.npy` and `.npz` files.",
-     ("nuvec.io",)),
+    ("io", "Saving and loading",
+     "Arrays to and from `.npy`, `.npz`, `.safetensors` and `.gguf` files (see also "
+     "[files]({docs}/files.md)).",
+     ("nuvec.io", "nuvec.io.loading", "nuvec.io.numpy_files", "nuvec.io.safetensors_files",
+      "nuvec.io.gguf_files")),
     ("dtypes", "Dtypes", "Element types, their categories, promotion and limits.",
      ("nuvec.graph.dtypes",)),
 ]
@@ -84,6 +87,9 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
      "Fourier transforms, as `mlx.core.fft` (see also [linalg and fft]({docs}/linalg.md))."),
     ("nuvec.fast", nuvec.fast,
      "Fused operations and the attention planner (see also [fast]({docs}/fast.md))."),
+    ("nuvec.distributed", nuvec.distributed,
+     "Communication between processes, as `mlx.core.distributed` (see also "
+     "[distributed]({docs}/distributed.md))."),
     ("nuvec.utils", nuvec.utils, "Tree utilities, as `mlx.utils`."),
     ("nuvec.testing", nuvec.testing, "Assertions and rule checks for operations."),
 ]

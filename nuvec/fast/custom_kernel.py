@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from nuvec import ops
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
 from nuvec.graph.device import stream as stream_context
@@ -73,8 +74,6 @@ class CustomKernel(Primitive):
 
     def vmap(self, inputs, axes):
         """One launch per batch element (the body knows nothing of a batch), stacked."""
-        from nuvec import ops
-
         n = next(a.shape[ax] for a, ax in zip(inputs, axes) if ax is not None)
         per = []
         for i in range(n):
