@@ -13,12 +13,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from nuvec import ops
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec import ops
 from nuvec.ops.arguments import as_array
 
 __all__ = ["CustomKernel", "cuda_kernel"]
@@ -74,7 +74,6 @@ class CustomKernel(Primitive):
 
     def vmap(self, inputs, axes):
         """One launch per batch element (the body knows nothing of a batch), stacked."""
-
         n = next(a.shape[ax] for a, ax in zip(inputs, axes) if ax is not None)
         per = []
         for i in range(n):

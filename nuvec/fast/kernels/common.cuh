@@ -105,6 +105,27 @@ __device__ __forceinline__ MaxSum block_merge(MaxSum a, float* scratch) {
   return MaxSum{r.x, r.y};
 }
 
+// Per-column sums over the rows a block visits (the norm VJPs' weight and bias gradients):
+// a thread's first VEC columns (i < blockDim.x * VEC) in registers, the others read-modify-
+// written in `part` (global, this block's row of it). `flush` stores the registers.
+template <int VEC>
+struct ColumnSums {
+  float first[VEC];
+  float* part;
+  __device__ __forceinline__ explicit ColumnSums(float* p) : part(p) {
+    for (int k = 0; k < VEC; ++k) first[k] = 0.f;
+  }
+  __device__ __forceinline__ void add(unsigned i, int k, float v, bool first_row) {
+    if (i < blockDim.x * VEC) first[k] += v;
+    else part[i + k] = first_row ? v : part[i + k] + v;
+  }
+  __device__ __forceinline__ void flush(unsigned d) {
+    unsigned i = threadIdx.x * VEC;
+    if (i < d)
+      for (int k = 0; k < VEC; ++k) part[i + k] = first[k];
+  }
+};
+
 }  // namespace nuvec
 
 // out[c] = sum over p of part[p * d + c] (float partial sums of the norm VJPs' weight and

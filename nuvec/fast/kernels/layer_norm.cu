@@ -59,8 +59,7 @@ __global__ void __launch_bounds__(1024) layer_norm_vjp(const T* __restrict__ x,
                                                        float* __restrict__ part, unsigned rows,
                                                        unsigned d, float eps, int has_w) {
   __shared__ float scratch[64];
-  float* pw = part + blockIdx.x * d;
-  float* pb = part + (gridDim.x + blockIdx.x) * d;
+  ColumnSums<VEC> dw(part + blockIdx.x * d), db(part + (gridDim.x + blockIdx.x) * d);
   for (unsigned row = blockIdx.x; row < rows; row += gridDim.x) {
     const unsigned base = row * d;
     float2 mn = row_moments<T, VEC>(x + base, d, eps, scratch);
@@ -81,11 +80,12 @@ __global__ void __launch_bounds__(1024) layer_norm_vjp(const T* __restrict__ x,
         float xc = to_float(xv.v[k]) - mn.x, gf = to_float(gv.v[k]);
         float wg = (has_w ? to_float(w[i + k]) : 1.f) * gf;
         o.v[k] = from_float<T>((wg - mwg) * n - xc * mwgxc * n3);
-        bool first = row == blockIdx.x;
-        pw[i + k] = first ? gf * xc * n : pw[i + k] + gf * xc * n;
-        pb[i + k] = first ? gf : pb[i + k] + gf;
+        dw.add(i, k, gf * xc * n, row == blockIdx.x);
+        db.add(i, k, gf, row == blockIdx.x);
       }
       store_vec<T, VEC>(dx + base, i, o);
     }
   }
+  dw.flush(d);
+  db.flush(d);
 }

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(1024) rms_norm_vjp(const T* __restrict__ x,
                                                      float* __restrict__ part, unsigned rows,
                                                      unsigned d, float eps, int has_w) {
   __shared__ float scratch[64];
-  float* pr = part + blockIdx.x * d;
+  ColumnSums<VEC> dw(part + blockIdx.x * d);
   for (unsigned row = blockIdx.x; row < rows; row += gridDim.x) {
     const unsigned base = row * d;
     float ss = 0.f, t = 0.f;
@@ -94,10 +94,10 @@ __global__ void __launch_bounds__(1024) rms_norm_vjp(const T* __restrict__ x,
         float xf = to_float(xv.v[k]), gf = to_float(gv.v[k]);
         float wf = has_w ? to_float(w[i + k]) : 1.f;
         o.v[k] = from_float<T>(gf * wf * n - xf * mt * n3);
-        float dw = gf * xf * n;
-        pr[i + k] = row == blockIdx.x ? dw : pr[i + k] + dw;
+        dw.add(i, k, gf * xf * n, row == blockIdx.x);
       }
       store_vec<T, VEC>(dx + base, i, o);
     }
   }
+  dw.flush(d);
 }
