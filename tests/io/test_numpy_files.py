@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import pathlib
+import tracemalloc
 
 import ml_dtypes
 import numpy as np
 import pytest
 from helpers import ids, int_pair
+from io_helpers import mapped
 
 import nuvec as mx
 from nuvec.graph import dtypes as dt
@@ -141,3 +143,44 @@ def test_load_rejects_dtypes_nuvec_lacks(tmp_path: pathlib.Path, data):
     np.save(tmp_path / "a.npy", data)
     with pytest.raises(TypeError, match="^load: '.*a.npy': unsupported dtype"):
         mx.load(tmp_path / "a.npy")
+
+
+def test_npy_and_uncompressed_npz_files_are_memory_mapped(tmp_path: pathlib.Path):
+    big = np.arange(4 * 2**20, dtype=np.float32)  # 16 MiB
+    fortran = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    np.save(tmp_path / "big.npy", big)
+    np.savez(tmp_path / "plain.npz", big=big, f=fortran)
+    np.savez_compressed(tmp_path / "small.npz", c=big[:5])
+    tracemalloc.start()
+    try:
+        single, plain = mx.load(tmp_path / "big.npy"), mx.load(tmp_path / "plain.npz")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, f"loading allocated {peak} bytes"
+    assert mapped(single) and mapped(plain["big"]) and mapped(plain["f"])
+    assert_allclose(plain["f"], fortran, dtype=mx.float64, rtol=0, atol=0)
+    assert plain["big"][-1].item() == big[-1] and single[-1].item() == big[-1]
+    compressed = mx.load(tmp_path / "small.npz")["c"]  # compressed members are read
+    assert not mapped(compressed) and compressed.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("name, cut", [("a.npy", -8), ("a.npz", -30), ("a.npz", 40)])
+def test_truncated_numpy_files_raise(tmp_path: pathlib.Path, name, cut):
+    path = tmp_path / name
+    (np.save if name.endswith("npy") else np.savez)(path, np.arange(100.0))
+    path.write_bytes(path.read_bytes()[:cut])
+    with pytest.raises(ValueError, match=rf"^load: '.*{name}': is not a valid \.np[yz]"):
+        mx.load(path)
+
+
+def test_mislabelled_numpy_files_raise(tmp_path: pathlib.Path):
+    mx.save_safetensors(tmp_path / "w.safetensors", {"w": mx.ones((2,))})
+    for name in ("w.npy", "w.npz"):
+        (tmp_path / name).write_bytes((tmp_path / "w.safetensors").read_bytes())
+        with pytest.raises(ValueError, match=rf"^load: '.*{name}': is not a valid"):
+            mx.load(tmp_path / name)
+    np.save(tmp_path / "x.npy", np.ones(2))
+    (tmp_path / "x.npy").rename(tmp_path / "x.npz")
+    with pytest.raises(ValueError, match=r"^load: '.*x.npz': is a .npy file, not a .npz"):
+        mx.load(tmp_path / "x.npz")
