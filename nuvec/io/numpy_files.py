@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph.array import Array
-from nuvec.io.files import fail, host, read_buffer, to_array, view
+from nuvec.io.files import fail, host, read_buffer, to_array, view, writable
 
 __all__ = ["load_npy", "load_npz", "save", "savez", "savez_compressed"]
 
@@ -37,7 +37,9 @@ def save(file: Any, arr: Array) -> None:
         >>> mx.load(f, format="npy").tolist()
         [1, 2]
     """
-    np.save(file, host(arr, "save"), allow_pickle=False)
+    data = host(arr, "save")
+    with writable(file, "npy", "save") as f:
+        np.save(f, data, allow_pickle=False)
 
 
 def _named(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -68,7 +70,9 @@ def savez(file: Any, *args: Array, **kwargs: Array) -> None:
         >>> sorted((k, v.shape) for k, v in mx.load(f, format="npz").items())
         [('arr_0', (2,)), ('w', (3,))]
     """
-    np.savez(file, **_named("savez", args, kwargs))
+    named = _named("savez", args, kwargs)
+    with writable(file, "npz", "savez") as f:
+        np.savez(f, **named)
 
 
 def savez_compressed(file: Any, *args: Array, **kwargs: Array) -> None:
@@ -82,7 +86,9 @@ def savez_compressed(file: Any, *args: Array, **kwargs: Array) -> None:
         >>> mx.load(f, format="npz")["x"].shape
         (256,)
     """
-    np.savez_compressed(file, **_named("savez_compressed", args, kwargs))
+    named = _named("savez_compressed", args, kwargs)
+    with writable(file, "npz", "savez_compressed") as f:
+        np.savez_compressed(f, **named)
 
 
 def load_npy(file: Any) -> Array:

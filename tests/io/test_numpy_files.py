@@ -184,3 +184,27 @@ def test_mislabelled_numpy_files_raise(tmp_path: pathlib.Path):
     (tmp_path / "x.npy").rename(tmp_path / "x.npz")
     with pytest.raises(ValueError, match=r"^load: '.*x.npz': is a .npy file, not a .npz"):
         mx.load(tmp_path / "x.npz")
+
+
+@pytest.mark.parametrize("fmt", ["npy", "npz", "safetensors", "gguf"])
+def test_saving_over_the_file_arrays_are_mapped_from(tmp_path: pathlib.Path, fmt):
+    """The old file stays intact under its mapped arrays until the new one replaces it."""
+    path = tmp_path / f"w.{fmt}"
+    x = np.arange(2**16, dtype=np.float32)
+    save = {"npy": lambda a: mx.save(path, a), "npz": lambda a: mx.savez(path, w=a),
+            "safetensors": lambda a: mx.save_safetensors(path, {"w": a}),
+            "gguf": lambda a: mx.save_gguf(path, {"w": a})}[fmt]
+    save(mx.array(x))
+    loaded = mx.load(path)
+    w = loaded if fmt == "npy" else loaded["w"]
+    save(w * 2)  # reads the mapped data while writing the same path
+    again = mx.load(path)
+    assert_allclose(again if fmt == "npy" else again["w"], 2 * x, dtype=mx.float32, rtol=0, atol=0)
+    assert_allclose(w, x, dtype=mx.float32, rtol=0, atol=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary left
+
+
+def test_a_failed_save_leaves_no_file(tmp_path: pathlib.Path):
+    with pytest.raises(TypeError):
+        mx.save_gguf(tmp_path / "w.gguf", {"a": mx.ones(2), "b": mx.ones(2, dtype=mx.uint8)})
+    assert list(tmp_path.iterdir()) == []
