@@ -153,3 +153,10 @@ def test_generate_streams_a_reply_and_prints_speeds(monkeypatch, capsys):
     assert out[0].startswith("loaded SmolLM2-135M-Instruct")
     assert "Paris" in out[1]
     assert out[-1].startswith("prompt: ") and "tokens/s; generation: " in out[-1]
+
+
+def test_generate_without_the_device_exits_with_a_message(monkeypatch):
+    generate = example("generate")
+    monkeypatch.setattr(generate.mx, "is_available", lambda device: False)
+    with pytest.raises(SystemExit, match="the gpu device is not available here"):
+        generate.main(["--device", "gpu"])

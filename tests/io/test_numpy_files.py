@@ -208,3 +208,12 @@ def test_a_failed_save_leaves_no_file(tmp_path: pathlib.Path):
     with pytest.raises(TypeError):
         mx.save_gguf(tmp_path / "w.gguf", {"a": mx.ones(2), "b": mx.ones(2, dtype=mx.uint8)})
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("dtype", dt.ALL_DTYPES, ids=ids)
+@pytest.mark.parametrize("save", [mx.savez, mx.savez_compressed], ids=["plain", "compressed"])
+def test_every_dtype_round_trips_through_npz(tmp_path: pathlib.Path, dtype, save):
+    a, x = int_pair((3, 2), dtype)
+    save(tmp_path / "z.npz", a=a)
+    b = mx.load(tmp_path / "z.npz")["a"]
+    assert_allclose(b, x, dtype=dtype, rtol=0, atol=0)
