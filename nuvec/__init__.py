@@ -67,6 +67,9 @@ from nuvec.graph.printing import (
 )
 from nuvec.graph.primitive import TransformError
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec.fast.conv import conv1d
+from nuvec.fast.gather import gather_mm, gather_qmm
+from nuvec.fast.softmax_axes import logsumexp, softmax
 from nuvec.transforms import (
     checkpoint,
     custom_function,
@@ -84,6 +87,7 @@ import nuvec.random as random  # noqa: E402  (after the star import, which binds
 from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
 from nuvec import utils  # noqa: E402
 from nuvec import fast  # noqa: E402
+from nuvec import distributed  # noqa: E402
 from nuvec.compilation import compile, disable_compile, enable_compile  # noqa: E402
 from nuvec.io import (  # noqa: E402
     load, save, save_gguf, save_safetensors, savez, savez_compressed,
