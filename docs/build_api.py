@@ -82,6 +82,9 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
      "Fourier transforms, as `mlx.core.fft` (see also [linalg and fft]({docs}/linalg.md))."),
     ("nuvec.fast", nuvec.fast,
      "Fused operations and the attention planner (see also [fast]({docs}/fast.md))."),
+    ("nuvec.cuda", nuvec.cuda, "Whether an NVIDIA GPU is available, as `mlx.core.cuda`."),
+    ("nuvec.metal", nuvec.metal,
+     "MLX's `mlx.core.metal` for Apple-GPU code: never available; the rest harmless."),
     ("nuvec.utils", nuvec.utils, "Tree utilities, as `mlx.utils`."),
     ("nuvec.testing", nuvec.testing, "Assertions and rule checks for operations."),
 ]

@@ -135,7 +135,7 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
             converted = np.array(data, dtype=out.np, copy=True)
     except (OverflowError, ValueError) as exc:
         raise ValueError(f"array: cannot convert data to {out.name}: {exc}") from None
-    return leaf(converted, out)
+    return leaf(converted, out, upload=True)  # on a GPU default device: uploaded
 
 
 def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
