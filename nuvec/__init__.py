@@ -71,9 +71,20 @@ from nuvec.graph.printing import (
     set_printoptions,
 )
 from nuvec.graph.primitive import TransformError
-from nuvec.graph.transforms import grad, jvp, value_and_grad, vjp, vmap
-from nuvec.graph.custom import checkpoint, custom_function, depends
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec.fast.conv import conv1d
+from nuvec.fast.gather import gather_mm, gather_qmm
+from nuvec.fast.softmax_axes import logsumexp, softmax
+from nuvec.transforms import (
+    checkpoint,
+    custom_function,
+    depends,
+    grad,
+    jvp,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 array = Array  # noqa: F811  (the class, as in MLX, so `isinstance(x, mx.array)` works)
 import nuvec.fft as fft  # noqa: E402  (after the star import, which binds nuvec.ops.fft)
 import nuvec.linalg as linalg  # noqa: E402  (likewise nuvec.ops.linalg)
@@ -82,7 +93,10 @@ from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
 from nuvec import utils  # noqa: E402
 from nuvec import fast  # noqa: E402
 from nuvec import cuda, metal  # noqa: E402
+from nuvec import distributed  # noqa: E402
 from nuvec.compilation import compile, disable_compile, enable_compile  # noqa: E402
-from nuvec.io import load, save, savez, savez_compressed  # noqa: E402
+from nuvec.io import (  # noqa: E402
+    load, save, save_gguf, save_safetensors, savez, savez_compressed,
+)
 
 __version__ = "0.1.0"

@@ -219,6 +219,8 @@ SIGNATURES = {
     "rsqrt": "(a, /, *, stream=None)",
     "save": "(file, arr)",
     "savez": "(file, *args, **kwargs)",
+    "save_safetensors": "(file, arrays, metadata=None)",
+    "save_gguf": "(file, arrays, metadata=None)",
     "savez_compressed": "(file, *args, **kwargs)",
     "searchsorted": "(a, v, /, side='left', *, stream=None)",
     "segmented_mm": "(a, b, /, segments, *, stream=None)",
@@ -339,6 +341,10 @@ SIGNATURES = {
     "fast.norm_rope": (
         "(x, weight=None, eps=None, *, dims, traditional=False, base=None, scale=1.0, offset=0, "
         "freqs=None, cache=None, stream=None)"
+    ),
+    "fast.packed_attention": (
+        "(qkv, lengths, cos, sin, *, heads, scale=None, window=None, return_lse=False, "
+        "stream=None)"
     ),
     "fast.paged_attention": "(q, k_cache, v_cache, block_tables, lengths, *, scale, stream=None)",
     "fast.paged_write": "(cache, new, slots, *, stream=None)",

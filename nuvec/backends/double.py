@@ -21,6 +21,9 @@ import numpy as np
 
 from nuvec.backends.cupy.bfloat16 import BFLOAT16, Bfloat16Buffer, bits_of_host, coerce
 from nuvec.backends.cupy.bfloat16 import to_host as bits_to_host
+from nuvec.backends.cupy.special import CLASSES
+from nuvec.backends.cupy.table import FUSED_CLASSES, build_table, host_route
+from nuvec.backends.numpy import table as cpu_table
 from nuvec.graph.device import DeviceType, Stream
 
 
@@ -81,18 +84,16 @@ class DoubleBackend:
     asynchronous = True
 
     def __init__(self, delay: float = 0.0):
-        from nuvec.backends.cupy.table import build_table
-        from nuvec.backends.numpy import table as cpu_table
-
         self.delay = delay
         self.host_copies = 0
         self._workers: dict[int, ThreadPoolExecutor] = {}
         self._errors: dict[int, BaseException] = {}
         self._lock = threading.Lock()
-        from nuvec.backends.cupy.special import CLASSES
-
         # NumPy has no erf: the double takes the CPU's where CuPy has its own special functions
         special = {cls: cpu_table.kernels[cls] for cls in CLASSES}
+        # the CUDA-kernel fused ops compute on the host, as their CPU kernels do
+        special.update({cls: host_route(cpu_table.kernels[cls], self._host_of, self._device_of)
+                        for cls in FUSED_CLASSES})
         raw = build_table(np, "gpu-double", cpu_table, self._host_of, self._device_of, special)
         self.kernels = type(raw)(raw.name)
         for cls, fn in raw.kernels.items():

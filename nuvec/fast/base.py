@@ -15,7 +15,13 @@ import numpy as np
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf, record
 from nuvec.graph.device import DeviceType, default_stream, stream as stream_context, to_stream
+from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import Primitive
+from nuvec import ops
+from nuvec.ops.families import batch_size, move_batch_to_front
+from nuvec.transforms.autodiff import backward, forward
+from nuvec.transforms.batching import vmap as batched
+from nuvec.transforms.trace import mark, trace
 
 KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
 # The dtypes a recorded node takes: the GPU kernels' and float64 (computed with NumPy).
@@ -24,9 +30,7 @@ _U32_MAX = 2**32 - 1
 
 
 def mx() -> Any:
-    """The ordinary operations (imported when a graph is built, not at import time)."""
-    import nuvec.ops as ops
-
+    """The ordinary operations, `nuvec.ops` (the fallback graphs are written with them)."""
     return ops
 
 
@@ -105,8 +109,6 @@ def one(op: FastOp, inputs: Sequence[Array]) -> Array:
 
 def front(inputs: Sequence[Array], axes: Sequence[int | None], i: int) -> Array:
     """Input `i` with its batch axis first (broadcast along a new one when unbatched)."""
-    from nuvec.ops.families import batch_size, move_batch_to_front
-
     return move_batch_to_front(inputs[i], axes[i], batch_size(inputs, axes))
 
 
@@ -150,9 +152,7 @@ class FastOp(Primitive):
 
     # -- rules through the fallback graph ----------------------------------------------
     def _traced(self, inputs: Sequence[Array], active: list[int]):
-        from nuvec.graph.transforms import _mark, _trace
-
-        starts = _mark([inputs[i] for i in active])
+        starts = mark([inputs[i] for i in active])
 
         def run(*ps: Array) -> list[Array]:
             full = list(inputs)
@@ -160,15 +160,13 @@ class FastOp(Primitive):
                 full[i] = p
             return self.fallback(full)
 
-        return starts, _trace(run, starts)
+        return starts, trace(run, starts)
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return self.fallback_vjp(primals, cotangents, argnums)
 
     def fallback_vjp(self, primals, cotangents, argnums) -> list[Array | None]:
         """Reverse mode through the fallback graph, for the wanted floating inputs."""
-        from nuvec.graph.transforms import backward
-
         active = [i for i in argnums if primals[i].dtype.is_inexact]
         if not active:
             return [None] * len(argnums)
@@ -178,8 +176,6 @@ class FastOp(Primitive):
         return [found.get(i) for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.graph.transforms import forward
-
         active = [
             i for i, t in enumerate(tangents) if t is not None and primals[i].dtype.is_inexact
         ]
@@ -202,8 +198,6 @@ class FastOp(Primitive):
                 full[i] = front(inputs, axes, i)
             outs = record_or_fallback(self, full)
             return outs, [0] * len(outs)
-        from nuvec.graph.transforms import vmap as batched
-
         outs = batched(lambda *xs: self.fallback(list(xs)), in_axes=tuple(axes))(*inputs)
         return list(outs), [0] * len(outs)
 
@@ -229,8 +223,6 @@ def run_on_cpu(
         >>> mx.fast.run_on_cpu([np.array([1.0, 2.0])], lambda xs: [xs[0] * 2])[0].tolist()
         [2.0, 4.0]
     """
-    from nuvec.graph.evaluator import eval as evaluate
-
     leaves = [leaf(np.ascontiguousarray(a), dt.from_numpy_dtype(np.asarray(a).dtype))
               for a in operands]
     with stream_context(default_stream(DeviceType.cpu)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from nuvec.graph.device import loaded_backends
+from nuvec.graph.device import backend_for, default_device, loaded_backends
 
 
 class _Counters:
@@ -129,8 +129,6 @@ def _check_limit(name: str, limit: Any) -> int:
 
 
 def _memory_size() -> int:
-    from nuvec.graph.device import backend_for, default_device
-
     device = default_device()
     return int(backend_for(device).device_info(device.index).get("memory_size", 0))
 

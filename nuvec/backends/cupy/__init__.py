@@ -16,6 +16,9 @@ import numpy as np
 
 from nuvec.backends.cupy.bfloat16 import BFLOAT16, Bfloat16Buffer, bits_of_host, coerce
 from nuvec.backends.cupy.bfloat16 import to_host as bits_to_host
+from nuvec.backends.cupy.special import overrides
+from nuvec.backends.cupy.table import build_table
+from nuvec.backends.numpy import table as cpu_table
 from nuvec.graph.device import DeviceType, Stream
 from nuvec.graph.memory import owned_bytes
 
@@ -52,7 +55,7 @@ class CupyBackend:
 
     def _load(self) -> str:
         try:
-            import cupy
+            import cupy  # here, not at module level: only a GPU's first use imports CuPy
         except ImportError:
             return f"CuPy is not installed; {INSTALL}"
         try:
@@ -61,15 +64,12 @@ class CupyBackend:
             return f"CuPy is installed but finds no CUDA device ({exc})"
         if count == 0:
             return "CuPy is installed but finds no CUDA device"
-        from nuvec.backends.cupy.special import overrides
-        from nuvec.backends.cupy.table import build_table
-        from nuvec.backends.numpy import table as cpu_table
-
         self.cupy = cupy
         self.array_type = cupy.ndarray
-        self.kernels = build_table(
-            cupy, "gpu", cpu_table, self._host, self._device, overrides(cupy)
-        )
+        from nuvec.backends.cupy import fused  # here: its launchers import CuPy
+
+        kernels = {**overrides(cupy), **fused.overrides(cupy)}
+        self.kernels = build_table(cupy, "gpu", cpu_table, self._host, self._device, kernels)
         return ""
 
     # -- streams and events -----------------------------------------------------------------

@@ -14,7 +14,7 @@ CLASSES = (u.Erf, u.ErfInv)  # what `overrides` returns kernels for
 
 def overrides(cupy: Any) -> dict[type, Callable]:
     """Kernels replacing the shared bodies on CuPy."""
-    import cupyx.scipy.special as special
+    import cupyx.scipy.special as special  # here: imported with CuPy, on a GPU's first use
 
     return {
         u.Erf: lambda p, x: special.erf(widen(x)),

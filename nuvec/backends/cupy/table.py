@@ -17,6 +17,7 @@ import nuvec.backends.common  # noqa: F401  (registers every shared body)
 from nuvec.backends.common.registry import SHARED, Bodies, bind
 from nuvec.backends.cpu_route import CPU_ROUTE
 from nuvec.backends.cupy.bfloat16 import BFLOAT16, Bfloat16Buffer, narrow, widen
+from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
 from nuvec.graph.backend import KernelTable
 from nuvec.graph.primitive import Copy
 from nuvec.ops import indexing as ix
@@ -29,6 +30,8 @@ from nuvec.ops import slicing as sl
 from nuvec.ops import unary as u
 from nuvec.ops.comparison import Select
 
+FUSED_CLASSES = (PackedAttention, PackedAttentionVjp)  # launched by `cupy/fused.py`
+
 # Primitives that move or pick elements without arithmetic: on bfloat16 they run on the bits.
 LAYOUT = frozenset((
     Copy, u.StopGradient, sh.Reshape, sh.Transpose, sh.BroadcastTo, sl.Slice, sl.SliceUpdate,
@@ -36,8 +39,9 @@ LAYOUT = frozenset((
     ms.AsStrided,
 ))  # fmt: skip
 
-# Primitives whose GPU body reads bfloat16 buffers itself (a bit cast): given them unchanged.
-RAW = frozenset((ms.View,))
+# Primitives whose GPU body reads bfloat16 buffers itself (a bit cast, CUDA kernels): their
+# kernels get the inputs unchanged.
+RAW = frozenset((ms.View, *FUSED_CLASSES))
 
 GPU = Bodies()  # GPU overrides of shared bodies (or bodies the CPU has only NumPy-only kernels for)
 

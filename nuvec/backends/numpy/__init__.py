@@ -18,6 +18,7 @@ from nuvec.backends.numpy.registry import kernels, table, writes_into
 from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers its kernels)
     fast,
     fast_attention,
+    fast_packed,
     quantized,
     unary,
 )
