@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.conv import DepthwiseConv1d
-from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.fast.gather import GatherMm, GatherQmm
-from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.fast.paged import PagedAttention, PagedWrite
-from nuvec.fast.rope import NormRope, Rope
-from nuvec.fast.softmax import LogSumExp, Softmax
+from nuvec.fast.rope import NormRope
 from nuvec.ops import quantized as q
 
-_FUSED = (
-    "a fused op: its CUDA kernel (nuvec/fast/kernels) is not written yet, and its NumPy body "
-    "uses NumPy-only in-place row blocks"
+_ROWS = (
+    "the row block of the CPU's attention composition (the planner records it for CPU streams "
+    "only; on a GPU it picks an attention kernel): its NumPy body masks in place with copyto"
 )
 _FALLBACK = (
     "a fused op: its CUDA kernel (nuvec/fast/kernels) is not written yet; its fallback graph "
@@ -32,10 +29,7 @@ _PACKED = (
 )
 
 CPU_ROUTE: dict[type, str] = {
-    **{cls: _FUSED for cls in (
-        RmsNorm, AddRmsNorm, RmsNormVjp, LayerNorm, LayerNormVjp, Softmax, LogSumExp, Rope,
-        CrossEntropy, CrossEntropyVjp, AttentionRows,
-    )},
+    AttentionRows: _ROWS,
     **{cls: _FALLBACK for cls in (
         Attention, PagedAttention, PagedWrite, NormRope, DepthwiseConv1d, GatherMm, GatherQmm,
         GatedDelta, GatedDeltaSlots,

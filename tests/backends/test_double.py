@@ -105,14 +105,28 @@ def test_synchronize_waits_for_a_stream(double):
 
 
 def test_listed_primitives_take_the_cpu_route(double):
+    w_np = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    wq, scales, biases = mx.quantize(mx.array(w_np))  # on the CPU
+    copies = double.host_copies
+    y = mx.dequantize(wq, scales, biases, stream=mx.gpu)
+    assert type(y.primitive).__name__ == "Dequantize" and y.stream.device == mx.gpu
+    ref = np.asarray(mx.dequantize(wq, scales, biases))  # the CPU kernel
+    np.testing.assert_array_equal(np.asarray(y), ref)
+    assert double.host_copies == copies + 3  # its three inputs went to the host
+
+
+def test_row_wise_fused_ops_have_gpu_bodies(double):
     x_np = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
     w_np = np.linspace(0.5, 1.5, 8, dtype=np.float32)
     copies = double.host_copies
     y = mx.fast.rms_norm(mx.array(x_np), mx.array(w_np), 1e-5, stream=mx.gpu)
     ref = x_np / np.sqrt((x_np.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-5) * w_np
-    assert y.stream.device == mx.gpu
+    assert type(y.primitive).__name__ == "RmsNorm"
     np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-6)
-    assert double.host_copies >= copies + 2  # both inputs went to the host
+    s = mx.softmax(mx.array(x_np), axis=-1, stream=mx.gpu)
+    e = np.exp(x_np - x_np.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(s), e / e.sum(-1, keepdims=True), rtol=1e-5)
+    assert double.host_copies == copies  # computed on the device
 
 
 class Explodes(Primitive):

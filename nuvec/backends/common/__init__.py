@@ -9,6 +9,7 @@ from nuvec.backends.common import (  # noqa: F401  (each module registers its bo
     conv,
     creation,
     custom,
+    fast,
     fft,
     indexing,
     join,

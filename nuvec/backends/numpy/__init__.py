@@ -1,9 +1,10 @@
 """The CPU backend: every primitive computed with NumPy; the reference semantics.
 
 Its table holds the shared bodies (`nuvec.backends.common`) bound to NumPy, plus the kernels
-only NumPy has (`unary`: `erf`/`erfinv`; `quantized`; `fast` and `fast_attention`: the fused
-row-wise ops). Kernels receive NumPy arrays of the node's input dtypes (bfloat16 as ml_dtypes)
-and may return views or NumPy scalars; the evaluator coerces results with `coerce`.
+only NumPy has (`unary`: `erf`/`erfinv`; `quantized`; `fast`, `fast_attention` and
+`fast_packed`: fused ops through their fallback graphs or row blocks). Kernels receive NumPy
+arrays of the node's input dtypes (bfloat16 as ml_dtypes) and may return views or NumPy
+scalars; the evaluator coerces results with `coerce`.
 """
 
 from __future__ import annotations
