@@ -14,6 +14,7 @@ from nuvec.fast.gated_delta import (
     gated_delta_update,
 )
 from nuvec.fast.norms import add_rms_norm, layer_norm, rms_norm
+from nuvec.fast.packed_attention import packed_attention
 from nuvec.fast.paged import paged_attention, paged_write
 from nuvec.fast.planner import AttentionOptions, AttentionPlan
 from nuvec.fast.rope import norm_rope, rope
@@ -32,6 +33,7 @@ __all__ = [
     "layer_norm",
     "logsumexp",
     "norm_rope",
+    "packed_attention",
     "paged_attention",
     "paged_write",
     "plan_attention",

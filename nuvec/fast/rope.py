@@ -33,6 +33,18 @@ def _rotation_ok(dims: int, x: Array, freqs: Array | None) -> bool:
     )
 
 
+def rotate_pair(x1: Array, x2: Array, c: Array, s: Array, forward: bool = True):
+    """`(x1 c − x2 s, x1 s + x2 c)`, or the inverse rotation `(x1 c + x2 s, x2 c − x1 s)`."""
+    ops = mx()
+    if forward:
+        r1 = ops.subtract(ops.multiply(x1, c), ops.multiply(x2, s))
+        r2 = ops.add(ops.multiply(x1, s), ops.multiply(x2, c))
+    else:
+        r1 = ops.add(ops.multiply(x2, s), ops.multiply(x1, c))
+        r2 = ops.subtract(ops.multiply(x2, c), ops.multiply(x1, s))
+    return r1, r2
+
+
 def rope_graph(inputs, dims, traditional, base, scale, forward) -> Array:
     """RoPE from ordinary operations: the rotated features replace the input's first `dims`."""
     ops = mx()
@@ -59,12 +71,7 @@ def rope_graph(inputs, dims, traditional, base, scale, forward) -> Array:
         x1, x2 = (ops.squeeze(p, -1) for p in ops.split(pairs, 2, axis=-1))
     else:
         x1, x2 = ops.split(rotated, 2, axis=-1)
-    if forward:
-        r1 = ops.subtract(ops.multiply(x1, c), ops.multiply(x2, s))
-        r2 = ops.add(ops.multiply(x1, s), ops.multiply(x2, c))
-    else:
-        r1 = ops.add(ops.multiply(x2, s), ops.multiply(x1, c))
-        r2 = ops.subtract(ops.multiply(x2, c), ops.multiply(x1, s))
+    r1, r2 = rotate_pair(x1, x2, c, s, forward)
     if traditional:
         out = ops.reshape(ops.stack([r1, r2], axis=-1), rotated.shape)
     else:
