@@ -15,9 +15,10 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
-from nuvec.backends.cuda.launchers import elementwise, norms, rope, softmax
+from nuvec.backends.cuda.launchers import attention, elementwise, norms, rope, softmax
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
+from nuvec.fast.attention import Attention
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.custom_kernel import CustomKernel
@@ -42,15 +43,16 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     NormRope: rope.norm_rope,
     DepthwiseConv1d: elementwise.depthwise_conv1d,
     PagedWrite: elementwise.paged_write,
+    Attention: attention.attention,
 }
 KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
-                                  elementwise.CONV1D, elementwise.PAGED_WRITE]
+                                  elementwise.CONV1D, elementwise.PAGED_WRITE, attention.ATTENTION]
 # The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
 # as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
 WRITES_INTO = frozenset({PagedWrite, NormRope})
 # Extra conditions beyond 32-bit offsets, per primitive class: (primitive, inputs) -> bool.
-_CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {}
+_CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {Attention: attention.takes}
 
 
 def takes(p: Any, inputs: Sequence[Any]) -> bool:
