@@ -23,6 +23,7 @@ BOUNDS = {
     "depthwise_conv1d": (40, 0, 0), "paged_write": (24, 0, 0),
     "sdpa_vector": (72, 0, 0), "sdpa_vector_2pass_1": (72, 512, 0),
     "sdpa_vector_2pass_2": (64, 0, 0), "sdpa_gqa_decode_1": (48, 0, 0),
+    "paged_attention": (72, 0, 0),
 }
 
 

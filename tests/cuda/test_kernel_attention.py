@@ -10,6 +10,7 @@ from nuvec.backends.cuda.launchers import takes
 from nuvec.backends.cuda.runner import EmulatorRunner
 from nuvec.fast.attention import Attention, attention_key
 from nuvec.fast.base import run_on_cpu
+from nuvec.fast.paged import PagedAttention
 from nuvec.fast.planner import AttentionOptions, Target, plan
 from nuvec.graph import dtypes as dt
 
@@ -158,3 +159,24 @@ def test_gpu_two_pass_and_one_pass_match_fallback(dtype, case):
         got = got.view(ref.dtype) if dtype == "bfloat16" else got
         np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
                                    atol=atol * max(float(np.abs(ref).max()), 1.0))
+
+
+# (hq, hkv, lq, d, blocks in the cache, block size, table, lengths): ids past the cache and
+# negative (clamped), lengths past the capacity, zero and shorter than the queries (rows that
+# see no position average every listed one).
+PAGED = [
+    (4, 1, 1, 64, 5, 4, [[0, 3, 9], [2, -1, 1]], [10, 13]),
+    (8, 8, 3, 128, 3, 8, [[2, 0], [1, 7]], [16, 2]),
+    (8, 1, 2, 256, 4, 1, [[3, 2, 1], [0, 0, 5]], [0, 3]),
+]
+
+
+@pytest.mark.parametrize("dtype", DT)
+@pytest.mark.parametrize("case", PAGED, ids=str)
+def test_paged_attention(dtype, case):
+    hq, hkv, lq, d, blocks, bs, table, lengths = case
+    b = len(table)
+    q = random((b, hq, lq, d), dtype)
+    kc, vc = random((blocks, hkv, bs, d), dtype, 1), random((blocks, hkv, bs, d), dtype, 2)
+    check(PagedAttention(d ** -0.5), q, kc, vc, np.array(table, np.int32),
+          np.array(lengths, np.int32))

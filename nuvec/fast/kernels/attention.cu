@@ -22,112 +22,10 @@
 //   head (one warp each).
 // - sdpa_vector_2pass_2<T, D>: merges the partials (and the sink); grid (Lq, Hq, B), block 32.
 // Bounds: every buffer under 2^32 elements (32-bit offsets); D in 64, 96, 128, 256, 512.
-#include "common.cuh"
+#include "attention.cuh"
 
 using namespace nuvec;
-
-namespace {
-
-constexpr int WARPS = 8;
-
-template <typename T> __device__ __forceinline__ float lowest();
-template <> __device__ __forceinline__ float lowest<float>() { return -3.4028234663852886e38f; }
-template <> __device__ __forceinline__ float lowest<__half>() { return -65504.f; }
-template <> __device__ __forceinline__ float lowest<__nv_bfloat16>() { return -3.3895313892515355e38f; }
-
-// The running softmax state of one query row: max, sum of exp and the lane's output dims.
-template <int E> struct Row {
-  float m, l, o[E];
-  __device__ __forceinline__ void clear() {
-    m = NUVEC_NEG_INF;
-    l = 0.f;
-    for (int e = 0; e < E; ++e) o[e] = 0.f;
-  }
-  // Rescales to the new max `mn`; returns the factor (1 while nothing was seen).
-  __device__ __forceinline__ float rescale(float mn) {
-    float c = m == NUVEC_NEG_INF ? 0.f : expf(m - mn);
-    if (mn == NUVEC_NEG_INF) c = 1.f;
-    m = mn;
-    l *= c;
-    for (int e = 0; e < E; ++e) o[e] *= c;
-    return c;
-  }
-  __device__ __forceinline__ void merge(float m2, float l2, const float* o2) {
-    float mn = fmaxf(m, m2);
-    rescale(mn);
-    float c = (m2 == NUVEC_NEG_INF || mn == NUVEC_NEG_INF) ? 0.f : expf(m2 - mn);
-    l += l2 * c;
-    for (int e = 0; e < E; ++e) o[e] += o2[e] * c;
-  }
-};
-
-// The score of key j after the mask (row `mrow` of the mask).
-template <typename T>
-__device__ __forceinline__ float masked(float dot, const unsigned char* mrow, int kind,
-                                        unsigned j) {
-  float s = round_to<T>(dot);
-  if (kind == 1) return mrow[j] ? s : lowest<T>();
-  if (kind == 2) return round_to<T>(s + to_float(reinterpret_cast<const T*>(mrow)[j]));
-  return s;
-}
-
-// Query row i's keys end (exclusive) and its mask row.
-__device__ __forceinline__ unsigned key_end(unsigned i, unsigned lq, unsigned lk, int causal) {
-  return causal ? min(lk, i + lk - lq + 1) : lk;
-}
-
-template <typename T, int E>
-__device__ __forceinline__ void load_query(float (&qv)[E], const T* qr, float scale) {
-  unsigned lane = threadIdx.x % 32;
-  for (int e = 0; e < E; ++e) qv[e] = round_to<T>(to_float(qr[lane * E + e]) * scale);
-}
-
-// Keys k0, k0 + step, ... below k1: one key per step, the dot product split over lanes.
-template <typename T, int D>
-__device__ void scan_keys(Row<D / 32>& st, const float (&qv)[D / 32], const T* kh, const T* vh,
-                          const unsigned char* mrow, int kind, unsigned k0, unsigned k1,
-                          unsigned step) {
-  constexpr int E = D / 32;
-  unsigned lane = threadIdx.x % 32;
-  for (unsigned j = k0; j < k1; j += step) {
-    const T* kr = kh + j * D + lane * E;
-    const T* vr = vh + j * D + lane * E;
-    float d = 0.f;
-    for (int e = 0; e < E; ++e) d += qv[e] * to_float(kr[e]);
-    float s = masked<T>(warp_sum(d), mrow, kind, j);
-    st.rescale(fmaxf(st.m, s));
-    float p = st.m == NUVEC_NEG_INF ? 0.f : expf(s - st.m);
-    st.l += p;
-    for (int e = 0; e < E; ++e) st.o[e] += p * to_float(vr[e]);
-  }
-}
-
-// Writes a finished row (with the sink as one more logit) as T.
-template <typename T, int E>
-__device__ __forceinline__ void write_row(Row<E>& st, const T* sinks, int has_sinks, unsigned h,
-                                          T* orow) {
-  if (has_sinks) {
-    float sink = to_float(sinks[h]);
-    st.rescale(fmaxf(st.m, sink));
-    st.l += expf(sink - st.m);
-  }
-  unsigned lane = threadIdx.x % 32;
-  float inv = 1.f / st.l;
-  for (int e = 0; e < E; ++e) orow[lane * E + e] = from_float<T>(st.o[e] * inv);
-}
-
-// Stores a partial row (o, m, l) to `slot` (D + 2 floats).
-template <int E>
-__device__ __forceinline__ void write_part(const Row<E>& st, float* slot) {
-  unsigned lane = threadIdx.x % 32;
-  for (int e = 0; e < E; ++e) slot[lane * E + e] = st.o[e];
-  if (lane == 0) {
-    slot[32 * E] = st.m;
-    slot[32 * E + 1] = st.l;
-  }
-}
-
-}  // namespace
+using namespace nuvec::attn;
 
 template <typename T, int D>
 __global__ void __launch_bounds__(WARPS * 32) sdpa_vector(
@@ -137,12 +35,9 @@ __global__ void __launch_bounds__(WARPS * 32) sdpa_vector(
     int has_sinks) {
   constexpr int E = D / 32;
   extern __shared__ float4 s_dyn[];  // WARPS * (D + 2) floats
-  float* s_o = reinterpret_cast<float*>(s_dyn);
-  float* s_m = s_o + WARPS * D;
-  float* s_l = s_m + WARPS;
   unsigned i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  unsigned row = (b * hq + h) * lq + i;
+  unsigned warp = threadIdx.x / 32;
+  unsigned row = grid_row(hq, lq);
   unsigned kvh = b * hkv + h / (hq / hkv);
   float qv[E];
   load_query<T, E>(qv, q + row * D, scale);
@@ -152,15 +47,8 @@ __global__ void __launch_bounds__(WARPS * 32) sdpa_vector(
   st.clear();
   scan_keys<T, D>(st, qv, k + kvh * lk * D, v + kvh * lk * D, mrow, mask_kind, warp,
                   key_end(i, lq, lk, causal), WARPS);
-  for (int e = 0; e < E; ++e) s_o[warp * D + lane * E + e] = st.o[e];
-  if (lane == 0) {
-    s_m[warp] = st.m;
-    s_l[warp] = st.l;
-  }
-  __syncthreads();
-  if (warp != 0) return;
-  for (int w = 1; w < WARPS; ++w) st.merge(s_m[w], s_l[w], s_o + w * D + lane * E);
-  write_row<T, E>(st, sinks, has_sinks, h, out + row * D);
+  if (merge_warps<D>(st, reinterpret_cast<float*>(s_dyn)))
+    write_row<T, E>(st, sinks, has_sinks, h, out + row * D);
 }
 
 template <typename T, int D, int TK1>
@@ -250,9 +138,8 @@ __global__ void __launch_bounds__(32) sdpa_vector_2pass_2(
     const float* __restrict__ part, const T* __restrict__ sinks, T* __restrict__ out,
     unsigned hq, unsigned lq, unsigned blocks, int has_sinks) {
   constexpr int E = D / 32;
-  unsigned i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  unsigned lane = threadIdx.x % 32;
-  unsigned row = (b * hq + h) * lq + i;
+  unsigned h = blockIdx.y, lane = threadIdx.x % 32;
+  unsigned row = grid_row(hq, lq);
   Row<E> st;
   st.clear();
   for (unsigned p = 0; p < blocks; ++p) {

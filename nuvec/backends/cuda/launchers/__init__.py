@@ -23,7 +23,7 @@ from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
-from nuvec.fast.paged import PagedWrite
+from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.fast.rope import NormRope, Rope
 from nuvec.fast.softmax import LogSumExp, Softmax
 
@@ -44,10 +44,12 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     DepthwiseConv1d: elementwise.depthwise_conv1d,
     PagedWrite: elementwise.paged_write,
     Attention: attention.attention,
+    PagedAttention: attention.paged_attention,
 }
 KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
-                                  elementwise.CONV1D, elementwise.PAGED_WRITE, attention.ATTENTION]
+                                  elementwise.CONV1D, elementwise.PAGED_WRITE, attention.ATTENTION,
+                                  attention.PAGED_ATTENTION]
 # The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
 # as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
 WRITES_INTO = frozenset({PagedWrite, NormRope})

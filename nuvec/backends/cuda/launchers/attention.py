@@ -1,4 +1,5 @@
-"""Launchers of `attention.cu`: the planner's vector kernels for an `Attention` node.
+"""Launchers of `attention.cu` (the planner's vector kernels for an `Attention` node) and
+`paged_attention.cu`.
 
 A node's recorded choice is what runs (`kernel_names`): `passes == 1` is `sdpa_vector`;
 `passes == 2` is `sdpa_vector_2pass_1` (its `tk1` variant when the node says so) or, for the
@@ -15,7 +16,8 @@ import numpy as np
 from nuvec.backends.cuda.launchers.rows import CTYPES
 from nuvec.backends.cuda.runner import KernelFile, Runner
 
-__all__ = ["ATTENTION", "attention", "kernel_names", "takes"]
+__all__ = ["ATTENTION", "PAGED_ATTENTION", "attention", "kernel_names", "paged_attention",
+           "takes"]
 
 HEADS = (64, 96, 128, 256, 512)
 # (gqa, head size) of the grouped-query decode kernel (the planner's `gqa_decode`).
@@ -38,6 +40,9 @@ def _variants() -> tuple[str, ...]:
 
 
 ATTENTION = KernelFile("attention", _variants())
+PAGED_HEADS = (64, 128, 256)
+PAGED_ATTENTION = KernelFile("paged_attention", tuple(
+    f"paged_attention<{c}, {d}>" for c in CTYPES.values() for d in PAGED_HEADS))
 
 
 def takes(p: Any, inputs) -> bool:
@@ -102,4 +107,22 @@ def attention(runner: Runner, p: Any, *inputs: Any) -> Any:
     runner.launch(ATTENTION, f"sdpa_vector_2pass_2<{c}, {d}>", (lq, hq, b), (32,), 0,
                   [part, sinks, out, np.uint32(hq), np.uint32(lq), np.uint32(blocks),
                    np.int32(p.sinks)])
+    return out
+
+
+def paged_attention(runner: Runner, p: Any, q: Any, k_cache: Any, v_cache: Any, tables: Any,
+                    lengths: Any) -> Any:
+    """`PagedAttention(scale)`: one block per query row, warps striding the positions read
+    through the block table."""
+    q, k_cache, v_cache, tables, lengths = (
+        runner.contiguous(a) for a in (q, k_cache, v_cache, tables, lengths))
+    dtype = runner.dtype_of(q)
+    b, hq, lq, d = q.shape
+    blocks, hkv, bs, _ = k_cache.shape
+    out = runner.empty(q.shape, dtype)
+    runner.launch(PAGED_ATTENTION, f"paged_attention<{CTYPES[dtype]}, {d}>", (lq, hq, b),
+                  (WARPS * 32,), WARPS * (d + 2) * 4,
+                  [q, k_cache, v_cache, tables, lengths, out, np.float32(p.scale),
+                   np.uint32(hq), np.uint32(hkv), np.uint32(lq), np.uint32(blocks),
+                   np.uint32(bs.bit_length() - 1), np.uint32(tables.shape[1])])
     return out
