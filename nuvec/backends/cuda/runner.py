@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import ml_dtypes
 import numpy as np
 
+from nuvec.backends.cuda import emulator, loader
+
 __all__ = ["CupyRunner", "EmulatorRunner", "KernelFile", "Runner", "numpy_dtype"]
 
 
@@ -90,8 +92,6 @@ class EmulatorRunner:
         return a.ctypes.data
 
     def launch(self, kernel, expression, grid, block, shared_mem, args):
-        from nuvec.backends.cuda import emulator  # it needs a C++ compiler: only when used
-
         module = emulator.build(kernel.name, kernel.variants, source=kernel.source,
                                 sanitize=self.sanitize)
         module.launch(expression, grid, block, shared_mem, args, seed=self.seed)
@@ -102,7 +102,7 @@ class CupyRunner:
     buffers, the GPU backend's convention), on CuPy's current stream."""
 
     def __init__(self):
-        import cupy  # optional: only GPU machines have CuPy
+        import cupy  # only when a GPU runner is made: `import nuvec` never imports CuPy
 
         self.xp = cupy
         self._functions: dict[tuple[str, str, str, str | None], Any] = {}
@@ -126,8 +126,6 @@ class CupyRunner:
 
     def function(self, kernel: KernelFile, expression: str) -> Any:
         """The `cupy.RawModule` function of one variant (compiled or fetched once)."""
-        from nuvec.backends.cuda import loader  # it loads NVRTC: only GPU launches need it
-
         arch = self.arch()
         key = (kernel.name, expression, arch, kernel.source)
         if key not in self._functions:
