@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's nuvec, wherever the command is run from
 
 import nuvec as mx  # noqa: E402
+import gpu_kernels  # noqa: E402  (beside this script)
+import gpu_packed_attention  # noqa: E402  (beside this script)
 
 
 @dataclass
@@ -238,6 +240,11 @@ def section_matmul(ctx: Context) -> None:
         ctx.row(f"matmul [{n}]^3 {name}", times, flops, "TFLOP/s")
 
 
+def section_packed_attention(ctx: Context) -> None:
+    """Packed attention's tuned kernels against PyTorch SDPA (`gpu_packed_attention.py`)."""
+    gpu_packed_attention.run(iters=ctx.repeats)
+
+
 # The timings, in order (copy first: the others compare with its bandwidth).
 SECTIONS: list[Callable[[Context], None]] = [
     section_dispatch,
@@ -246,6 +253,8 @@ SECTIONS: list[Callable[[Context], None]] = [
     section_reductions,
     section_softmax,
     section_matmul,
+    *gpu_kernels.SECTIONS,  # each fused op's CUDA kernel against the copy and PyTorch
+    section_packed_attention,
 ]
 
 

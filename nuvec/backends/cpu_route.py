@@ -8,11 +8,9 @@ to CuPy, or a GPU override); `tests/backends/test_tables.py` checks both halves.
 from __future__ import annotations
 
 from nuvec.fast.attention import Attention, AttentionRows
-from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.fast.gather import GatherMm, GatherQmm
-from nuvec.fast.paged import PagedAttention, PagedWrite
-from nuvec.fast.rope import NormRope
+from nuvec.fast.paged import PagedAttention
 from nuvec.ops import quantized as q
 
 _ROWS = (
@@ -31,8 +29,7 @@ _PACKED = (
 CPU_ROUTE: dict[type, str] = {
     AttentionRows: _ROWS,
     **{cls: _FALLBACK for cls in (
-        Attention, PagedAttention, PagedWrite, NormRope, DepthwiseConv1d, GatherMm, GatherQmm,
-        GatedDelta, GatedDeltaSlots,
+        Attention, PagedAttention, GatherMm, GatherQmm, GatedDelta, GatedDeltaSlots,
     )},
     **{cls: _PACKED for cls in (q.Quantize, q.Dequantize, q.QuantizedMatmul)},
 }  # fmt: skip

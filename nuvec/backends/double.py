@@ -22,6 +22,7 @@ import numpy as np
 from nuvec.backends.cupy.bfloat16 import BFLOAT16, Bfloat16Buffer, bits_of_host, coerce
 from nuvec.backends.cupy.bfloat16 import to_host as bits_to_host
 from nuvec.backends.cupy.special import CLASSES
+from nuvec.backends.common.registry import SHARED
 from nuvec.backends.cupy.table import FUSED_CLASSES, build_table, host_route
 from nuvec.backends.numpy import table as cpu_table
 from nuvec.graph.device import DeviceType, Stream
@@ -91,10 +92,13 @@ class DoubleBackend:
         self._lock = threading.Lock()
         # NumPy has no erf: the double takes the CPU's where CuPy has its own special functions
         special = {cls: cpu_table.kernels[cls] for cls in CLASSES}
-        # the CUDA-kernel fused ops compute on the host, as their CPU kernels do
+        # the CUDA-kernel fused ops without a shared body compute on the host, as their CPU
+        # kernels do (those with one, the row-wise ops, run it on the device)
+        hosted = frozenset(cls for cls in FUSED_CLASSES if cls not in SHARED)
         special.update({cls: host_route(cpu_table.kernels[cls], self._host_of, self._device_of)
-                        for cls in FUSED_CLASSES})
-        raw = build_table(np, "gpu-double", cpu_table, self._host_of, self._device_of, special)
+                        for cls in hosted})
+        raw = build_table(np, "gpu-double", cpu_table, self._host_of, self._device_of, special,
+                          bits=hosted)
         self.kernels = type(raw)(raw.name)
         for cls, fn in raw.kernels.items():
             self.kernels.add(cls, self._asynchronous(fn))

@@ -2,17 +2,18 @@
 GPU backend whose fused kernels are the launchers running in the emulator, so
 `record_or_fallback` records GPU nodes and the evaluator launches the CUDA C kernels."""
 
-import types
-
 import numpy as np
 import pytest
 
 import nuvec as mx
 from nuvec.backends.cuda.launchers import LAUNCHERS, register, takes
 from nuvec.backends.cuda.runner import EmulatorRunner
+from nuvec.backends.numpy import NumpyBackend
+from nuvec.backends.numpy import table as cpu_table
 from nuvec.fast.base import FastOp, cpu_fallback_kernel
 from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.norms import RmsNorm
+from nuvec.graph.backend import KernelTable
 from nuvec.graph.device import DeviceType, register_backend
 
 
@@ -26,17 +27,22 @@ class CountingRunner(EmulatorRunner):
         super().launch(kernel, expression, grid, block, shared_mem, args)
 
 
+class EmulatedGpu(NumpyBackend):
+    """The CPU backend standing in for a GPU: NumPy buffers, the emulator's kernels."""
+
+    device_type = DeviceType.gpu
+
+
 @pytest.fixture
 def emulated_gpu():
-    import nuvec.backends.numpy as cpu
-
     runner = CountingRunner()
     kernels = {cls: (cpu_fallback_kernel if issubclass(cls, FastOp) else fn)
-               for cls, fn in cpu.kernels.items()}
+               for cls, fn in cpu_table.kernels.items()}
     register(kernels, runner, cpu_fallback_kernel)
-    backend = types.SimpleNamespace(
-        kernels=kernels, to_host=cpu.to_host, from_host=cpu.from_host, coerce=cpu.coerce,
-        synchronize=cpu.synchronize, available=lambda: True)
+    table = KernelTable("emulated-gpu")
+    for cls, fn in kernels.items():
+        table.add(cls, fn)
+    backend = EmulatedGpu(table)
     register_backend(DeviceType.gpu, backend)
     try:
         yield runner

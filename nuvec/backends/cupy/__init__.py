@@ -16,8 +16,9 @@ import numpy as np
 
 from nuvec.backends.cupy.bfloat16 import BFLOAT16, Bfloat16Buffer, bits_of_host, coerce
 from nuvec.backends.cupy.bfloat16 import to_host as bits_to_host
+from nuvec.backends.cupy import fused
 from nuvec.backends.cupy.special import overrides
-from nuvec.backends.cupy.table import build_table
+from nuvec.backends.cupy.table import FUSED_CLASSES, build_table
 from nuvec.backends.numpy import table as cpu_table
 from nuvec.graph.device import DeviceType, Stream
 from nuvec.graph.memory import owned_bytes
@@ -66,10 +67,9 @@ class CupyBackend:
             return "CuPy is installed but finds no CUDA device"
         self.cupy = cupy
         self.array_type = cupy.ndarray
-        from nuvec.backends.cupy import fused  # here: its launchers import CuPy
-
-        kernels = {**overrides(cupy), **fused.overrides(cupy)}
-        self.kernels = build_table(cupy, "gpu", cpu_table, self._host, self._device, kernels)
+        kernels = {**overrides(cupy), **fused.overrides(cpu_table, self._host, self._device)}
+        self.kernels = build_table(cupy, "gpu", cpu_table, self._host, self._device, kernels,
+                                   bits=frozenset(FUSED_CLASSES))
         return ""
 
     # -- streams and events -----------------------------------------------------------------

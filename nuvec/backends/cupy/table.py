@@ -17,7 +17,8 @@ import nuvec.backends.common  # noqa: F401  (registers every shared body)
 from nuvec.backends.common.registry import SHARED, Bodies, bind
 from nuvec.backends.cpu_route import CPU_ROUTE
 from nuvec.backends.cupy.bfloat16 import BFLOAT16, Bfloat16Buffer, narrow, widen
-from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
+from nuvec.backends.cuda.launchers import LAUNCHERS
+from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.graph.backend import KernelTable
 from nuvec.graph.primitive import Copy
 from nuvec.ops import indexing as ix
@@ -30,7 +31,7 @@ from nuvec.ops import slicing as sl
 from nuvec.ops import unary as u
 from nuvec.ops.comparison import Select
 
-FUSED_CLASSES = (PackedAttention, PackedAttentionVjp)  # launched by `cupy/fused.py`
+FUSED_CLASSES = (*LAUNCHERS, CustomKernel)  # CUDA C kernels, launched by `cupy/fused.py`
 
 # Primitives that move or pick elements without arithmetic: on bfloat16 they run on the bits.
 LAYOUT = frozenset((
@@ -39,9 +40,9 @@ LAYOUT = frozenset((
     ms.AsStrided,
 ))  # fmt: skip
 
-# Primitives whose GPU body reads bfloat16 buffers itself (a bit cast, CUDA kernels): their
-# kernels get the inputs unchanged.
-RAW = frozenset((ms.View, *FUSED_CLASSES))
+# Primitives whose GPU body reads bfloat16 buffers itself (a bit cast; the CUDA kernels, named
+# by `build_table`'s `bits`): their kernels get the inputs unchanged.
+RAW = frozenset((ms.View,))
 
 GPU = Bodies()  # GPU overrides of shared bodies (or bodies the CPU has only NumPy-only kernels for)
 
@@ -125,6 +126,7 @@ def build_table(
     to_host: Callable[[Any], np.ndarray],
     from_host: Callable[[np.ndarray], Any],
     overrides: dict[type, Callable] | None = None,
+    bits: frozenset[type] = frozenset(),
 ) -> KernelTable:
     """The GPU table over namespace `xp`.
 
@@ -135,6 +137,7 @@ def build_table(
         to_host: one device buffer (bfloat16 buffers included) as a NumPy array.
         from_host: one NumPy array as a device buffer.
         overrides: kernels replacing the bodies of their classes (e.g. CuPy's `erf`).
+        bits: override classes whose kernels take bfloat16 buffers as they are (no widening).
 
     Returns:
         A table with a kernel for every class that has a shared body, a GPU body or a route.
@@ -147,7 +150,7 @@ def build_table(
     table = KernelTable(name)
     for cls, fn in raw.kernels.items():
         takes_out = cls in raw.writes_into
-        if cls in RAW:
+        if cls in RAW or cls in bits:
             wrapped = fn
         elif cls in LAYOUT:
             wrapped = _bits_kernel(fn)
