@@ -7,10 +7,9 @@ to CuPy, or a GPU override); `tests/backends/test_tables.py` checks both halves.
 
 from __future__ import annotations
 
-from nuvec.fast.attention import Attention, AttentionRows
+from nuvec.fast.attention import AttentionRows
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.fast.gather import GatherMm, GatherQmm
-from nuvec.fast.paged import PagedAttention
 from nuvec.ops import quantized as q
 
 _ROWS = (
@@ -29,7 +28,7 @@ _PACKED = (
 CPU_ROUTE: dict[type, str] = {
     AttentionRows: _ROWS,
     **{cls: _FALLBACK for cls in (
-        Attention, PagedAttention, GatherMm, GatherQmm, GatedDelta, GatedDeltaSlots,
+        GatherMm, GatherQmm, GatedDelta, GatedDeltaSlots,
     )},
     **{cls: _PACKED for cls in (q.Quantize, q.Dequantize, q.QuantizedMatmul)},
 }  # fmt: skip

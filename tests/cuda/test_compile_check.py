@@ -21,6 +21,9 @@ BOUNDS = {
     "cross_entropy": (32, 256, 0), "cross_entropy_vjp": (40, 0, 0),
     "rope": (40, 0, 32), "norm_rope": (40, 4352, 32),
     "depthwise_conv1d": (40, 0, 0), "paged_write": (24, 0, 0),
+    "sdpa_vector": (72, 0, 0), "sdpa_vector_2pass_1": (72, 512, 0),
+    "sdpa_vector_2pass_2": (64, 0, 0), "sdpa_gqa_decode_1": (48, 0, 0),
+    "paged_attention": (72, 0, 0),
     # packed attention: tiles in dynamic shared memory; the mma backward holds Sᵀ, dPᵀ, dK
     # and dV in registers (its sm_80 build keeps part of the score block on the stack)
     "attend": (64, 0, 0), "attend_mma": (176, 0, 0), "delta": (32, 0, 0),
