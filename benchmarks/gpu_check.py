@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's nuvec, wherever the command is run from
 
 import nuvec as mx  # noqa: E402
+import gpu_attention  # noqa: E402  (beside this script)
 import gpu_kernels  # noqa: E402  (beside this script)
 import gpu_packed_attention  # noqa: E402  (beside this script)
 
@@ -254,6 +255,7 @@ SECTIONS: list[Callable[[Context], None]] = [
     section_softmax,
     section_matmul,
     *gpu_kernels.SECTIONS,  # each fused op's CUDA kernel against the copy and PyTorch
+    *gpu_attention.SECTIONS,  # the planner's decode kernels against PyTorch SDPA
     section_packed_attention,
 ]
 
