@@ -21,6 +21,7 @@ from nuvec.graph.device import (
 from nuvec.graph.dtypes import (
     Dtype,
     DtypeCategory,
+    DtypeError,
     bfloat16,
     bool_,
     can_cast,

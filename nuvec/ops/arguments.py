@@ -14,6 +14,7 @@ import numpy as np
 from numpy.exceptions import AxisError
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, handle, leaf
 from nuvec.graph.device import Stream
 
@@ -73,7 +74,7 @@ def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
     try:
         return array(x, dtype)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
+        raise DtypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
 
 
 # the integer dtypes MLX checks weak Python ints against (uint64 is not checked there: it wraps)
@@ -219,4 +220,4 @@ def check_shape(shape: Any, op: str) -> Shape:
 def require_float(op: str, a: Array) -> None:
     """Raises TypeError unless `a` has a floating dtype."""
     if not a.dtype.is_floating:
-        raise TypeError(f"{op}: expected a floating-point array, got {a.dtype.name}")
+        raise DtypeError(f"{op}: expected a floating-point array, got {a.dtype.name}")

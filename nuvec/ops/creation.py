@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -123,7 +124,7 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
         data = np.asarray(val)
         inferred = _infer_dtype(data)
     else:
-        raise TypeError(f"array: cannot make an array from {type(val).__name__}")
+        raise DtypeError(f"array: cannot make an array from {type(val).__name__}")
     out = target or inferred
     if data.dtype.kind == "c" and out.kind in "iuf":  # a real number keeps the real part
         data = data.real

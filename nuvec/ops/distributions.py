@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, normalize_axis
@@ -114,7 +115,7 @@ def randint(
     s = to_stream(stream)
     dtype = dt.int32 if dtype is None else dt.to_dtype(dtype, "randint")
     if dtype.is_inexact:
-        raise TypeError(f"randint: dtype must be an integer or bool dtype, got {dtype.name}")
+        raise DtypeError(f"randint: dtype must be an integer or bool dtype, got {dtype.name}")
     lo, hi = as_array(low, "randint"), as_array(high, "randint")
     shape = sample_shape("randint", shape, lo, hi)
     k = resolve_key(key, "randint")
@@ -405,7 +406,7 @@ def multivariate_normal(
     s = to_stream(stream)
     dtype = dt.float32 if dtype is None else dt.to_dtype(dtype, "multivariate_normal")
     if dtype not in (dt.float32, dt.float64):
-        raise TypeError(f"multivariate_normal: dtype must be float32 or float64, got {dtype.name}")
+        raise DtypeError(f"multivariate_normal: dtype must be float32 or float64, got {dtype.name}")
     m = astype(as_array(mean, "multivariate_normal"), dtype, stream=s)
     c = astype(as_array(cov, "multivariate_normal"), dtype, stream=s)
     if m.ndim < 1 or c.ndim < 2 or c.shape[-1] != c.shape[-2] or c.shape[-1] != m.shape[-1]:

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -185,7 +186,7 @@ def check_index_array(op: str, idx: Any) -> Array:
     if idx.dtype is dt.bool_:
         raise ValueError(f"{op}: boolean indices are not supported (MLX); use where()")
     if not idx.dtype.is_integer:
-        raise TypeError(f"{op}: indices must be integers, got {idx.dtype.name}")
+        raise DtypeError(f"{op}: indices must be integers, got {idx.dtype.name}")
     return idx
 
 

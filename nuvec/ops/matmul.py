@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
@@ -82,7 +83,7 @@ def _matmul_dtype(op: str, a: Array, b: Array, *more: Array) -> dt.Dtype:
         out = dt.promote_types(out, c.dtype)
     if not out.is_floating:
         names = ", ".join(x.dtype.name for x in (a, b, *more))
-        raise TypeError(
+        raise DtypeError(
             f"{op}: only real floating-point types are supported, got {names} "
             f"(which promote to {out.name})"
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -191,12 +192,12 @@ def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive
     a = as_array(a, op)
     if kind == "logaddexp" and not a.dtype.is_floating:
         if a.dtype is dt.complex64:
-            raise TypeError(f"{op}: complex64 is not supported")
+            raise DtypeError(f"{op}: complex64 is not supported")
         from nuvec.ops.unary import astype
 
         a = astype(a, dt.float32, stream=s)
     if kind in ("max", "min") and a.dtype is dt.complex64:
-        raise TypeError(f"{op}: complex64 has no ordering")
+        raise DtypeError(f"{op}: complex64 has no ordering")
     if axis is None:
         from nuvec.ops.shape import reshape
 

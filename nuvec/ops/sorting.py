@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
@@ -162,7 +163,7 @@ def _prepare(op: str, a: Any, axis: int | None, s: Stream) -> tuple[Array, int]:
     """`a` as an array and the normalized axis (None flattens)."""
     a = as_array(a, op)
     if a.dtype is dt.complex64:
-        raise TypeError(f"{op}: complex64 has no ordering")
+        raise DtypeError(f"{op}: complex64 has no ordering")
     if axis is None:
         from nuvec.ops.shape import reshape
 
@@ -346,5 +347,5 @@ def searchsorted(a: Any, v: Any, /, side: str = "left", *, stream: Any = None) -
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got shape {a.shape}")
     if a.dtype is dt.complex64:
-        raise TypeError("searchsorted: complex64 has no ordering")
+        raise DtypeError("searchsorted: complex64 has no ordering")
     return record1(SearchSorted(side), (a, v), s)
