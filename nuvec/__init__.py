@@ -81,3 +81,4 @@ from nuvec.compilation import compile, disable_compile, enable_compile  # noqa: 
 from nuvec.io import load, save, savez, savez_compressed  # noqa: E402
 
 __version__ = "0.1.0"
+from nuvec.interop import from_dlpack  # noqa: E402

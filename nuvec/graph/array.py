@@ -159,10 +159,10 @@ class Array:
     __slots__ = ("_node", "_index", "shape", "dtype", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, val: Any, dtype: Any = None):
+    def __init__(self, val: Any, dtype: Any = None, *, copy: bool | None = True):
         from nuvec.ops.creation import array as make_array
 
-        self._rebind(make_array(val, dtype))
+        self._rebind(make_array(val, dtype, copy=copy))
 
     def _rebind(self, other: Array) -> None:
         """Makes this handle refer to `other`'s value (MLX's in-place updates)."""
@@ -248,8 +248,13 @@ class Array:
         return data.tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        # NumPy 2's protocol: a read-only view of the evaluated data unless a copy is asked
+        # for or needed (a dtype change); `copy=False` refuses a needed copy
         data = self._host()
-        if dtype is not None:
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: converting {self.dtype.name} to {np.dtype(dtype)} "
+                                 "needs a copy, but copy=False")
             return data.astype(dtype)
         if copy:
             return data.copy()

@@ -81,7 +81,7 @@ def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]
     raise ValueError(f"array: cannot make an array from data of type {data.dtype}")
 
 
-def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
+def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) -> Array:
     """An array from a scalar, nested lists/tuples, NumPy data or another array.
 
     Python ints become int32 (int64 if they do not fit), floats float32, bools bool; NumPy
@@ -90,10 +90,12 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
     Args:
         val: the data.
         dtype: the dtype to store; default as above.
+        copy: for NumPy data and other buffers, True (the default) copies; None shares the
+            memory when the dtype allows and copies otherwise; False shares or raises.
 
     Raises:
         TypeError: if `dtype` is not a dtype or the data is not numeric.
-        ValueError: if nested sequences are ragged.
+        ValueError: if nested sequences are ragged, or `copy=False` and a copy is needed.
 
     Example:
         >>> import nuvec as mx
@@ -101,6 +103,12 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
         array([1, 2, 3], dtype=int32)
     """
     target = dt.to_dtype(dtype, "array") if dtype is not None else None
+    if copy is not True:
+        from nuvec.ops.sharing import shared_array
+
+        shared = shared_array(val, target, copy, "array")
+        if shared is not None:
+            return shared
     if isinstance(val, Array):
         if target is None or target is val.dtype:
             return fresh(val)
@@ -124,7 +132,11 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
         data = np.asarray(val)
         inferred = _infer_dtype(data)
     else:
-        raise DtypeError(f"array: cannot make an array from {type(val).__name__}")
+        try:  # bytes, bytearray, memoryview, array.array: anything with the buffer protocol
+            data = np.asarray(memoryview(val))
+        except TypeError:
+            raise DtypeError(f"array: cannot make an array from {type(val).__name__}") from None
+        inferred = _infer_dtype(data)
     out = target or inferred
     if data.dtype.kind == "c" and out.kind in "iuf":  # a real number keeps the real part
         data = data.real
@@ -139,12 +151,17 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
     return leaf(converted, out)
 
 
-def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
-    """The same as `array`: an array of `dtype` comes back as a new handle on its value, no copy.
+def asarray(a: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = None) -> Array:
+    """`array` with the array API's `copy` default: memory is shared where the dtype allows.
+
+    An array of `dtype` comes back as a new handle on its value, no copy; NumPy data and other
+    buffers whose dtype is kept are shared (later writes to them show through).
 
     Args:
         a: the data.
         dtype: the dtype to store; default as in `array`.
+        copy: True always copies foreign data, None shares when possible, False shares or
+            raises.
 
     Returns:
         `a` itself, or a new array.
@@ -158,7 +175,7 @@ def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
         >>> mx.asarray([1, 2], mx.float32).tolist()
         [1.0, 2.0]
     """
-    return array(a, dtype)
+    return array(a, dtype, copy=copy)
 
 
 def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = None) -> Array:
