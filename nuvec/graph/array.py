@@ -281,7 +281,8 @@ class Array:
         return bool(self.item())
 
     def __float__(self) -> float:
-        return float(self._scalar("float"))
+        value = self._scalar("float")
+        return float(value.real if isinstance(value, complex) else value)
 
     def __int__(self) -> int:
         return int(self._scalar("int"))

@@ -353,15 +353,22 @@ def _value_and_grad(
         _select_args(op, args, kwargs, nums, names)
         selected = [args[n] for n in nums] + [kwargs[k] for k in names]
         leaves, treedef = flatten(selected)
-        for leaf in leaves:
-            if not isinstance(leaf, Array):
+        for arg in selected:
+            if not isinstance(arg, (Array, list, tuple, dict)):
                 raise TypeError(f"{op}: differentiated arguments must be arrays or trees of "
-                                f"arrays, got {type(leaf).__name__}")
-            if not leaf.dtype.is_inexact:
+                                f"arrays, got {type(arg).__name__}")
+        # non-array leaves of a tree pass through unchanged, into the gradient too (MLX)
+        where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Array)]
+        for i in where:
+            if not leaves[i].dtype.is_inexact:
                 raise TypeError(f"{op}: cannot differentiate with respect to an array of "
-                                f"{leaf.dtype.name} (shape {leaf.shape}); use a float dtype")
-        starts = _mark(leaves)
-        rebuilt = unflatten(treedef, starts)
+                                f"{leaves[i].dtype.name} (shape {leaves[i].shape}); use a "
+                                "float dtype")
+        starts = _mark([leaves[i] for i in where])
+        traced = list(leaves)
+        for i, start in zip(where, starts):
+            traced[i] = start
+        rebuilt = unflatten(treedef, traced)
         call_args = list(args)
         for n, value in zip(nums, rebuilt):
             call_args[n] = value
@@ -372,7 +379,10 @@ def _value_and_grad(
         loss = _loss_of(op, value, aux_allowed)
         grads = backward([loss], [_ops().ones_like(loss)], starts)
         _release(value, starts)
-        tree = unflatten(treedef, [_fit(op, g, p) for g, p in zip(grads, leaves)])
+        fitted = list(leaves)
+        for i, g in zip(where, grads):
+            fitted[i] = _fit(op, g, leaves[i])
+        tree = unflatten(treedef, fitted)
         by_pos = tree[0] if len(nums) == 1 else (tuple(tree[: len(nums)]) if nums else None)
         if not names:
             return value, by_pos

@@ -20,7 +20,8 @@ from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
 from nuvec.ops.families import apply
 
 __all__ = [
-    "array", "asarray", "full", "zeros", "ones", "zeros_like", "ones_like", "empty_like",
+    "array", "asarray", "full", "zeros", "ones", "zeros_like", "ones_like", "full_like",
+    "empty_like",
     "arange", "linspace", "meshgrid",
 ]  # fmt: skip
 
@@ -247,11 +248,12 @@ def ones(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None)
     return full(shape, 1, dtype or dt.float32, stream=stream)
 
 
-def zeros_like(a: Any, /, *, stream: Any = None) -> Array:
-    """Zeros with `a`'s shape and dtype.
+def zeros_like(a: Any, /, dtype: dt.Dtype | None = None, *, stream: Any = None) -> Array:
+    """Zeros with `a`'s shape and dtype (or `dtype`).
 
     Args:
         a: the array whose shape and dtype are used.
+        dtype: the dtype of the result; default `a`'s.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -266,14 +268,15 @@ def zeros_like(a: Any, /, *, stream: Any = None) -> Array:
         [0.0, 0.0]
     """
     a = as_array(a, "zeros_like")
-    return full(a.shape, 0, a.dtype, stream=stream)
+    return full(a.shape, 0, a.dtype if dtype is None else dtype, stream=stream)
 
 
-def ones_like(a: Any, /, *, stream: Any = None) -> Array:
-    """Ones with `a`'s shape and dtype.
+def ones_like(a: Any, /, dtype: dt.Dtype | None = None, *, stream: Any = None) -> Array:
+    """Ones with `a`'s shape and dtype (or `dtype`).
 
     Args:
         a: the array whose shape and dtype are used.
+        dtype: the dtype of the result; default `a`'s.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -288,7 +291,33 @@ def ones_like(a: Any, /, *, stream: Any = None) -> Array:
         [1, 1]
     """
     a = as_array(a, "ones_like")
-    return full(a.shape, 1, a.dtype, stream=stream)
+    return full(a.shape, 1, a.dtype if dtype is None else dtype, stream=stream)
+
+
+def full_like(a: Any, /, vals: Any, dtype: dt.Dtype | None = None, *,
+              stream: Any = None) -> Array:
+    """An array with `a`'s shape filled with `vals`, of `a`'s dtype (or `dtype`).
+
+    Args:
+        a: the array whose shape (and default dtype) are used.
+        vals: the fill value(s), a scalar or an array broadcast to `a`'s shape.
+        dtype: the dtype of the result; default `a`'s.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The filled array.
+
+    Raises:
+        TypeError: if `a` cannot be converted to an array or `dtype` is not a dtype.
+        ValueError: if `vals` does not broadcast to `a`'s shape.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.full_like(mx.array([1.5, 2.5]), 7, mx.int32).tolist()
+        [7, 7]
+    """
+    a = as_array(a, "full_like")
+    return full(a.shape, vals, a.dtype if dtype is None else dtype, stream=stream)
 
 
 def empty_like(a: Any, /, *, stream: Any = None) -> Array:
@@ -385,10 +414,13 @@ def arange(
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
             raise TypeError(f"arange: {name} must be an int or a float, got {type(v).__name__}")
-    if dtype is None:
-        out = dt.int32 if is_int(start) and is_int(stop) and is_int(step) else dt.float32
-    else:
+    if dtype is not None:
         out = dt.to_dtype(dtype, "arange")
+    elif is_int(start) and is_int(stop) and is_int(step):
+        wide = not all(-2**31 <= int(v) < 2**31 for v in (start, stop, step))
+        out = dt.int64 if wide else dt.int32  # bounds past int32 give int64 (MLX)
+    else:
+        out = dt.float32
     if out is dt.bool_:
         raise ValueError("arange: bool is not supported")
     if step == 0 or not all(math.isfinite(v) for v in (start, stop)) or math.isnan(step):
@@ -404,15 +436,18 @@ def arange(
 
 def linspace(
     start: float, stop: float, num: int = 50, dtype: dt.Dtype | None = dt.float32, *,
-    stream: Any = None,
+    endpoint: bool = True, stream: Any = None,
 ) -> Array:  # fmt: skip
     """`num` evenly spaced values from `start` to `stop`, both included (`dtype=None`: float32).
+
+    With `endpoint=False` the values step by `(stop - start) / num` and `stop` is left out.
 
     Args:
         start: the first value.
         stop: the last value.
         num: the number of values.
         dtype: the dtype of the result (None: float32).
+        endpoint: whether `stop` is the last value.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -438,7 +473,8 @@ def linspace(
     compute = dt.float64 if out is dt.float64 else dt.float32
     if num == 1:
         return astype(full((1,), start, compute, stream=s), out, stream=s)
-    t = divide(arange(0, num, 1, compute, stream=s), float(num - 1), stream=s)
+    steps = num - 1 if endpoint else num
+    t = divide(arange(0, num, 1, compute, stream=s), float(steps), stream=s)
     values = add(
         multiply(subtract(1.0, t, stream=s), float(start), stream=s),
         multiply(t, float(stop), stream=s),
@@ -449,7 +485,7 @@ def linspace(
 
 def meshgrid(
     *arrays: Any, sparse: bool = False, indexing: str = "xy", stream: Any = None
-) -> list[Array]:
+) -> tuple[Array, ...]:
     """Coordinate grids from 1-D coordinate arrays (inputs are flattened), as NumPy.
 
     Args:
@@ -458,7 +494,7 @@ def meshgrid(
         indexing: "xy" (Cartesian: the first two outputs' axes swapped) or "ij" (matrix).
 
     Returns:
-        One array per input.
+        A tuple of one array per input.
 
     Raises:
         ValueError: if `indexing` is neither "xy" nor "ij".
@@ -484,9 +520,9 @@ def meshgrid(
         shape[order[i]] = sizes[i]
         outs.append(reshape(x, shape, stream=stream))
     if sparse:
-        return outs
+        return tuple(outs)
     full_shape = [1] * n
     for i in range(n):
         full_shape[order[i]] = sizes[i]
-    return [broadcast_to(o, full_shape, stream=stream) for o in outs]
+    return tuple(broadcast_to(o, full_shape, stream=stream) for o in outs)
 

@@ -19,7 +19,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.graph.primitive import Primitive
+from nuvec.graph.primitive import COPY, Primitive, TransformError
 from nuvec.ops.arguments import as_array, broadcast_shapes, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import broadcast_to, moveaxis, reshape, transpose
@@ -33,6 +33,17 @@ SCATTER_MODES = ("set", "add", "multiply", "max", "min")
 def index_shape(indices: Sequence[Array], op: str = "gather") -> tuple[int, ...]:
     """The shape the index arrays broadcast to (ValueError naming `op` if they do not)."""
     return broadcast_shapes(*(i.shape for i in indices), op=op)
+
+
+def _refuse_index_vjp(op: str, primals: Sequence[Array], argnums: Sequence[int],
+                      index_positions: range) -> None:
+    """MLX refuses a VJP with respect to indices that are themselves a differentiated input
+    (`vjp(f, [x, idx], ...)`); indices computed from the inputs (`argsort(x)`) get none."""
+    for i in argnums:
+        if i in index_positions and primals[i].primitive is COPY and primals[i]._node.keep:
+            raise TransformError(f"vjp: cannot compute the {op} VJP with respect to its "
+                                 f"indices ({primals[i].dtype.name}, shape {primals[i].shape}); "
+                                 "use stop_gradient on them or close over them")
 
 
 class Gather(Primitive):
@@ -51,6 +62,7 @@ class Gather(Primitive):
         from nuvec.ops.creation import zeros_like
 
         x, idx = primals[0], primals[1:]
+        _refuse_index_vjp("gather", primals, argnums, range(1, len(primals)))
         if not x.dtype.is_inexact:
             return [None] * len(argnums)
         return [apply(SCATTER["add"], zeros_like(x), *idx, cotangents[0]) if i == 0 else None
@@ -109,6 +121,7 @@ class Scatter(Primitive):
         from nuvec.ops.creation import zeros_like
 
         x, idx, u = primals[0], primals[1:-1], primals[-1]
+        _refuse_index_vjp("scatter", primals, argnums, range(1, len(primals) - 1))
         if not x.dtype.is_inexact:
             return [None] * len(argnums)
         g = cotangents[0]

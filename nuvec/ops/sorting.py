@@ -6,6 +6,8 @@ back through the permutation they applied (recomputed with `argsort`/`argpartiti
 
 from __future__ import annotations
 
+import operator
+
 from typing import Any
 
 from nuvec.graph import dtypes as dt
@@ -306,8 +308,9 @@ def topk(a: Any, /, k: int, axis: int | None = -1, *, stream: Any = None) -> Arr
     s = to_stream(stream)
     a, ax = _prepare("topk", a, axis, s)
     n = a.shape[ax]
-    if not isinstance(k, int) or isinstance(k, bool):
+    if isinstance(k, bool) or not hasattr(k, "__index__"):
         raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
+    k = operator.index(k)  # a size-1 integer array works too (MLX)
     if not 0 <= k <= n:
         raise ValueError(f"topk: k {k} is out of range for an axis of size {n}")
     index = (slice(None),) * ax + (slice(n - k, None),)

@@ -329,5 +329,10 @@ class ArrayAt:
 
 def setitem(a: Array, key: Any, value: Any) -> None:
     """`a[key] = value`: rebinds `a` to the updated array (MLX's in-place semantics)."""
+    if isinstance(key, Array) and key.dtype is dt.bool_:
+        from nuvec.ops.masked import mask_update
+
+        a._rebind(mask_update(a, key, value))
+        return
     a._rebind(update(a, key, value, "set", "setitem"))
 
