@@ -67,9 +67,17 @@ from nuvec.graph.printing import (
     set_printoptions,
 )
 from nuvec.graph.primitive import TransformError
-from nuvec.graph.transforms import grad, jvp, value_and_grad, vjp, vmap
-from nuvec.graph.custom import checkpoint, custom_function, depends
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec.transforms import (
+    checkpoint,
+    custom_function,
+    depends,
+    grad,
+    jvp,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 array = Array  # noqa: F811  (the class, as in MLX, so `isinstance(x, mx.array)` works)
 import nuvec.fft as fft  # noqa: E402  (after the star import, which binds nuvec.ops.fft)
 import nuvec.linalg as linalg  # noqa: E402  (likewise nuvec.ops.linalg)

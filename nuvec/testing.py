@@ -20,6 +20,8 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
+from nuvec.ops.creation import array
+from nuvec.transforms import jvp, vjp, vmap
 
 TOLERANCES: dict[str, tuple[float, float]] = {  # (rtol, atol)
     "float64": (1e-10, 1e-12),
@@ -93,8 +95,6 @@ def check_grads(
     atol: float = 1e-7, seed: int = 0,
 ) -> None:
     """Checks `vjp(f)` against central differences on float64 inputs (inner-product test)."""
-    from nuvec.graph.transforms import vjp
-    from nuvec.ops.creation import array
 
     rng = np.random.default_rng(seed)
     outs = _outputs(f(*args))
@@ -118,8 +118,6 @@ def check_jvp_vjp(
     """Checks <u, J v> (forward mode) against <J^T u, v> (reverse mode), after checking that
     each tangent has its output's shape and dtype and each cotangent its input's (a float64
     rule that drops to float32 fails here)."""
-    from nuvec.graph.transforms import jvp, vjp
-    from nuvec.ops.creation import array
 
     rng = np.random.default_rng(seed)
     vs = [_random_like(rng, a) for a in args]
@@ -145,8 +143,6 @@ def check_vmap(
     The tolerances default to each output dtype's entry of `TOLERANCES` (float64: 1e-10), so a
     batching rule that loses float64 precision fails.
     """
-    from nuvec.graph.transforms import vmap
-    from nuvec.ops.creation import array
 
     axes = [in_axes] * len(args) if isinstance(in_axes, int) or in_axes is None else list(in_axes)
     size = next(a.shape[ax] for a, ax in zip(args, axes) if ax is not None)
@@ -199,7 +195,6 @@ class OpSpec:
         return f"OpSpec({self.name})"
 
     def arrays(self, rng: np.random.Generator) -> list[Array]:
-        from nuvec.ops.creation import array
 
         out = []
         for x in self.make_args(rng):
@@ -250,7 +245,6 @@ def _vmap_axis(where: str, ndim: int) -> int:
 def run_vmap_checks(spec: OpSpec, seed: int = 0, size: int = 3) -> None:
     """vmap against a loop with the batch axis first (out_axes 0), last (out_axes -1) and
     negative (in_axes -2, out_axes 0), then with every input but the first unbatched."""
-    from nuvec.ops.creation import array
 
     if not spec.vmap:
         return

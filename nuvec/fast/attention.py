@@ -25,7 +25,7 @@ from nuvec.fast.planner import (
 from nuvec.fast.softmax import SOFTMAX
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
-from nuvec.graph.custom import depends
+from nuvec.transforms.depends import depends
 from nuvec.graph.device import DeviceType, stream as stream_context, to_stream
 from nuvec.ops.arguments import as_array
 

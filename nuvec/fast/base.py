@@ -17,6 +17,9 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record
 from nuvec.graph.device import DeviceType, default_stream, stream as stream_context, to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec.transforms.autodiff import backward, forward
+from nuvec.transforms.batching import vmap as batched
+from nuvec.transforms.trace import mark, trace
 
 KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
 # The dtypes a recorded node takes: the GPU kernels' and float64 (computed with NumPy).
@@ -151,9 +154,7 @@ class FastOp(Primitive):
 
     # -- rules through the fallback graph ----------------------------------------------
     def _traced(self, inputs: Sequence[Array], active: list[int]):
-        from nuvec.graph.transforms import _mark, _trace
-
-        starts = _mark([inputs[i] for i in active])
+        starts = mark([inputs[i] for i in active])
 
         def run(*ps: Array) -> list[Array]:
             full = list(inputs)
@@ -161,15 +162,13 @@ class FastOp(Primitive):
                 full[i] = p
             return self.fallback(full)
 
-        return starts, _trace(run, starts)
+        return starts, trace(run, starts)
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return self.fallback_vjp(primals, cotangents, argnums)
 
     def fallback_vjp(self, primals, cotangents, argnums) -> list[Array | None]:
         """Reverse mode through the fallback graph, for the wanted floating inputs."""
-        from nuvec.graph.transforms import backward
-
         active = [i for i in argnums if primals[i].dtype.is_inexact]
         if not active:
             return [None] * len(argnums)
@@ -179,8 +178,6 @@ class FastOp(Primitive):
         return [found.get(i) for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.graph.transforms import forward
-
         active = [
             i for i, t in enumerate(tangents) if t is not None and primals[i].dtype.is_inexact
         ]
@@ -203,8 +200,6 @@ class FastOp(Primitive):
                 full[i] = front(inputs, axes, i)
             outs = record_or_fallback(self, full)
             return outs, [0] * len(outs)
-        from nuvec.graph.transforms import vmap as batched
-
         outs = batched(lambda *xs: self.fallback(list(xs)), in_axes=tuple(axes))(*inputs)
         return list(outs), [0] * len(outs)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import nuvec as mx
-from nuvec.graph.custom import CustomTransforms, Depends
+from nuvec.transforms.custom import CustomTransforms
+from nuvec.transforms.depends import Depends
 from nuvec.graph.primitive import COPY, Copy
 from nuvec.graph.array import record1
 from nuvec.testing import OpSpec

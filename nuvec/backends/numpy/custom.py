@@ -1,9 +1,10 @@
-"""CPU kernels of `nuvec.graph.custom`: both pass some of their inputs through."""
+"""CPU kernels of `CustomTransforms` and `Depends`: both pass some of their inputs through."""
 
 from __future__ import annotations
 
 from nuvec.backends.numpy.registry import kernel
-from nuvec.graph.custom import CustomTransforms, Depends
+from nuvec.transforms.custom import CustomTransforms
+from nuvec.transforms.depends import Depends
 
 
 def _passed(outs: tuple) -> object:

@@ -1,4 +1,4 @@
-"""Custom transformation rules: `custom_function`, `checkpoint` and `depends`.
+"""Custom transformation rules: `custom_function` and `checkpoint`.
 
 A `CustomTransforms` node takes the function's array inputs followed by the outputs the
 function computed on them, and passes the latter through. Transforms apply the node's rules (the
@@ -12,19 +12,22 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from nuvec.graph.array import Array, record, tracing
+from nuvec.graph.array import Array, record
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.graph.tree import TreeDef, flatten, unflatten
+from nuvec.ops.creation import zeros_like
+from nuvec.transforms.autodiff import jvp, vjp
+from nuvec.transforms.batching import vmap
+from nuvec.transforms.depends import depends
+from nuvec.transforms.trace import untraced
 
-__all__ = ["custom_function", "checkpoint", "depends"]
+__all__ = ["custom_function", "checkpoint"]
 
 FlatFun = Callable[..., list[Array]]
 
 
 def _zeros_for(values: Sequence[Array | None], like: Sequence[Array]) -> list[Array]:
-    from nuvec.ops.creation import zeros_like
-
     return [zeros_like(o) if v is None else v for v, o in zip(values, like)]
 
 
@@ -51,8 +54,6 @@ class CustomTransforms(Primitive):
         return tuple((x.shape, x.dtype) for x in inputs[self.num_primals:])
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.graph.transforms import vjp
-
         n = self.num_primals
         args = list(primals[:n])
         cots = _zeros_for(cotangents, outputs)
@@ -67,8 +68,6 @@ class CustomTransforms(Primitive):
         return [grads[i] if i < n else None for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.graph.transforms import jvp
-
         n = self.num_primals
         args, ts = list(primals[:n]), list(tangents[:n])
         if self.jvp_fun is not None:
@@ -80,8 +79,6 @@ class CustomTransforms(Primitive):
         return jvp(self.fun, args, _zeros_for(ts, args))[1]
 
     def vmap(self, inputs, axes):
-        from nuvec.graph.transforms import vmap
-
         n = self.num_primals
         args, in_axes = list(inputs[:n]), list(axes[:n])
         if self.vmap_fun is not None:
@@ -89,75 +86,6 @@ class CustomTransforms(Primitive):
             return list(outs), list(out_axes)
         outs = vmap(lambda *xs: list(self.fun(*xs)), in_axes=tuple(in_axes))(*args)
         return outs, [0] * len(outs)
-
-
-class Depends(Primitive):
-    """Outputs = the first `count` inputs; the rest are dependencies evaluated before them."""
-
-    __slots__ = ("count",)
-
-    def __init__(self, count: int):
-        self.count = count
-
-    def params(self):
-        return (self.count,)
-
-    def output_specs(self, inputs):
-        return tuple((x.shape, x.dtype) for x in inputs[: self.count])
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [cotangents[i] if i < self.count else None for i in argnums]
-
-    def jvp(self, primals, tangents, outputs):
-        return list(tangents[: self.count])
-
-    def vmap(self, inputs, axes):
-        return record(self, inputs, to_stream(None)), list(axes[: self.count])
-
-
-def depends(
-    inputs: Array | Sequence[Array], dependencies: Array | Sequence[Array]
-) -> Array | list[Array]:
-    """`inputs` unchanged, but evaluating them first evaluates `dependencies`.
-
-    Gradients flow to `inputs` only.
-
-    Args:
-        inputs: an array or arrays to pass through.
-        dependencies: an array or arrays that must be computed before the results are.
-
-    Returns:
-        One array per input, equal to it (a single array for a single input array).
-
-    Raises:
-        TypeError: if an entry is not an array.
-
-    Example:
-        >>> import nuvec as mx
-        >>> (y,) = mx.depends([mx.array(1.0)], [mx.array(2.0)])
-        >>> y.item()
-        1.0
-    """
-    if isinstance(inputs, Array):
-        return depends([inputs], dependencies)[0]
-    if isinstance(dependencies, Array):
-        dependencies = [dependencies]
-    for what, values in (("inputs", inputs), ("dependencies", dependencies)):
-        for v in values:
-            if not isinstance(v, Array):
-                raise TypeError(f"depends: {what} must be arrays, got {type(v).__name__}")
-    if not inputs:
-        return []
-    return record(Depends(len(inputs)), [*inputs, *dependencies], to_stream(None))
-
-
-def _untraced(fun: Callable[[], Any]) -> Any:
-    """Runs `fun` outside any trace: its nodes free their graph once evaluated."""
-    depth, tracing.depth = tracing.depth, 0
-    try:
-        return fun()
-    finally:
-        tracing.depth = depth
 
 
 class _Call:
@@ -196,7 +124,7 @@ class _Call:
 
     def apply(self, vjp_fun=None, jvp_fun=None, vmap_fun=None) -> Any:
         arrays = self.arrays()
-        outs = _untraced(lambda: self.flat(*arrays))
+        outs = untraced(lambda: self.flat(*arrays))
         prim = CustomTransforms(len(arrays), self.flat, vjp_fun, jvp_fun, vmap_fun)
         results = record(prim, [*arrays, *outs], to_stream(None)) if outs else []
         return self.outputs(results)
@@ -355,9 +283,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         call = _Call(fun, "checkpoint", args, kwargs)
 
         def recompute(primals, cotangents, outputs, wanted):
-            from nuvec.graph.transforms import vjp
-
-            # Recompute only once the cotangents exist, i.e. when the backward pass gets here.
+                # Recompute only once the cotangents exist, i.e. when the backward pass gets here.
             held = depends(primals, cotangents)
 
             def partial(*chosen: Array) -> list[Array]:

@@ -1,8 +1,8 @@
-"""Function transformations: `vjp`, `jvp`, `grad`, `value_and_grad` (and `vmap`, in `batching`).
+"""Differentiation: `vjp`, `jvp`, `grad`, `value_and_grad`, and the walks `backward`, `forward`.
 
 Each traces the function by running it on arrays wrapped in `Copy` nodes (marking where the
-trace starts, while keeping the link to any outer trace, so transforms nest) and then walks the
-recorded graph iteratively, applying each primitive's rule. Rules build ordinary graph nodes, so
+trace starts, while keeping the link to any outer trace, so transforms nest; see `trace`) and
+then walks the recorded graph iteratively, applying each primitive's rule. Rules build ordinary graph nodes, so
 the results are lazy arrays and can be transformed again. When the outermost transform returns,
 the traced nodes stop keeping their graph, so evaluation frees intermediates as usual.
 """
@@ -11,102 +11,31 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from nuvec.graph.array import Array, Node, record1, tracing
-from nuvec.graph.custom import depends
-from nuvec.graph.device import stream as stream_context
+from nuvec.graph.array import Array, Node
 from nuvec.graph.device import to_stream
-from nuvec.graph.primitive import COPY, TransformError
-from nuvec.graph.toposort import toposort
+from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
+from nuvec.ops.binary import add
+from nuvec.ops.creation import ones_like, zeros_like
+from nuvec.ops.unary import astype
+from nuvec.transforms.depends import depends
+from nuvec.transforms.trace import (
+    Key,
+    apply_rule,
+    check_arrays,
+    key_of,
+    mark,
+    release,
+    trace,
+    traced_graph,
+)
 
-__all__ = ["vjp", "jvp", "grad", "value_and_grad", "vmap"]
-
-Key = tuple[Node, int]  # (node, output index); nodes hash by identity
-
-
-def _ops():
-    import nuvec.ops as ops
-
-    return ops
-
-
-def _key(a: Array) -> Key:
-    return (a._node, a._index)
-
-
-def _check_arrays(op: str, what: str, values: Any) -> list[Array]:
-    if isinstance(values, Array) or not isinstance(values, (list, tuple)):
-        raise TypeError(f"{op}: {what} must be a list of arrays, got {type(values).__name__}")
-    for v in values:
-        if not isinstance(v, Array):
-            raise TypeError(f"{op}: {what} must be arrays, got {type(v).__name__}")
-    return list(values)
-
-
-def _mark(primals: Sequence[Array]) -> list[Array]:
-    """Wraps each primal in a `Copy` node that starts the trace."""
-    marked = []
-    for p in primals:
-        copy = record1(COPY, (p,), p.stream)
-        copy._node.keep = True
-        marked.append(copy)
-    return marked
-
-
-def _trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None) -> Any:
-    tracing.depth += 1
-    try:
-        return fun(*args, **(kwargs or {}))
-    finally:
-        tracing.depth -= 1
-
-
-def _release(*trees: Any) -> None:
-    """Once the outermost transform is done, traced nodes drop their graph like any other node.
-
-    Nodes made while tracing keep their inputs after evaluation (an outer transform may still
-    walk them); at depth 0 nothing will, so they detach now (or when they are evaluated).
-    """
-    if tracing.depth:
-        return
-    roots = [leaf._node for leaf in flatten(list(trees))[0] if isinstance(leaf, Array)]
-    for node in toposort(roots, lambda n: n.keep):
-        node.keep = False
-        if node.data is not None:
-            node.detach()
-
-
-def _graph(outputs: Sequence[Array], starts: set[Node]) -> list[Node]:
-    """Traced nodes between the starts and the outputs, inputs first.
-
-    A primitive with a `num_primals` attribute (custom functions, checkpoints) passes its later
-    inputs through as values: transforms apply its own rules and do not walk into them.
-    """
-    blocked: set[Node] = set()
-
-    def expand(n: Node) -> bool:
-        primitive = n.primitive
-        if primitive is None or n in starts or n in blocked:
-            return False
-        hidden = getattr(primitive, "num_primals", None)
-        if hidden is not None:
-            blocked.update(n.sources[hidden:])
-        return True
-
-    return toposort([o._node for o in outputs], expand)
-
-
-def _rule(node: Node, rule: Callable[..., Any], *args: Any) -> Any:
-    """Calls a rule of `node`'s primitive with `node`'s stream as the default stream."""
-    if to_stream(None) is node.stream:
-        return rule(*args)
-    with stream_context(node.stream):
-        return rule(*args)
+__all__ = ["vjp", "jvp", "grad", "value_and_grad"]
 
 
 def _accumulate(table: dict[Key, Array], key: Key, value: Array) -> None:
     found = table.get(key)
-    table[key] = value if found is None else _ops().add(found, value)
+    table[key] = value if found is None else add(found, value)
 
 
 def backward(
@@ -114,7 +43,7 @@ def backward(
 ) -> list[Array | None]:
     """Cotangents of `starts` (marked arrays) given cotangents of `outputs` (None: no gradient)."""
     start_nodes = {s._node for s in starts}
-    order = _graph(outputs, start_nodes)
+    order = traced_graph(outputs, start_nodes)
     reached = set(start_nodes)
     for node in order:
         for source in node.sources:
@@ -124,7 +53,7 @@ def backward(
     table: dict[Key, Array] = {}
     for out, cot in zip(outputs, cotangents):
         if cot is not None and out._node in reached:
-            _accumulate(table, _key(out), cot)
+            _accumulate(table, key_of(out), cot)
     here = to_stream(None)
     for node in reversed(order):
         if node not in reached:
@@ -146,7 +75,7 @@ def backward(
         if node.stream is here:
             grads = vjp(node.inputs, cots, argnums, node.outputs())
         else:
-            grads = _rule(node, vjp, node.inputs, cots, argnums, node.outputs())
+            grads = apply_rule(node, vjp, node.inputs, cots, argnums, node.outputs())
         if len(grads) != len(argnums):
             raise TransformError(f"vjp: {node.primitive.name} returned {len(grads)} cotangents "
                                  f"for {len(argnums)} inputs")
@@ -155,7 +84,7 @@ def backward(
         for i, g in zip(argnums, grads):
             if g is not None:
                 _accumulate(table, (sources[i], indices[i]), g)
-    return [table.get(_key(s)) for s in starts]
+    return [table.get(key_of(s)) for s in starts]
 
 
 def _finals_first(
@@ -183,35 +112,34 @@ def forward(
     table: dict[Key, Array] = {}
     for s, t in zip(starts, tangents):
         if t is not None:
-            table[_key(s)] = t
-    for node in _graph(outputs, {s._node for s in starts}):
+            table[key_of(s)] = t
+    for node in traced_graph(outputs, {s._node for s in starts}):
         ts = [table.get(key) for key in zip(node.sources, node.indices)]
         if all(t is None for t in ts):
             continue
-        outs = _rule(node, node.primitive.jvp, node.inputs, ts, node.outputs())
+        outs = apply_rule(node, node.primitive.jvp, node.inputs, ts, node.outputs())
         for i, t in enumerate(outs):
             if t is not None:
                 table[(node, i)] = t
-    return [table.get(_key(o)) for o in outputs]
+    return [table.get(key_of(o)) for o in outputs]
 
 
 def _as_output_list(op: str, value: Any) -> list[Array]:
     if isinstance(value, Array):
         return [value]
     if isinstance(value, (list, tuple)):
-        return _check_arrays(op, "the function's outputs", value)
+        return check_arrays(op, "the function's outputs", value)
     raise TypeError(f"{op}: the function must return an array or a list of arrays, got "
                     f"{type(value).__name__}")
 
 
 def _fit(op: str, value: Array | None, like: Array) -> Array:
     """A rule result as an array of `like`'s shape and dtype (zeros for None)."""
-    ops = _ops()
     if value is None:
-        return ops.zeros_like(like)
+        return zeros_like(like)
     if value.shape != like.shape:
         raise TransformError(f"{op}: a rule produced shape {value.shape}, expected {like.shape}")
-    return value if value.dtype is like.dtype else ops.astype(value, like.dtype)
+    return value if value.dtype is like.dtype else astype(value, like.dtype)
 
 
 def vjp(
@@ -239,17 +167,17 @@ def vjp(
         >>> g.item()
         6.0
     """
-    primals = _check_arrays("vjp", "primals", primals)
-    cotangents = _check_arrays("vjp", "cotangents", cotangents)
-    starts = _mark(primals)
-    outputs = _as_output_list("vjp", _trace(fun, starts))
+    primals = check_arrays("vjp", "primals", primals)
+    cotangents = check_arrays("vjp", "cotangents", cotangents)
+    starts = mark(primals)
+    outputs = _as_output_list("vjp", trace(fun, starts))
     if len(cotangents) != len(outputs):
         raise ValueError(f"vjp: got {len(cotangents)} cotangents for {len(outputs)} outputs")
     for o, c in zip(outputs, cotangents):
         if o.shape != c.shape:
             raise ValueError(f"vjp: cotangent shape {c.shape} does not match output {o.shape}")
     grads = backward(outputs, cotangents, starts)
-    _release(outputs, starts)
+    release(outputs, starts)
     return outputs, [_fit("vjp", g, p) for g, p in zip(grads, primals)]
 
 
@@ -277,17 +205,17 @@ def jvp(
         >>> t.item()
         6.0
     """
-    primals = _check_arrays("jvp", "primals", primals)
-    tangents = _check_arrays("jvp", "tangents", tangents)
+    primals = check_arrays("jvp", "primals", primals)
+    tangents = check_arrays("jvp", "tangents", tangents)
     if len(tangents) != len(primals):
         raise ValueError(f"jvp: got {len(tangents)} tangents for {len(primals)} primals")
     for p, t in zip(primals, tangents):
         if p.shape != t.shape:
             raise ValueError(f"jvp: tangent shape {t.shape} does not match primal {p.shape}")
-    starts = _mark(primals)
-    outputs = _as_output_list("jvp", _trace(fun, starts))
+    starts = mark(primals)
+    outputs = _as_output_list("jvp", trace(fun, starts))
     outs = forward(outputs, starts, tangents)
-    _release(outputs, starts)
+    release(outputs, starts)
     return outputs, [_fit("jvp", t, o) for t, o in zip(outs, outputs)]
 
 
@@ -364,7 +292,7 @@ def _value_and_grad(
                 raise TypeError(f"{op}: cannot differentiate with respect to an array of "
                                 f"{leaves[i].dtype.name} (shape {leaves[i].shape}); use a "
                                 "float dtype")
-        starts = _mark([leaves[i] for i in where])
+        starts = mark([leaves[i] for i in where])
         traced = list(leaves)
         for i, start in zip(where, starts):
             traced[i] = start
@@ -375,10 +303,10 @@ def _value_and_grad(
         call_kwargs = dict(kwargs)
         for k, value in zip(names, rebuilt[len(nums):]):
             call_kwargs[k] = value
-        value = _trace(fun, call_args, call_kwargs)
+        value = trace(fun, call_args, call_kwargs)
         loss = _loss_of(op, value, aux_allowed)
-        grads = backward([loss], [_ops().ones_like(loss)], starts)
-        _release(value, starts)
+        grads = backward([loss], [ones_like(loss)], starts)
+        release(value, starts)
         fitted = list(leaves)
         for i, g in zip(where, grads):
             fitted[i] = _fit(op, g, leaves[i])
@@ -453,5 +381,3 @@ def grad(
 
     return wrapped
 
-
-from nuvec.graph.batching import vmap  # noqa: E402,F401  (needs the helpers above)

@@ -1,5 +1,5 @@
 """`vmap`: traces a function on unbatched stand-ins, then replays its graph with each
-primitive's batching rule on the batched inputs (see `nuvec.graph.transforms` for the driver).
+primitive's batching rule on the batched inputs (see `nuvec.transforms.trace` for the walk).
 """
 
 from __future__ import annotations
@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nuvec.graph.array import Array, placeholder
-from nuvec.graph.transforms import Key, _graph, _key, _ops, _release, _rule, _trace
 from nuvec.graph.tree import flatten, unflatten
+from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
+from nuvec.transforms.trace import Key, apply_rule, key_of, release, trace, traced_graph
+
+__all__ = ["vmap"]
 
 
 def _flat_axes(op: str, axes: Any, tree: Any, output: bool) -> list[int | None]:
@@ -94,16 +97,16 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
             size = leaf.shape[axis]
             stand_in = placeholder(leaf.shape[:axis] + leaf.shape[axis + 1:], leaf.dtype,
                                    leaf.stream)
-            batched[_key(stand_in)] = (leaf, axis)
+            batched[key_of(stand_in)] = (leaf, axis)
             traced.append(stand_in)
         if size is None:
             raise ValueError("vmap: at least one of in_axes must be non-None")
-        result = _trace(fun, unflatten(treedef, traced))
+        result = trace(fun, unflatten(treedef, traced))
         outs, out_def = flatten(result)
         out_axes_list = _flat_axes("vmap", out_axes, result, True)
         mapped = _replay(outs, batched)
-        finals = [_place(o, mapped.get(_key(o)), ax, size) for o, ax in zip(outs, out_axes_list)]
-        _release(outs, finals)
+        finals = [_place(o, mapped.get(key_of(o)), ax, size) for o, ax in zip(outs, out_axes_list)]
+        release(outs, finals)
         return unflatten(out_def, finals)
 
     return wrapped
@@ -112,28 +115,27 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
 def _replay(outs: list[Array], batched: dict[Key, tuple[Array, int]]) -> dict[Key, tuple]:
     """Re-records the traced graph on batched inputs with each primitive's `vmap` rule."""
     mapped: dict[Key, tuple[Array, int | None]] = dict(batched)
-    for node in _graph(outs, set()):
+    for node in traced_graph(outs, set()):
         found = [mapped.get(key) for key in zip(node.sources, node.indices)]
         if all(f is None for f in found):
             continue
         inputs = [f[0] if f else i for f, i in zip(found, node.inputs)]
         axes = [f[1] if f else None for f in found]
-        results, out_axes = _rule(node, node.primitive.vmap, inputs, axes)
+        results, out_axes = apply_rule(node, node.primitive.vmap, inputs, axes)
         for i, (r, ax) in enumerate(zip(results, out_axes)):
             mapped[(node, i)] = (r, ax)
     return mapped
 
 
 def _place(out: Array, found: tuple | None, out_axis: int | None, size: int) -> Array:
-    ops = _ops()
     if out_axis is None:
         if found is not None and found[1] is not None:
             raise ValueError("vmap: out_axes None for an output that depends on a batched input")
         return out if found is None else found[0]
     if found is None or found[1] is None:
         value = out if found is None else found[0]
-        value = ops.broadcast_to(ops.expand_dims(value, 0), (size, *value.shape))
+        value = broadcast_to(expand_dims(value, 0), (size, *value.shape))
         axis = 0
     else:
         value, axis = found
-    return ops.moveaxis(value, axis, out_axis) if axis != out_axis else value
+    return moveaxis(value, axis, out_axis) if axis != out_axis else value
