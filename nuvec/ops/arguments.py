@@ -25,6 +25,16 @@ Shape = tuple[int, ...]
 _scalar_leaves: dict[tuple, Any] = {}  # (type, value, dtype, shape) -> leaf node
 
 
+class IndexOutOfRangeError(IndexError, ValueError):
+    """A Python int index outside its axis: an `IndexError` (NumPy) that is also a
+    `ValueError` (what MLX raises for bad indices)."""
+
+
+class IntegerOverflowError(OverflowError, ValueError):
+    """A Python int that no integer dtype holds (past int64/uint64): an `OverflowError`, as
+    MLX raises, that is also a `ValueError` (nuvec's error for values)."""
+
+
 def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
     """An evaluated array of `shape` filled with a Python scalar, of `dtype` (one element stored).
 
@@ -212,6 +222,9 @@ def check_shape(shape: Any, op: str) -> Shape:
     out = int_tuple(shape, op, "shape")
     if any(d < 0 for d in out):
         raise ValueError(f"{op}: negative dimensions are not allowed, got {out}")
+    if any(d >= 2**31 for d in out):  # MLX's shapes are int32
+        raise ValueError(f"{op}: shape dimension falls outside the supported int32 range, "
+                         f"got {out}")
     if math.prod(out) >= 2**60:  # past what NumPy can index, even as a broadcast view
         raise ValueError(f"{op}: the shape {out} has more elements than an array can hold")
     return out

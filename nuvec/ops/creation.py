@@ -16,7 +16,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
+from nuvec.ops.arguments import IntegerOverflowError, as_array, check_shape, check_weak_int, fresh
 from nuvec.ops.families import apply
 
 __all__ = [
@@ -40,7 +40,7 @@ def _check_wide_ints(data: np.ndarray, target: dt.Dtype | None) -> None:
     """NumPy stores Python ints in [2**63, 2**64) as uint64; only a uint64 target takes them (a
     cast to int64 would wrap them silently)."""
     if data.dtype.kind == "u" and target is not dt.uint64:
-        raise ValueError(f"array: the integer {data.max()} does not fit in int64")
+        raise IntegerOverflowError(f"array: the integer {data.max()} does not fit in int64")
 
 
 def _reject_wide_python_ints(a: Any) -> None:
@@ -50,7 +50,8 @@ def _reject_wide_python_ints(a: Any) -> None:
     except ValueError:  # ragged
         return
     if items and all(type(v) is int or type(v) is bool for v in items):
-        raise ValueError(f"array: the integer {max(items, key=abs)} does not fit in int64")
+        raise IntegerOverflowError(f"array: the integer {max(items, key=abs)} does not fit in "
+                                   "int64")
 
 
 def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
@@ -147,7 +148,9 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
                 converted = np.array(data, dtype=out.np, copy=True)
         else:
             converted = np.array(data, dtype=out.np, copy=True)
-    except (OverflowError, ValueError) as exc:
+    except OverflowError as exc:
+        raise IntegerOverflowError(f"array: cannot convert data to {out.name}: {exc}") from None
+    except ValueError as exc:
         raise ValueError(f"array: cannot convert data to {out.name}: {exc}") from None
     return leaf(converted, out)
 

@@ -61,6 +61,8 @@ def normal(
     from nuvec.ops.unary import astype, erfinv
 
     s = to_stream(stream)
+    if dtype is not None and dt.to_dtype(dtype, "normal") is dt.complex64:
+        return _complex_normal(shape, loc, scale, key, s)
     dtype = float_dtype(dtype, "normal")
     params = [as_array(p, "normal", dtype) for p in (loc, scale) if p is not None]
     shape = sample_shape("normal", shape, *params)
@@ -74,6 +76,25 @@ def normal(
     if loc is not None:
         out = add(out, astype(as_array(loc, "normal", dtype), work, stream=s), stream=s)
     return astype(out, dtype, stream=s)
+
+
+def _complex_normal(shape: Any, loc: Any, scale: Any, key: Any, s: Any) -> Array:
+    """Complex normal samples (MLX): real and imaginary parts independent, each of variance
+    1/2, so that E|z|^2 = 1; then `loc + scale * z` (complex `loc`/`scale` allowed)."""
+    from nuvec.ops.binary import add, multiply
+    from nuvec.ops.unary import astype
+
+    params = [as_array(p, "normal", dt.complex64) for p in (loc, scale) if p is not None]
+    shape = sample_shape("normal", shape, *params)
+    parts = normal(tuple(shape) + (2,), dt.float32, key=key, stream=s)
+    re, im = parts[..., 0], parts[..., 1]
+    z = add(astype(re, dt.complex64, stream=s), multiply(im, 1j, stream=s), stream=s)
+    z = multiply(z, math.sqrt(0.5), stream=s)
+    if scale is not None:
+        z = multiply(z, as_array(scale, "normal", dt.complex64), stream=s)
+    if loc is not None:
+        z = add(z, as_array(loc, "normal", dt.complex64), stream=s)
+    return z
 
 
 def randint(

@@ -20,7 +20,8 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import COPY, Primitive, TransformError
-from nuvec.ops.arguments import as_array, broadcast_shapes, normalize_axis
+from nuvec.ops.arguments import (IndexOutOfRangeError, as_array, broadcast_shapes,
+                                  normalize_axis)
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import broadcast_to, moveaxis, reshape, transpose
 from nuvec.ops.slicing import fit_update
@@ -219,7 +220,8 @@ def scatter(x: Array, indices: Sequence[Array], updates: Array, mode: str,
 
 def check_int_index(op: str, i: int, size: int, axis: int) -> int:
     if not -size <= i < size:
-        raise IndexError(f"{op}: index {i} is out of bounds for axis {axis} with size {size}")
+        raise IndexOutOfRangeError(f"{op}: index {i} is out of bounds for axis {axis} with "
+                                   f"size {size}")
     return i % size
 
 

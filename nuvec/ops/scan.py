@@ -190,9 +190,9 @@ def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive
           stream: Any) -> Array:
     s = to_stream(stream)
     a = as_array(a, op)
+    if kind == "logaddexp" and a.dtype is dt.complex64:
+        return _complex_logcumsumexp(a, axis, reverse, inclusive, s)
     if kind == "logaddexp" and not a.dtype.is_floating:
-        if a.dtype is dt.complex64:
-            raise DtypeError(f"{op}: complex64 is not supported")
         from nuvec.ops.unary import astype
 
         a = astype(a, dt.float32, stream=s)
@@ -209,6 +209,24 @@ def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive
     return record1(Scan(kind, ax, bool(reverse), bool(inclusive)), (a,), s)
 
 
+
+
+def _complex_logcumsumexp(a: Array, axis: int | None, reverse: bool, inclusive: bool,
+                          s: Any) -> Array:
+    """log(cumsum(exp(a))) of complex `a` (MLX takes complex here), shifted by the largest
+    real part for range; the imaginary part is the principal branch of the log."""
+    from nuvec.ops.binary import add, subtract
+    from nuvec.ops.comparison import where
+    from nuvec.ops.complex_parts import real
+    from nuvec.ops.nonfinite import isfinite
+    from nuvec.ops.reduction import max as reduce_max
+    from nuvec.ops.unary import exp, log, stop_gradient
+
+    shift = stop_gradient(reduce_max(real(a, stream=s), axis, True, stream=s))
+    shift = where(isfinite(shift), shift, 0.0, stream=s)
+    summed = cumsum(exp(subtract(a, shift, stream=s), stream=s), axis, reverse=reverse,
+                    inclusive=inclusive, stream=s)
+    return add(log(summed, stream=s), shift, stream=s)
 
 
 def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,

@@ -163,9 +163,7 @@ class SearchSorted(Primitive):
 
 def _prepare(op: str, a: Any, axis: int | None, s: Stream) -> tuple[Array, int]:
     """`a` as an array and the normalized axis (None flattens)."""
-    a = as_array(a, op)
-    if a.dtype is dt.complex64:
-        raise DtypeError(f"{op}: complex64 has no ordering")
+    a = as_array(a, op)  # complex64 orders lexicographically (real, then imaginary), as NumPy
     if axis is None:
         from nuvec.ops.shape import reshape
 
