@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from nuvec.graph.array import Array, Node
+from nuvec.graph.array import Array, Node, handle
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
@@ -142,6 +142,12 @@ def _fit(op: str, value: Array | None, like: Array) -> Array:
     return value if value.dtype is like.dtype else astype(value, like.dtype)
 
 
+def _handles(starts: Sequence[Array]) -> list[Array]:
+    """New handles on the starts for the function to use: an in-place update inside it
+    (`a[0] = b`, `a += 1`) rebinds its handle, never the start the transform reads."""
+    return [handle(s._node, s._index) for s in starts]
+
+
 def vjp(
     fun: Callable[..., Any], primals: Sequence[Array], cotangents: Sequence[Array]
 ) -> tuple[list[Array], list[Array]]:
@@ -170,7 +176,7 @@ def vjp(
     primals = check_arrays("vjp", "primals", primals)
     cotangents = check_arrays("vjp", "cotangents", cotangents)
     starts = mark(primals)
-    outputs = _as_output_list("vjp", trace(fun, starts))
+    outputs = _as_output_list("vjp", trace(fun, _handles(starts)))
     if len(cotangents) != len(outputs):
         raise ValueError(f"vjp: got {len(cotangents)} cotangents for {len(outputs)} outputs")
     for o, c in zip(outputs, cotangents):
@@ -213,7 +219,7 @@ def jvp(
         if p.shape != t.shape:
             raise ValueError(f"jvp: tangent shape {t.shape} does not match primal {p.shape}")
     starts = mark(primals)
-    outputs = _as_output_list("jvp", trace(fun, starts))
+    outputs = _as_output_list("jvp", trace(fun, _handles(starts)))
     outs = forward(outputs, starts, tangents)
     release(outputs, starts)
     return outputs, [_fit("jvp", t, o) for t, o in zip(outs, outputs)]
@@ -294,7 +300,7 @@ def _value_and_grad(
                                 "float dtype")
         starts = mark([leaves[i] for i in where])
         traced = list(leaves)
-        for i, start in zip(where, starts):
+        for i, start in zip(where, _handles(starts)):
             traced[i] = start
         rebuilt = unflatten(treedef, traced)
         call_args = list(args)
