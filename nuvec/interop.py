@@ -203,7 +203,7 @@ def _buffer(self: Array, flags: int) -> memoryview:
     data = self._host()
     if self.dtype is dt.bfloat16:
         data = data.view(np.uint16)
-    return memoryview(data)
+    return memoryview(data).toreadonly()
 
 
 def _array_namespace(self: Array, /, *, api_version: str | None = None) -> Any:

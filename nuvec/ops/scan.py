@@ -222,6 +222,10 @@ def _complex_logcumsumexp(a: Array, axis: int | None, reverse: bool, inclusive: 
     from nuvec.ops.reduction import max as reduce_max
     from nuvec.ops.unary import exp, log, stop_gradient
 
+    if axis is None:
+        from nuvec.ops.shape import reshape
+
+        a, axis = reshape(a, (a.size,), stream=s), 0
     shift = stop_gradient(reduce_max(real(a, stream=s), axis, True, stream=s))
     shift = where(isfinite(shift), shift, 0.0, stream=s)
     summed = cumsum(exp(subtract(a, shift, stream=s), stream=s), axis, reverse=reverse,
