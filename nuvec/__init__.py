@@ -68,6 +68,9 @@ from nuvec.graph.printing import (
 )
 from nuvec.graph.primitive import TransformError
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec.fast.conv import conv1d
+from nuvec.fast.gather import gather_mm, gather_qmm
+from nuvec.fast.softmax_axes import logsumexp, softmax
 from nuvec.transforms import (
     checkpoint,
     custom_function,
@@ -86,7 +89,9 @@ from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
 from nuvec import utils  # noqa: E402
 from nuvec import fast  # noqa: E402
 from nuvec.compilation import compile, disable_compile, enable_compile  # noqa: E402
-from nuvec.io import load, save, savez, savez_compressed  # noqa: E402
+from nuvec.io import (  # noqa: E402
+    load, save, save_gguf, save_safetensors, savez, savez_compressed,
+)
 
 __version__ = "0.1.0"
 from nuvec.interop import from_dlpack  # noqa: E402

@@ -218,6 +218,8 @@ SIGNATURES = {
     "rsqrt": "(a, /, *, stream=None)",
     "save": "(file, arr)",
     "savez": "(file, *args, **kwargs)",
+    "save_safetensors": "(file, arrays, metadata=None)",
+    "save_gguf": "(file, arrays, metadata=None)",
     "savez_compressed": "(file, *args, **kwargs)",
     "searchsorted": "(a, v, /, side='left', *, stream=None)",
     "segmented_mm": "(a, b, /, segments, *, stream=None)",

@@ -1,7 +1,7 @@
-"""Matrix products of gathered batches (`gather_mm`, `gather_qmm`) as fused ops.
+"""Matrix products of gathered batches (the namespace's `gather_mm`, `gather_qmm`) as fused ops.
 
-`nuvec.ops.gathered` validates and broadcasts the indices, then records through
-`gather_mm_node`/`gather_qmm_node`; `offsets` (int32, one per weight batch) marks where each
+`gather_mm`/`gather_qmm` validate and broadcast the indices, then record through
+`gather_mm_node`/`gather_qmm_node` (whose fallback is `take` + `matmul`/`quantized_matmul`); `offsets` (int32, one per weight batch) marks where each
 weight batch's rows start when the rows are sorted by it (one-row products of a 3-D `x`).
 """
 
@@ -10,12 +10,17 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from typing import Any
+
+from nuvec.fast.base import KERNEL_FLOATS, FastOp, mx, one
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
-from nuvec.fast.base import KERNEL_FLOATS, FastOp, mx, one
+from nuvec.graph.device import stream as stream_context, to_stream
+from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.gathered import matrix_operands
 from nuvec.ops.quantized import check_quantization_params
 
-__all__: list[str] = []
+__all__ = ["gather_mm", "gather_qmm"]
 
 
 def _rows(a: Array, indices: Array) -> Array:
@@ -154,3 +159,167 @@ def gather_qmm_node(x: Array, w: Array, scales: Array, biases: Array, lhs_indice
     if not transpose or x.dtype not in KERNEL_FLOATS:
         return op.fallback(inputs)[0]
     return one(op, inputs)
+
+
+def _default_indices(op: str, indices: Any, batch: tuple[int, ...], s: Any) -> Array:
+    """The given indices, checked to be integers, or `arange` over `batch` shaped as it."""
+    from nuvec.ops.creation import arange
+    from nuvec.ops.shape import reshape
+
+    if indices is None:
+        size = 1
+        for d in batch:
+            size *= d
+        return reshape(arange(size, dtype=dt.uint32, stream=s), batch, stream=s)
+    indices = as_array(indices, op)
+    if not indices.dtype.is_integer:
+        raise dt.DtypeError(f"{op}: indices must be integers, got {indices.dtype.name}")
+    return indices
+
+
+def _gather_indices(op: str, a: Array, b: Array, lhs: Any, rhs: Any,
+                    s: Any) -> tuple[Array, Array]:
+    """The indices as uint32 (as MLX), broadcast to one shape."""
+    from nuvec.ops.shape import broadcast_to
+    from nuvec.ops.unary import astype
+
+    lhs = _default_indices(op, lhs, a.shape[:-2], s)
+    rhs = _default_indices(op, rhs, b.shape[:-2], s)
+    shape = broadcast_shapes(lhs.shape, rhs.shape, op=op)
+    return tuple(broadcast_to(astype(i, dt.uint32, stream=s), shape, stream=s)
+                 for i in (lhs, rhs))
+
+
+def _row_offsets(sorted_indices: bool, x: Array, w: Array, rhs: Array, s: Any) -> Array | None:
+    """For one-row products (`x` `[B, 1, K]`) sorted by `rhs`, where each weight batch's rows
+    start (int32, the count of smaller indices), which lets a kernel walk each batch once;
+    None otherwise."""
+    from nuvec.ops.binary import less
+    from nuvec.ops.creation import arange
+    from nuvec.ops.reduction import sum as total
+    from nuvec.ops.shape import expand_dims
+    from nuvec.ops.unary import astype
+
+    if not (sorted_indices and x.ndim == 3 and x.shape[1] == 1 and rhs.ndim == 1):
+        return None
+    batches = 1
+    for d in w.shape[:-2]:
+        batches *= d
+    starts = expand_dims(arange(batches, dtype=dt.uint32, stream=s), 1, stream=s)
+    smaller = less(expand_dims(rhs, 0, stream=s), starts, stream=s)
+    return astype(total(smaller, axis=1, stream=s), dt.int32, stream=s)
+
+
+def gather_mm(
+    a: Any, b: Any, /, lhs_indices: Any = None, rhs_indices: Any = None,
+    sorted_indices: bool = False, *, stream: Any = None,
+) -> Array:
+    """Matrix products of gathered batches: `a[lhs_indices] @ b[rhs_indices]`.
+
+    The batch axes of `a` `[..., M, K]` and `b` `[..., K, N]` are flattened and indexed; the
+    indices broadcast together and give the output's batch shape. Missing indices mean
+    `arange` over that operand's batch. `sorted_indices` is a hint for kernels that exploit
+    sorted indices; the result does not depend on it. Negative indices count from the end; an
+    out-of-range one makes the evaluation fail, as in `take`.
+
+    Args:
+        a: floating `[..., M, K]`.
+        b: floating `[..., K, N]`.
+        lhs_indices: integer indices into `a`'s flattened batch; all when None.
+        rhs_indices: integer indices into `b`'s flattened batch; all when None.
+        sorted_indices: a hint that the indices are sorted.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        `[*broadcast(lhs_indices, rhs_indices).shape, M, N]` (1-D operands drop their axis,
+        as in `matmul`).
+
+    Raises:
+        TypeError: for non-floating operands or non-integer indices.
+        ValueError: for 0-d operands or mismatched inner dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> a, b = mx.ones((2, 3, 4)), mx.ones((5, 4, 6))
+        >>> mx.gather_mm(a, b, mx.array([0, 1]), mx.array([4, 2])).shape
+        (2, 3, 6)
+    """
+    from nuvec.ops.matmul import matmul
+    from nuvec.ops.shape import squeeze
+
+    op = "gather_mm"
+    s = to_stream(stream)
+    a, b = as_array(a, op), as_array(b, op)
+    if lhs_indices is None and rhs_indices is None:
+        return matmul(a, b, stream=s)
+    a, b, drop = matrix_operands(op, a, b, s)
+    lhs, rhs = _gather_indices(op, a, b, lhs_indices, rhs_indices, s)
+    offsets = _row_offsets(sorted_indices, a, b, rhs, s)
+    with stream_context(s):
+        out = gather_mm_node(a, b, lhs, rhs, offsets)
+    return squeeze(out, drop, stream=s) if drop else out
+
+
+def gather_qmm(
+    x: Any, w: Any, /, scales: Any, biases: Any, lhs_indices: Any = None,
+    rhs_indices: Any = None, transpose: bool = True, group_size: int | None = None,
+    bits: int | None = None, mode: str = "affine", sorted_indices: bool = False, *,
+    stream: Any = None,
+) -> Array:
+    """Quantized products of gathered batches: `quantized_matmul(x[lhs], w[rhs], ...)`.
+
+    Batch axes of `x` `[..., M, K]` and of the packed `w` (with its scales and biases) are
+    flattened and indexed as in `gather_mm`; `sorted_indices` is a hint only.
+
+    Args:
+        x: floating `[..., M, K]`.
+        w: packed uint32 weights, as in `quantized_matmul`.
+        scales: the scales of `w`, as in `quantized_matmul`.
+        biases: the biases of `w`, as in `quantized_matmul`.
+        lhs_indices: integer indices into `x`'s flattened batch; all when None.
+        rhs_indices: integer indices into `w`'s flattened batch; all when None.
+        transpose: multiply by the transposed weights.
+        group_size: values per scale and bias: 32, 64 or 128.
+        bits: bits per value: 2, 3, 4, 5, 6 or 8.
+        mode: the quantization mode; only "affine".
+        sorted_indices: a hint that the indices are sorted.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        `[*broadcast(lhs_indices, rhs_indices).shape, M, N]`.
+
+    Raises:
+        TypeError: for non-floating inputs, non-uint32 weights or non-integer indices.
+        ValueError: for unsupported parameters, mismatched shapes or a 1-D `x`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> w_q, s, b = mx.quantize(mx.ones((4, 3, 64)))
+        >>> mx.gather_qmm(mx.ones((1, 2, 64)), w_q, s, b, rhs_indices=mx.array([3, 0])).shape
+        (2, 2, 3)
+    """
+    from nuvec.ops.quantized import (
+        check_packed_weights,
+        check_quantization_mode,
+        check_quantization_params,
+        promote_quantized_operands,
+        quantized_matmul,
+    )
+
+    op = "gather_qmm"
+    if lhs_indices is None and rhs_indices is None:
+        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
+                                stream=stream)
+    check_quantization_mode(op, mode)
+    group_size, bits = check_quantization_params(op, group_size, bits)
+    s = to_stream(stream)
+    x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
+    check_packed_weights(op, w, scales, biases, group_size, bits)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: x must have at least 2 dimensions, got shape {x.shape}")
+    x, scales, biases = promote_quantized_operands(op, x, w, scales, biases, transpose, bits, s)
+    lhs, rhs = _gather_indices(op, x, w, lhs_indices, rhs_indices, s)
+    offsets = _row_offsets(sorted_indices, x, w, rhs, s)
+    with stream_context(s):
+        return gather_qmm_node(x, w, scales, biases, lhs, rhs, transpose=transpose,
+                               group_size=group_size, bits=bits, offsets=offsets)

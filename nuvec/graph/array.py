@@ -1,7 +1,8 @@
 """The lazy graph: `Node` (one operation and its outputs) and `Array` (a handle on one output).
 
-Arrays know their shape, dtype and stream without being evaluated. Operators and methods are
-installed on `Array` by `nuvec.ops.methods`, so this module imports no operation.
+Arrays know their shape, dtype and stream without being evaluated. The constructor (from data),
+operators and methods are installed on `Array` by `nuvec.ops.methods`, so this module imports
+no operation.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph import memory
-from nuvec.graph.device import Stream, host_stream, to_stream
+from nuvec.graph.device import Stream, backend_for, host_stream, to_stream
 from nuvec.graph.memory import counters
+from nuvec.graph.printing import format_array
 
 if TYPE_CHECKING:
     from nuvec.graph.primitive import Primitive
@@ -159,11 +161,6 @@ class Array:
     __slots__ = ("_node", "_index", "shape", "dtype", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, val: Any, dtype: Any = None, *, copy: bool | None = True):
-        from nuvec.ops.creation import array as make_array
-
-        self._rebind(make_array(val, dtype, copy=copy))
-
     def _rebind(self, other: Array) -> None:
         """Makes this handle refer to `other`'s value (MLX's in-place updates)."""
         self._node = other._node
@@ -216,14 +213,12 @@ class Array:
         """Evaluates and returns this array's data as a NumPy array (shared, do not mutate)."""
         node = self._node
         if node.data is None:
-            from nuvec.graph.evaluator import eval as evaluate
+            from nuvec.graph.evaluator import eval as evaluate  # the evaluator imports this module
 
             evaluate(self)
             node = self._node
         data = node.data[self._index]
         if type(data) is not np.ndarray:
-            from nuvec.graph.device import backend_for
-
             data = backend_for(node.stream.device).to_host(data)
         return data
 
@@ -305,8 +300,6 @@ class Array:
         return format(self.item(), spec)
 
     def __repr__(self) -> str:
-        from nuvec.graph.printing import format_array
-
         return format_array(self)
 
     def __hash__(self) -> int:

@@ -29,6 +29,11 @@ class DtypeError(TypeError, ValueError):
     """
 
 
+class IntegerOverflowError(OverflowError, ValueError):
+    """A Python int that no integer dtype holds (past int64/uint64): an `OverflowError`, as
+    MLX raises, that is also a `ValueError` (nuvec's error for values)."""
+
+
 class DtypeCategory:
     """An abstract dtype category (`floating`, `integer`, ...) as in MLX.
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from nuvec.graph.array import Array, record1
+
 if TYPE_CHECKING:
-    from nuvec.graph.array import Array
     from nuvec.graph.dtypes import Dtype
 
 Shape = tuple[int, ...]
@@ -103,8 +104,6 @@ class Copy(Primitive):
         return [tangents[0]]
 
     def vmap(self, inputs, axes):
-        from nuvec.graph.array import record1
-
         return [record1(self, inputs, inputs[0].stream)], [axes[0]]
 
 

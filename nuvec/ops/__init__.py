@@ -28,7 +28,6 @@ from nuvec.ops.rounding import *  # noqa: F401,F403
 from nuvec.ops.scan import *  # noqa: F401,F403
 from nuvec.ops.shape import *  # noqa: F401,F403
 from nuvec.ops.slicing import *  # noqa: F401,F403
-from nuvec.ops.softmax import *  # noqa: F401,F403
 from nuvec.ops.sorting import *  # noqa: F401,F403
 from nuvec.ops.statistics import *  # noqa: F401,F403
 from nuvec.ops.unary import *  # noqa: F401,F403

@@ -15,51 +15,18 @@ from numpy.exceptions import AxisError
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
-from nuvec.graph.array import Array, handle, leaf
+from nuvec.graph.array import Array, handle
+from nuvec.graph.convert import cast, from_data, scalar_array
 from nuvec.graph.device import Stream
 
 Scalar = (bool, int, float, complex)
+StreamLike = Any  # a Stream, a Device, or None for the default stream
 Shape = tuple[int, ...]
-
-
-_scalar_leaves: dict[tuple, Any] = {}  # (type, value, dtype, shape) -> leaf node
 
 
 class IndexOutOfRangeError(IndexError, ValueError):
     """A Python int index outside its axis: an `IndexError` (NumPy) that is also a
     `ValueError` (what MLX raises for bad indices)."""
-
-
-class IntegerOverflowError(OverflowError, ValueError):
-    """A Python int that no integer dtype holds (past int64/uint64): an `OverflowError`, as
-    MLX raises, that is also a `ValueError` (nuvec's error for values)."""
-
-
-def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
-    """An evaluated array of `shape` filled with a Python scalar, of `dtype` (one element stored).
-
-    Leaves are cached by value (not zeros, whose sign a key cannot tell, nor NaN); each call
-    returns a new handle, so an in-place update of one never changes the cache.
-    """
-    key = (type(value), value, dtype, shape)
-    cacheable = value == value and value != 0
-    if cacheable:
-        node = _scalar_leaves.get(key)
-        if node is not None:
-            return handle(node, 0)
-    try:
-        data = np.asarray(value, dtype=dtype.np)
-    except OverflowError:  # negative ints wrap into uint64, as a cast would (MLX)
-        data = np.asarray(np.asarray(value).astype(dtype.np))
-    if shape:  # a read-only view repeating the one element (np.broadcast_to, but cheaper)
-        data = np.ndarray(shape, dtype.np, data, 0, (0,) * len(shape))
-        data.flags.writeable = False
-    out = leaf(data, dtype)
-    if cacheable:
-        if len(_scalar_leaves) >= 1024:
-            _scalar_leaves.clear()
-        _scalar_leaves[key] = out._node
-    return out
 
 
 def fresh(a: Array) -> Array:
@@ -77,12 +44,12 @@ def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
     """
     if isinstance(x, Array):
         return x
-    from nuvec.ops.creation import array
-
     if dtype is not None:  # a value taking the dtype of the array it updates or pads (MLX)
         check_weak_int(op, x, dtype)
     try:
-        return array(x, dtype)
+        if isinstance(x, (list, tuple)) and any(isinstance(v, Array) for v in x):
+            return creation.array(x, dtype)  # stacks the arrays
+        return from_data(x, dtype)
     except (TypeError, ValueError) as exc:
         raise DtypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
 
@@ -111,25 +78,17 @@ def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
     elif a_is_array and isinstance(b, Scalar):
         out = dt.weak_scalar_result(a.dtype, b)
         check_weak_int(op, b, out)
-        return _cast(a, out, stream), scalar_array(b, out, a.shape)
+        return cast(a, out, stream), scalar_array(b, out, a.shape)
     elif b_is_array and isinstance(a, Scalar):
         out = dt.weak_scalar_result(b.dtype, a)
         check_weak_int(op, a, out)
-        return scalar_array(a, out, b.shape), _cast(b, out, stream)
+        return scalar_array(a, out, b.shape), cast(b, out, stream)
     else:
         a, b = as_array(a, op), as_array(b, op)
         if isinstance(a, Array) and isinstance(b, Array) and a.dtype is b.dtype:
             return a, b
         out = dt.promote_types(a.dtype, b.dtype)
-    return _cast(a, out, stream), _cast(b, out, stream)
-
-
-def _cast(a: Array, dtype: dt.Dtype, stream: Stream) -> Array:
-    if a.dtype is dtype:
-        return a
-    from nuvec.ops.unary import astype
-
-    return astype(a, dtype, stream=stream)
+    return cast(a, out, stream), cast(b, out, stream)
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
@@ -197,9 +156,8 @@ def broadcast_shapes(*shapes: Sequence[int], op: str = "broadcast_shapes") -> Sh
 def broadcast_all(op: str, arrays: Sequence[Array], stream: Stream) -> list[Array]:
     """The arrays broadcast to their common shape with explicit broadcast nodes."""
     shape = broadcast_shapes(*(a.shape for a in arrays), op=op)
-    from nuvec.ops.shape import broadcast_to
-
-    return [a if a.shape == shape else broadcast_to(a, shape, stream=stream) for a in arrays]
+    return [a if a.shape == shape else shape_ops.broadcast_to(a, shape, stream=stream)
+            for a in arrays]
 
 
 def int_tuple(values: Any, op: str, what: str) -> tuple[int, ...]:
@@ -234,3 +192,9 @@ def require_float(op: str, a: Array) -> None:
     """Raises TypeError unless `a` has a floating dtype."""
     if not a.dtype.is_floating:
         raise DtypeError(f"{op}: expected a floating-point array, got {a.dtype.name}")
+
+
+# The operations that build on this module, used at call time (imported last, as they import
+# this module).
+from nuvec.ops import creation  # noqa: E402
+from nuvec.ops import shape as shape_ops  # noqa: E402

@@ -13,6 +13,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
+from nuvec.ops import creation
 from nuvec.ops import rounding as r
 from nuvec.ops import unary as u
 from nuvec.ops.arguments import as_array, broadcast_all, promote
@@ -226,9 +227,7 @@ class Clip(Primitive):
 
 
 def _ones(like: Array) -> Array:
-    from nuvec.ops.creation import ones_like
-
-    return ones_like(like)
+    return creation.ones_like(like)
 
 
 ADD, SUBTRACT, MULTIPLY, DIVIDE = Add(), Subtract(), Multiply(), Divide()

@@ -15,9 +15,12 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec.ops import binary
+from nuvec.ops import creation
+from nuvec.ops import nonfinite
+from nuvec.ops import reduction
 from nuvec.ops import unary as u
 from nuvec.ops.arguments import as_array, broadcast_all, promote
-from nuvec.ops.binary import _prepare, add, multiply, subtract
 from nuvec.ops.families import Binary, Unary, apply, batch_inputs
 
 __all__ = [
@@ -105,9 +108,7 @@ class Select(Primitive):
 
 
 def _zeros(like: Array) -> Array:
-    from nuvec.ops.creation import zeros_like
-
-    return zeros_like(like)
+    return creation.zeros_like(like)
 
 
 BITWISE_INVERT, SELECT = BitwiseInvert(), Select()
@@ -118,7 +119,7 @@ def _comparison(kind: str, symbol: str):
 
     def op(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         s = to_stream(stream)
-        a, b = _prepare(kind, a, b, s)
+        a, b = binary._prepare(kind, a, b, s)
         return record1(Compare(kind), (a, b), s)
 
     op.__name__ = op.__qualname__ = kind
@@ -232,7 +233,7 @@ def _bitwise(name: str, kind: str, summary: str):
 
     def op(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         s = to_stream(stream)
-        a, b = _prepare(name, a, b, s)
+        a, b = binary._prepare(name, a, b, s)
         if a.dtype.is_inexact:
             raise DtypeError(
                 f"{name}: only integer and boolean arrays are supported, got {a.dtype.name}"
@@ -362,18 +363,17 @@ def isclose(
         if not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"isclose: {name} must be a real number, got {type(value).__name__}")
     s = to_stream(stream)
-    a, b = _prepare("isclose", a, b, s)
+    a, b = binary._prepare("isclose", a, b, s)
     if not a.dtype.is_inexact:
         a, b = u.astype(a, dt.float32, stream=s), u.astype(b, dt.float32, stream=s)
-    from nuvec.ops.nonfinite import isfinite, isnan
 
-    diff = u.abs(subtract(a, b, stream=s), stream=s)
-    bound = add(multiply(u.abs(b, stream=s), float(rtol), stream=s), float(atol), stream=s)
+    diff = u.abs(binary.subtract(a, b, stream=s), stream=s)
+    bound = binary.add(binary.multiply(u.abs(b, stream=s), float(rtol), stream=s), float(atol), stream=s)
     # an infinite b makes the bound infinite: infinities are close only to themselves (NumPy)
-    within = logical_and(less_equal(diff, bound, stream=s), isfinite(b, stream=s), stream=s)
+    within = logical_and(less_equal(diff, bound, stream=s), nonfinite.isfinite(b, stream=s), stream=s)
     out = logical_or(within, equal(a, b, stream=s), stream=s)
     if equal_nan:
-        both = logical_and(isnan(a, stream=s), isnan(b, stream=s), stream=s)
+        both = logical_and(nonfinite.isnan(a, stream=s), nonfinite.isnan(b, stream=s), stream=s)
         out = logical_or(out, both, stream=s)
     return out
 
@@ -403,9 +403,7 @@ def allclose(
         >>> mx.allclose(mx.array([1.0, 2.0]), mx.array([1.0, 2.000001])).item()
         True
     """
-    from nuvec.ops.reduction import all as reduce_all
-
-    return reduce_all(isclose(a, b, rtol, atol, equal_nan=equal_nan, stream=stream), stream=stream)
+    return reduction.all(isclose(a, b, rtol, atol, equal_nan=equal_nan, stream=stream), stream=stream)
 
 
 def array_equal(a: Any, b: Any, /, equal_nan: bool = False, *, stream: Any = None) -> Array:
@@ -426,18 +424,13 @@ def array_equal(a: Any, b: Any, /, equal_nan: bool = False, *, stream: Any = Non
         >>> mx.array_equal(mx.array([1, 2]), mx.array([1.0, 2.0])).item()
         True
     """
-    from nuvec.ops.creation import array
-    from nuvec.ops.reduction import all as reduce_all
-
     a, b = as_array(a, "array_equal"), as_array(b, "array_equal")
     if a.shape != b.shape:
-        return array(False)
+        return creation.array(False)
     s = to_stream(stream)
     out = equal(a, b, stream=s)
     if equal_nan:
-        from nuvec.ops.nonfinite import isnan
-
-        out = logical_or(out, logical_and(isnan(a, stream=s), isnan(b, stream=s), stream=s),
+        out = logical_or(out, logical_and(nonfinite.isnan(a, stream=s), nonfinite.isnan(b, stream=s), stream=s),
                          stream=s)
-    return reduce_all(out, stream=s)
+    return reduction.all(out, stream=s)
 

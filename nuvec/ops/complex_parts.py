@@ -10,9 +10,10 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, fresh
+from nuvec.ops import unary
+from nuvec.ops import creation
+from nuvec.ops.arguments import StreamLike, as_array, fresh
 from nuvec.ops.families import Linear, Unary, apply
-from nuvec.ops.unary import StreamLike, _b, astype
 
 __all__ = ["conj", "conjugate", "real", "imag"]
 
@@ -35,7 +36,7 @@ class Real(Linear, Unary):
         return dt.float32
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [astype(cotangents[0], dt.complex64)]
+        return [unary.astype(cotangents[0], dt.complex64)]
 
 
 class Imag(Linear, Unary):
@@ -51,7 +52,7 @@ class Imag(Linear, Unary):
         return dt.float32
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_b().multiply(astype(cotangents[0], dt.complex64), -1j)]
+        return [unary._b().multiply(unary.astype(cotangents[0], dt.complex64), -1j)]
 
 
 CONJUGATE, REAL, IMAG = Conjugate(), Real(), Imag()
@@ -134,7 +135,5 @@ def imag(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "imag")
     if a.dtype is not dt.complex64:
-        from nuvec.ops.creation import zeros_like
-
-        return zeros_like(a, stream=stream)
+        return creation.zeros_like(a, stream=stream)
     return record1(IMAG, (a,), to_stream(stream))

@@ -14,7 +14,10 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import broadcast_all, normalize_axis
+from nuvec.ops.binary import multiply
+from nuvec.ops.complex_parts import conjugate
 from nuvec.ops.einsum import LETTERS, contract, promoted
+from nuvec.ops.shape import moveaxis, reshape
 
 __all__ = ["inner", "outer", "tensordot", "vecdot", "kron"]
 
@@ -103,8 +106,6 @@ def inner(a: Any, b: Any, /, *, stream: Any = None) -> Array:
     s = to_stream(stream)
     a, b = promoted("inner", (a, b), s)
     if a.ndim == 0 or b.ndim == 0:
-        from nuvec.ops.binary import multiply
-
         return multiply(a, b, stream=s)
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(f"inner: last dimensions differ, got shapes {a.shape} and {b.shape}")
@@ -127,9 +128,6 @@ def outer(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         >>> mx.outer(mx.array([1, 2]), mx.array([3, 4])).tolist()
         [[3, 4], [6, 8]]
     """
-    from nuvec.ops.binary import multiply
-    from nuvec.ops.shape import reshape
-
     s = to_stream(stream)
     a, b = promoted("outer", (a, b), s)
     return multiply(reshape(a, (a.size, 1), stream=s), reshape(b, (1, b.size), stream=s),
@@ -156,8 +154,6 @@ def vecdot(a: Any, b: Any, /, *, axis: int = -1, stream: Any = None) -> Array:
         >>> mx.vecdot(mx.array([[1.0, 2.0]]), mx.array([3.0, 4.0])).tolist()
         [11.0]
     """
-    from nuvec.ops.shape import moveaxis
-
     s = to_stream(stream)
     a, b = promoted("vecdot", (a, b), s)
     a, b = broadcast_all("vecdot", (a, b), s)
@@ -165,8 +161,6 @@ def vecdot(a: Any, b: Any, /, *, axis: int = -1, stream: Any = None) -> Array:
         raise ValueError("vecdot: inputs must have at least one dimension")
     ax = normalize_axis(axis, a.ndim, "vecdot")
     if a.dtype is dt.complex64:
-        from nuvec.ops.complex_parts import conjugate
-
         a = conjugate(a, stream=s)
     a, b = moveaxis(a, ax, -1, stream=s), moveaxis(b, ax, -1, stream=s)
     labels = list(LETTERS[: a.ndim])
@@ -192,9 +186,6 @@ def kron(a: Any, b: Any, *, stream: Any = None) -> Array:
         >>> mx.kron(mx.array([1, 2]), mx.array([1, 10])).tolist()
         [1, 10, 2, 20]
     """
-    from nuvec.ops.binary import multiply
-    from nuvec.ops.shape import reshape
-
     s = to_stream(stream)
     a, b = promoted("kron", (a, b), s)
     ndim = max(a.ndim, b.ndim)

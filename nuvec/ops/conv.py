@@ -17,14 +17,17 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array
+from nuvec.ops.binary import add
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
+from nuvec.ops.shape import moveaxis, reshape, transpose
+from nuvec.ops.unary import astype
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_general"]
+__all__ = ["conv2d", "conv3d", "conv_general"]
 
 Ints = tuple[int, ...]
 
 
-def _dilated(n: int, d: int) -> int:
+def dilated_size(n: int, d: int) -> int:
     return (n - 1) * d + 1 if n else 0
 
 
@@ -47,11 +50,11 @@ class Convolution(Primitive):
                 self.input_dilation, self.groups, self.flip)
 
     def padded_sizes(self, spatial: Sequence[int]) -> list[int]:
-        return [_dilated(n, di) + lo + hi for n, di, lo, hi in
+        return [dilated_size(n, di) + lo + hi for n, di, lo, hi in
                 zip(spatial, self.input_dilation, self.padding_lo, self.padding_hi)]
 
     def out_sizes(self, spatial: Sequence[int], kernel: Sequence[int]) -> list[int]:
-        return [(length - _dilated(k, kd)) // s + 1 for length, k, kd, s in
+        return [(length - dilated_size(k, kd)) // s + 1 for length, k, kd, s in
                 zip(self.padded_sizes(spatial), kernel, self.kernel_dilation, self.stride)]
 
     def output_specs(self, inputs):
@@ -66,8 +69,6 @@ class Convolution(Primitive):
                 for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import add
-
         x, w = primals
         tx, tw = tangents
         parts = []
@@ -78,8 +79,6 @@ class Convolution(Primitive):
         return [parts[0] if len(parts) == 1 else add(*parts)]
 
     def vmap(self, inputs, axes):
-        from nuvec.ops.shape import moveaxis, reshape
-
         x, w = inputs
         ax, aw = axes
         if aw is None:
@@ -104,8 +103,6 @@ class Convolution(Primitive):
 
     # -- derivative helpers ----------------------------------------------------------------
     def _input_grad(self, x: Array, w: Array, g: Array) -> Array:
-        from nuvec.ops.shape import reshape, transpose
-
         nd = x.ndim - 2
         kernel = w.shape[1:-1]
         groups = self.groups
@@ -117,7 +114,7 @@ class Convolution(Primitive):
         out = g.shape[1:-1]
         lo, hi = [], []
         for i in range(nd):
-            span = _dilated(kernel[i], self.kernel_dilation[i]) - 1
+            span = dilated_size(kernel[i], self.kernel_dilation[i]) - 1
             lo.append(span - self.padding_lo[i])
             hi.append(padded[i] - (out[i] - 1) * self.stride[i] - 1 - self.padding_hi[i])
         back = Convolution(self.input_dilation, tuple(lo), tuple(hi), self.kernel_dilation,
@@ -125,8 +122,6 @@ class Convolution(Primitive):
         return apply(back, g, w_t)
 
     def _weight_grad(self, x: Array, w: Array, g: Array) -> Array:
-        from nuvec.ops.shape import reshape, transpose
-
         nd = x.ndim - 2
         kernel = w.shape[1:-1]
         groups, n = self.groups, x.shape[0]
@@ -141,7 +136,7 @@ class Convolution(Primitive):
         padded = self.padded_sizes(spatial)
         hi = []
         for i in range(nd):
-            extra = (padded[i] - _dilated(kernel[i], self.kernel_dilation[i])
+            extra = (padded[i] - dilated_size(kernel[i], self.kernel_dilation[i])
                      - (g.shape[1 + i] - 1) * self.stride[i])
             hi.append(self.padding_hi[i] - extra)
         corr = Convolution(self.kernel_dilation, self.padding_lo, tuple(hi), self.stride,
@@ -154,7 +149,7 @@ class Convolution(Primitive):
 
 
 # -- argument handling -----------------------------------------------------------------------
-def _tuple(op: str, name: str, value: Any, nd: int, low: int) -> Ints:
+def int_params(op: str, name: str, value: Any, nd: int, low: int) -> Ints:
     values = (value,) * nd if isinstance(value, int) else tuple(value)
     if len(values) != nd or not all(isinstance(v, int) and not isinstance(v, bool)
                                     for v in values):
@@ -168,15 +163,13 @@ def _padding(op: str, padding: Any, nd: int) -> tuple[Ints, Ints]:
     """int, list of ints (symmetric), or a pair (lo list, hi list)."""
     if (isinstance(padding, tuple) and len(padding) == 2
             and all(isinstance(p, (list, tuple)) for p in padding)):
-        return (_tuple(op, "padding", padding[0], nd, -(2**31)),
-                _tuple(op, "padding", padding[1], nd, -(2**31)))
-    both = _tuple(op, "padding", padding, nd, -(2**31))
+        return (int_params(op, "padding", padding[0], nd, -(2**31)),
+                int_params(op, "padding", padding[1], nd, -(2**31)))
+    both = int_params(op, "padding", padding, nd, -(2**31))
     return both, both
 
 
-def _inputs(op: str, input: Any, weight: Any, nd: int | None, groups: Any, s: Stream):
-    from nuvec.ops.unary import astype
-
+def conv_inputs(op: str, input: Any, weight: Any, nd: int | None, groups: Any, s: Stream):
     x, w = as_array(input, op), as_array(weight, op)
     if nd is None:
         nd = x.ndim - 2
@@ -204,7 +197,7 @@ def _inputs(op: str, input: Any, weight: Any, nd: int | None, groups: Any, s: St
     return astype(x, common, stream=s), astype(w, common, stream=s), nd
 
 
-def _record(op: str, x: Array, w: Array, prim: Convolution, s: Stream) -> Array:
+def record_conv(op: str, x: Array, w: Array, prim: Convolution, s: Stream) -> Array:
     out = prim.out_sizes(x.shape[1:-1], w.shape[1:-1])
     if any(o <= 0 for o in out) or any(k == 0 for k in w.shape[1:-1]):
         raise ValueError(f"{op}: the padded input {tuple(prim.padded_sizes(x.shape[1:-1]))} "
@@ -244,69 +237,22 @@ def conv_general(input: Any, weight: Any, /, stride: int | Sequence[int] = 1,
         (1, 3, 1)
     """
     s = to_stream(stream)
-    x, w, nd = _inputs("conv_general", input, weight, None, groups, s)
+    x, w, nd = conv_inputs("conv_general", input, weight, None, groups, s)
     lo, hi = _padding("conv_general", padding, nd)
-    prim = Convolution(_tuple("conv_general", "stride", stride, nd, 1), lo, hi,
-                       _tuple("conv_general", "kernel_dilation", kernel_dilation, nd, 1),
-                       _tuple("conv_general", "input_dilation", input_dilation, nd, 1),
+    prim = Convolution(int_params("conv_general", "stride", stride, nd, 1), lo, hi,
+                       int_params("conv_general", "kernel_dilation", kernel_dilation, nd, 1),
+                       int_params("conv_general", "input_dilation", input_dilation, nd, 1),
                        groups, bool(flip))
-    return _record("conv_general", x, w, prim, s)
+    return record_conv("conv_general", x, w, prim, s)
 
 
-def _conv(op: str, nd: int, input, weight, stride, padding, dilation, groups, stream) -> Array:
+def conv_nd(op: str, nd: int, input, weight, stride, padding, dilation, groups, stream) -> Array:
     s = to_stream(stream)
-    x, w, nd = _inputs(op, input, weight, nd, groups, s)
-    pad = _tuple(op, "padding", padding, nd, 0)
-    prim = Convolution(_tuple(op, "stride", stride, nd, 1), pad, pad,
-                       _tuple(op, "dilation", dilation, nd, 1), (1,) * nd, groups, False)
-    return _record(op, x, w, prim, s)
-
-
-def conv1d(input: Any, weight: Any, /, stride: int = 1, padding: int = 0, dilation: int = 1,
-           groups: int = 1, *, stream: Any = None) -> Array:
-    """1-D convolution (a correlation, as in MLX) over `[N, L, C_in]` with `[C_out, K, C_in /
-    groups]` weights; returns `[N, L_out, C_out]`.
-
-    Args:
-        input: `[N, L, C_in]` floating-point input.
-        weight: `[C_out, K, C_in / groups]` filters.
-        stride, padding, dilation: the output step, the zeros added on each side and
-            the tap spacing, each an int.
-        groups: the number of channel groups.
-        stream: the stream (or device) to record on.
-
-    Raises:
-        ValueError: for wrong ranks, channels, groups or parameters.
-        TypeError: for non-floating inputs.
-
-    Example:
-        >>> import nuvec as mx
-        >>> mx.conv1d(mx.ones((1, 5, 2)), mx.ones((3, 3, 2)), padding=1).shape
-        (1, 5, 3)
-    """
-    if groups > 1 and isinstance(input, Array) and groups == input.shape[-1]:
-        return _depthwise_conv1d(input, weight, stride, padding, dilation, groups, stream)
-    return _conv("conv1d", 1, input, weight, stride, padding, dilation, groups, stream)
-
-
-def _depthwise_conv1d(input, weight, stride, padding, dilation, groups, stream) -> Array:
-    """One filter per channel: recorded as the fused `DepthwiseConv1d` (issue 5); its fallback
-    is `conv_general`, never `conv1d`, so the two never call each other in a loop."""
-    from nuvec.fast.conv import depthwise_conv1d
-    from nuvec.graph.device import stream as stream_context
-
-    s = to_stream(stream)
-    x, w, _ = _inputs("conv1d", input, weight, 1, groups, s)
-    stride, padding, dilation = (_tuple("conv1d", name, value, 1, low)[0] for name, value, low in
-                                 (("stride", stride, 1), ("padding", padding, 0),
-                                  ("dilation", dilation, 1)))
-    if w.shape[0] != x.shape[-1]:  # several filters per channel: the general grouped form
-        return _conv("conv1d", 1, x, w, stride, padding, dilation, groups, s)
-    if x.shape[1] + 2 * padding < dilation * (w.shape[1] - 1) + 1 or w.shape[1] == 0:
-        raise ValueError(f"conv1d: the padded input ({x.shape[1] + 2 * padding},) is smaller "
-                         f"than the dilated kernel ({w.shape[1]},)")
-    with stream_context(s):
-        return depthwise_conv1d(x, w, stride, padding, dilation)
+    x, w, nd = conv_inputs(op, input, weight, nd, groups, s)
+    pad = int_params(op, "padding", padding, nd, 0)
+    prim = Convolution(int_params(op, "stride", stride, nd, 1), pad, pad,
+                       int_params(op, "dilation", dilation, nd, 1), (1,) * nd, groups, False)
+    return record_conv(op, x, w, prim, s)
 
 
 def conv2d(input: Any, weight: Any, /, stride: int | tuple[int, int] = 1,
@@ -332,7 +278,7 @@ def conv2d(input: Any, weight: Any, /, stride: int | tuple[int, int] = 1,
         >>> mx.conv2d(mx.ones((1, 4, 4, 1)), mx.ones((2, 3, 3, 1)), stride=2, padding=1).shape
         (1, 2, 2, 2)
     """
-    return _conv("conv2d", 2, input, weight, stride, padding, dilation, groups, stream)
+    return conv_nd("conv2d", 2, input, weight, stride, padding, dilation, groups, stream)
 
 
 def conv3d(input: Any, weight: Any, /, stride: int | tuple[int, int, int] = 1,
@@ -358,4 +304,4 @@ def conv3d(input: Any, weight: Any, /, stride: int | tuple[int, int, int] = 1,
         >>> mx.conv3d(mx.ones((1, 3, 3, 3, 1)), mx.ones((1, 2, 2, 2, 1))).shape
         (1, 2, 2, 2, 1)
     """
-    return _conv("conv3d", 3, input, weight, stride, padding, dilation, groups, stream)
+    return conv_nd("conv3d", 3, input, weight, stride, padding, dilation, groups, stream)

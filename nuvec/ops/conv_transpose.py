@@ -11,7 +11,8 @@ from typing import Any
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import promote, require_float
-from nuvec.ops.conv import Convolution, _dilated, _inputs, _record, _tuple, conv_general
+from nuvec.ops.conv import Convolution, dilated_size, conv_inputs, record_conv, int_params, conv_general
+from nuvec.ops.shape import reshape
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolve"]
 
@@ -20,22 +21,22 @@ def _conv_transpose(op: str, nd: int, input, weight, stride, padding, dilation, 
                     groups, stream) -> Array:
     """MLX's transposed convolution: a flipped convolution over the stride-dilated input."""
     s = to_stream(stream)
-    x, w, nd = _inputs(op, input, weight, nd, groups, s)
-    stride = _tuple(op, "stride", stride, nd, 1)
-    padding = _tuple(op, "padding", padding, nd, 0)
-    dilation = _tuple(op, "dilation", dilation, nd, 1)
-    output_padding = _tuple(op, "output_padding", output_padding, nd, 0)
+    x, w, nd = conv_inputs(op, input, weight, nd, groups, s)
+    stride = int_params(op, "stride", stride, nd, 1)
+    padding = int_params(op, "padding", padding, nd, 0)
+    dilation = int_params(op, "dilation", dilation, nd, 1)
+    output_padding = int_params(op, "output_padding", output_padding, nd, 0)
     for i in range(nd):
         if output_padding[i] >= max(stride[i], dilation[i]):
             raise ValueError(f"{op}: output_padding {output_padding} must be smaller than the "
                              f"stride {stride} or the dilation {dilation}")
     lo, hi = [], []
     for i in range(nd):
-        span = _dilated(w.shape[1 + i], dilation[i])
+        span = dilated_size(w.shape[1 + i], dilation[i])
         lo.append(span - padding[i] - 1)
         hi.append(span - padding[i] - 1 + output_padding[i])
     prim = Convolution((1,) * nd, tuple(lo), tuple(hi), dilation, stride, groups, True)
-    return _record(op, x, w, prim, s)
+    return record_conv(op, x, w, prim, s)
 
 
 def conv_transpose1d(input: Any, weight: Any, /, stride: int = 1, padding: int = 0,
@@ -150,8 +151,6 @@ def convolve(a: Any, v: Any, /, mode: str = "full", *, stream: Any = None) -> Ar
         >>> mx.convolve(mx.array([1.0, 2.0, 3.0]), mx.array([0.0, 1.0, 0.5])).tolist()
         [0.0, 1.0, 2.5, 4.0, 1.5]
     """
-    from nuvec.ops.shape import reshape
-
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
     s = to_stream(stream)

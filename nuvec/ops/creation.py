@@ -12,11 +12,15 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph import dtypes as dt
-from nuvec.graph.dtypes import DtypeError
-from nuvec.graph.array import Array, leaf, record1
+from nuvec.graph.array import Array, record1
+from nuvec.graph.convert import cast, from_data
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import IntegerOverflowError, as_array, check_shape, check_weak_int, fresh
+from nuvec.ops import binary
+from nuvec.ops import join
+from nuvec.ops import shape as shape_ops
+from nuvec.ops import unary
+from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
 from nuvec.ops.families import apply
 
 __all__ = [
@@ -24,63 +28,6 @@ __all__ = [
     "empty_like",
     "arange", "linspace", "meshgrid",
 ]  # fmt: skip
-
-
-def _infer_dtype(data: np.ndarray) -> dt.Dtype:
-    """MLX's dtype for converted data: Python floats and float64 data become float32."""
-    kind = data.dtype.kind
-    if kind == "f" and data.dtype != np.float16 and data.dtype.name != "bfloat16":
-        return dt.float32
-    if kind == "c":
-        return dt.complex64
-    return dt.from_numpy_dtype(data.dtype)
-
-
-def _check_wide_ints(data: np.ndarray, target: dt.Dtype | None) -> None:
-    """NumPy stores Python ints in [2**63, 2**64) as uint64; only a uint64 target takes them (a
-    cast to int64 would wrap them silently)."""
-    if data.dtype.kind == "u" and target is not dt.uint64:
-        raise IntegerOverflowError(f"array: the integer {data.max()} does not fit in int64")
-
-
-def _reject_wide_python_ints(a: Any) -> None:
-    """Raises if nested lists `a` hold only Python ints, one of them past int64's range."""
-    try:
-        items = np.asarray(a, dtype=object).ravel().tolist()
-    except ValueError:  # ragged
-        return
-    if items and all(type(v) is int or type(v) is bool for v in items):
-        raise IntegerOverflowError(f"array: the integer {max(items, key=abs)} does not fit in "
-                                   "int64")
-
-
-def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
-    """Nested lists/tuples of scalars as NumPy data and MLX's default dtype."""
-    try:
-        data = np.asarray(a)
-    except ValueError:
-        data = np.asarray(None, dtype=object)
-    wide = data.dtype == object or (data.dtype.kind == "f" and data.size
-                                    and np.abs(data).max() >= 2**63)
-    if wide:  # NumPy holds ints past int64 as objects or, mixed with others, as floats
-        _reject_wide_python_ints(a)
-    if data.dtype == object:
-        raise ValueError("array: nested sequences must be rectangular and hold numbers")
-    kind = data.dtype.kind
-    if kind == "b":
-        return data, dt.bool_
-    if kind == "u":
-        _check_wide_ints(data, target)
-        return data, dt.uint64
-    if kind == "i":
-        if data.size and (data.max() >= 2**31 or data.min() < -(2**31)):
-            return data, dt.int64
-        return data, dt.int32
-    if kind == "f":
-        return data, dt.float32
-    if kind == "c":
-        return data, dt.complex64
-    raise ValueError(f"array: cannot make an array from data of type {data.dtype}")
 
 
 def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) -> Array:
@@ -114,45 +61,10 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
     if isinstance(val, Array):
         if target is None or target is val.dtype:
             return fresh(val)
-        from nuvec.ops.unary import astype
-
-        return astype(val, target)
-    if isinstance(val, (bool, int, float, complex)):
-        inferred = dt.scalar_dtype(val)
-        data = np.asarray(val)
-        _check_wide_ints(data, target)
-    elif isinstance(val, (np.ndarray, np.generic)):
-        data = np.asarray(val)
-        inferred = _infer_dtype(data)
-    elif isinstance(val, (list, tuple)):
-        if any(isinstance(x, Array) for x in val):  # MLX stacks the items, keeping their dtypes
-            from nuvec.ops.join import stack
-
-            return stack([array(x, dtype) for x in val])
-        data, inferred = _from_python(val, target)
-    elif hasattr(val, "__array__"):
-        data = np.asarray(val)
-        inferred = _infer_dtype(data)
-    else:
-        try:  # bytes, bytearray, memoryview, array.array: anything with the buffer protocol
-            data = np.asarray(memoryview(val))
-        except TypeError:
-            raise DtypeError(f"array: cannot make an array from {type(val).__name__}") from None
-        inferred = _infer_dtype(data)
-    out = target or inferred
-    if data.dtype.kind == "c" and out.kind in "iuf":  # a real number keeps the real part
-        data = data.real
-    try:
-        if data.dtype != out.np:  # casts overflow to inf and take NaN to ints quietly (MLX)
-            with np.errstate(over="ignore", invalid="ignore"):
-                converted = np.array(data, dtype=out.np, copy=True)
-        else:
-            converted = np.array(data, dtype=out.np, copy=True)
-    except OverflowError as exc:
-        raise IntegerOverflowError(f"array: cannot convert data to {out.name}: {exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"array: cannot convert data to {out.name}: {exc}") from None
-    return leaf(converted, out)
+        return cast(val, target, to_stream(None))
+    if isinstance(val, (list, tuple)) and any(isinstance(x, Array) for x in val):
+        return join.stack([array(x, dtype) for x in val])  # MLX stacks the items, keeping dtypes
+    return from_data(val, target)
 
 
 def asarray(a: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = None) -> Array:
@@ -198,13 +110,11 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
         >>> mx.full((2,), 7).tolist()
         [7, 7]
     """
-    from nuvec.ops.shape import broadcast_to
-
     shape = check_shape(shape, "full")
     if dtype is not None:
         check_weak_int("full", vals, dt.to_dtype(dtype, "full"))
     value = array(vals, dtype)
-    return broadcast_to(value, shape, stream=stream)
+    return shape_ops.broadcast_to(value, shape, stream=stream)
 
 
 def zeros(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:
@@ -464,9 +374,6 @@ def linspace(
         >>> mx.linspace(0, 1, 5).tolist()
         [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    from nuvec.ops.binary import add, divide, multiply, subtract
-    from nuvec.ops.unary import astype
-
     if not is_int(num):
         raise TypeError(f"linspace: num must be an int, got {type(num).__name__}")
     if num < 0:
@@ -475,15 +382,15 @@ def linspace(
     s = to_stream(stream)
     compute = dt.float64 if out is dt.float64 else dt.float32
     if num == 1:
-        return astype(full((1,), start, compute, stream=s), out, stream=s)
+        return unary.astype(full((1,), start, compute, stream=s), out, stream=s)
     steps = num - 1 if endpoint else num
-    t = divide(arange(0, num, 1, compute, stream=s), float(steps), stream=s)
-    values = add(
-        multiply(subtract(1.0, t, stream=s), float(start), stream=s),
-        multiply(t, float(stop), stream=s),
+    t = binary.divide(arange(0, num, 1, compute, stream=s), float(steps), stream=s)
+    values = binary.add(
+        binary.multiply(binary.subtract(1.0, t, stream=s), float(start), stream=s),
+        binary.multiply(t, float(stop), stream=s),
         stream=s,
     )
-    return astype(values, out, stream=s)
+    return unary.astype(values, out, stream=s)
 
 
 def meshgrid(
@@ -507,8 +414,6 @@ def meshgrid(
         >>> [g.shape for g in mx.meshgrid(mx.arange(3), mx.arange(2))]
         [(2, 3), (2, 3)]
     """
-    from nuvec.ops.shape import broadcast_to, reshape
-
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     xs = [as_array(x, "meshgrid") for x in arrays]
@@ -521,11 +426,11 @@ def meshgrid(
     for i, x in enumerate(xs):
         shape = [1] * n
         shape[order[i]] = sizes[i]
-        outs.append(reshape(x, shape, stream=stream))
+        outs.append(shape_ops.reshape(x, shape, stream=stream))
     if sparse:
         return tuple(outs)
     full_shape = [1] * n
     for i in range(n):
         full_shape[order[i]] = sizes[i]
-    return tuple(broadcast_to(o, full_shape, stream=stream) for o in outs)
+    return tuple(shape_ops.broadcast_to(o, full_shape, stream=stream) for o in outs)
 

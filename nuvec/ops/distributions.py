@@ -17,9 +17,19 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, normalize_axis
+from nuvec.ops.binary import add, clip, less, maximum, multiply
+from nuvec.ops.creation import zeros
+from nuvec.ops.indexing import take
+from nuvec.ops.linalg_functions import eigh
+from nuvec.ops.matmul import matmul
 from nuvec.ops.random import (
     RandomBits, float_dtype, resolve_key, sample_shape, uniform, work_dtype,
 )
+from nuvec.ops.reduction import argmax
+from nuvec.ops.rounding import floor
+from nuvec.ops.shape import expand_dims, moveaxis, squeeze
+from nuvec.ops.sorting import argsort
+from nuvec.ops.unary import abs as absolute, astype, erf, erfinv, log, log1p, negative, sign, sqrt
 
 __all__: list[str] = []
 
@@ -57,9 +67,6 @@ def normal(
         >>> mx.random.normal((2, 3), key=mx.random.key(0)).shape
         (2, 3)
     """
-    from nuvec.ops.binary import add, multiply
-    from nuvec.ops.unary import astype, erfinv
-
     s = to_stream(stream)
     if dtype is not None and dt.to_dtype(dtype, "normal") is dt.complex64:
         return _complex_normal(shape, loc, scale, key, s)
@@ -129,10 +136,6 @@ def randint(
         >>> 0 <= x.min().item() and x.max().item() < 10
         True
     """
-    from nuvec.ops.binary import maximum
-    from nuvec.ops.rounding import floor
-    from nuvec.ops.unary import astype
-
     s = to_stream(stream)
     dtype = dt.int32 if dtype is None else dt.to_dtype(dtype, "randint")
     if dtype.is_inexact:
@@ -166,13 +169,9 @@ def bernoulli(
         >>> mx.random.bernoulli(0.5, (4,), key=mx.random.key(0)).dtype == mx.bool_
         True
     """
-    from nuvec.ops.binary import less
-
     s = to_stream(stream)
     pa = as_array(p, "bernoulli")
     if not pa.dtype.is_floating:
-        from nuvec.ops.unary import astype
-
         pa = astype(pa, dt.float32, stream=s)
     shape = pa.shape if shape is None else sample_shape("bernoulli", shape, pa)
     k = resolve_key(key, "bernoulli")
@@ -217,9 +216,6 @@ def truncated_normal(
         >>> bool((mx.abs(x) <= 1).all())
         True
     """
-    from nuvec.ops.binary import clip, multiply
-    from nuvec.ops.unary import astype, erf, erfinv
-
     s = to_stream(stream)
     dtype = float_dtype(dtype, "truncated_normal")
     lo = astype(as_array(lower, "truncated_normal", dtype), dtype, stream=s)
@@ -261,8 +257,6 @@ def gumbel(
         >>> mx.random.gumbel((3,), key=mx.random.key(0)).shape
         (3,)
     """
-    from nuvec.ops.unary import astype, log, negative
-
     s = to_stream(stream)
     dtype = float_dtype(dtype, "gumbel")
     shape = check_shape(shape, "gumbel")
@@ -303,10 +297,6 @@ def laplace(
         >>> mx.random.laplace((3,), key=mx.random.key(0)).dtype == mx.float32
         True
     """
-    from nuvec.ops.binary import add, multiply
-    from nuvec.ops.unary import abs as absolute
-    from nuvec.ops.unary import astype, log1p, negative, sign
-
     s = to_stream(stream)
     dtype = float_dtype(dtype, "laplace")
     shape = check_shape(shape, "laplace")
@@ -349,10 +339,6 @@ def categorical(
         >>> mx.random.categorical(mx.array([[0.0, 9.0]]), key=mx.random.key(0)).tolist()
         [1]
     """
-    from nuvec.ops.binary import add
-    from nuvec.ops.reduction import argmax
-    from nuvec.ops.shape import expand_dims, moveaxis
-
     s = to_stream(stream)
     lg = as_array(logits, "categorical")
     if lg.ndim == 0:
@@ -378,8 +364,6 @@ def categorical(
         raise ValueError(f"categorical: axis {axis} of the logits (shape {lg.shape}) is empty")
     k = resolve_key(key, "categorical")
     if math.prod(out_shape) == 0:
-        from nuvec.ops.creation import zeros
-
         return zeros(out_shape, dt.uint32, stream=s)
     work = work_dtype(lg.dtype)
     g = gumbel((*out_shape, classes), work, k, stream=s)
@@ -418,12 +402,6 @@ def multivariate_normal(
         >>> mx.random.multivariate_normal(mx.zeros((2,)), mx.eye(2), (5,)).shape
         (5, 2)
     """
-    from nuvec.linalg import eigh
-    from nuvec.ops.binary import add, maximum, multiply
-    from nuvec.ops.matmul import matmul
-    from nuvec.ops.shape import expand_dims, squeeze
-    from nuvec.ops.unary import astype, sqrt
-
     s = to_stream(stream)
     dtype = dt.float32 if dtype is None else dt.to_dtype(dtype, "multivariate_normal")
     if dtype not in (dt.float32, dt.float64):
@@ -468,9 +446,6 @@ def permutation(
         >>> sorted(mx.random.permutation(5, key=mx.random.key(0)).tolist())
         [0, 1, 2, 3, 4]
     """
-    from nuvec.ops.indexing import take
-    from nuvec.ops.sorting import argsort
-
     s = to_stream(stream)
     k = resolve_key(key, "permutation")
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):

@@ -12,6 +12,12 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops.arguments import as_array
+from nuvec.ops.binary import multiply
+from nuvec.ops.matmul import matmul
+from nuvec.ops.matrices import diagonal
+from nuvec.ops.reduction import sum as reduce_sum
+from nuvec.ops.shape import broadcast_to, reshape, transpose
+from nuvec.ops.unary import astype
 
 __all__ = ["einsum", "einsum_path"]
 
@@ -152,8 +158,6 @@ def _diagonals(x: Array, labels: list[str], s: Stream) -> tuple[Array, list[str]
     """Takes the diagonal for each label repeated within one operand (traces, diagonals)."""
     labels = list(labels)
     while len(set(labels)) != len(labels):
-        from nuvec.ops.matrices import diagonal
-
         label = next(l for l in labels if labels.count(l) > 1)
         first = labels.index(label)
         second = labels.index(label, first + 1)
@@ -166,7 +170,6 @@ def _sum_out(x: Array, labels: list[str], keep: set[str], s: Stream):
     drop = [k for k, l in enumerate(labels) if l not in keep]
     if not drop:
         return x, labels
-    from nuvec.ops.reduction import sum as reduce_sum
 
     return (reduce_sum(x, axis=drop, stream=s),
             [l for k, l in enumerate(labels) if k not in drop])
@@ -174,8 +177,6 @@ def _sum_out(x: Array, labels: list[str], keep: set[str], s: Stream):
 
 def _arrange(x: Array, labels: list[str], order: list[str], s: Stream) -> Array:
     """`x` transposed to `order`; labels missing from `x` become size-1 axes."""
-    from nuvec.ops.shape import reshape, transpose
-
     present = [l for l in order if l in labels]
     x = transpose(x, [labels.index(l) for l in present], stream=s)
     shape = tuple(x.shape[present.index(l)] if l in present else 1 for l in order)
@@ -185,8 +186,6 @@ def _arrange(x: Array, labels: list[str], order: list[str], s: Stream) -> Array:
 def _pair(a: Array, la: list[str], b: Array, lb: list[str], keep: set[str], sizes,
           s: Stream) -> tuple[Array, list[str]]:
     """Contracts two operands: shared labels not kept are summed, kept ones are batch axes."""
-    from nuvec.ops.shape import broadcast_to, reshape
-
     a, la = _sum_out(a, la, keep | set(lb), s)
     b, lb = _sum_out(b, lb, keep | set(la), s)
     batch = [l for l in la if l in lb and l in keep]
@@ -196,14 +195,11 @@ def _pair(a: Array, la: list[str], b: Array, lb: list[str], keep: set[str], size
     out_labels = batch + free_a + free_b
     if not contracted or not a.dtype.is_floating:
         # Elementwise product (with a sum for integer dtypes): broadcast both into one frame.
-        from nuvec.ops.binary import multiply
 
         frame = out_labels + contracted
         product = multiply(_arrange(a, la, frame, s), _arrange(b, lb, frame, s),
                            stream=s)
         if contracted:
-            from nuvec.ops.reduction import sum as reduce_sum
-
             product = reduce_sum(product, axis=list(range(len(out_labels), len(frame))),
                                  stream=s)
             product = _keep_dtype(product, a.dtype, s)
@@ -211,7 +207,6 @@ def _pair(a: Array, la: list[str], b: Array, lb: list[str], keep: set[str], size
         if product.shape != shape:
             product = broadcast_to(product, shape, stream=s)
         return product, out_labels
-    from nuvec.ops.matmul import matmul
 
     def block(x, labels, first, second):
         x = _arrange(x, labels, batch + first + second, s)
@@ -229,14 +224,10 @@ def _pair(a: Array, la: list[str], b: Array, lb: list[str], keep: set[str], size
 
 def _keep_dtype(x: Array, dtype: dt.Dtype, s: Stream) -> Array:
     """Sums widen small integers (MLX's rule); a contraction keeps its operands' dtype."""
-    from nuvec.ops.unary import astype
-
     return x if x.dtype is dtype else astype(x, dtype, stream=s)
 
 
 def promoted(op: str, operands: Sequence[Any], s: Stream) -> list[Array]:
-    from nuvec.ops.unary import astype
-
     arrays = [as_array(x, op) for x in operands]
     if not arrays:
         raise ValueError(f"{op}: at least one operand is required")
@@ -248,8 +239,6 @@ def promoted(op: str, operands: Sequence[Any], s: Stream) -> list[Array]:
 
 def contract(operands: list[Array], inputs: list[list[str]], output: list[str], sizes,
               path, s: Stream) -> Array:
-    from nuvec.ops.shape import broadcast_to, transpose
-
     items = []
     for k, (x, labels) in enumerate(zip(operands, inputs)):
         x, labels = _diagonals(x, labels, s)

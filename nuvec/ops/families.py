@@ -26,12 +26,10 @@ def apply(primitive: Primitive, *inputs: Array) -> Array:
 
 def move_batch_to_front(x: Array, axis: int | None, size: int | None = None) -> Array:
     """`x` with its batch axis first; an unbatched `x` is broadcast along a new first axis."""
-    from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
-
     if axis is None:
         assert size is not None
-        return broadcast_to(expand_dims(x, 0), (size, *x.shape))
-    return x if axis == 0 else moveaxis(x, axis, 0)
+        return shape_ops.broadcast_to(shape_ops.expand_dims(x, 0), (size, *x.shape))
+    return x if axis == 0 else shape_ops.moveaxis(x, axis, 0)
 
 
 def batch_size(inputs: Sequence[Array], axes: Sequence[int | None]) -> int:
@@ -110,3 +108,7 @@ class Linear:
 
     def jvp(self, primals, tangents, outputs):
         return [apply(self, tangents[0])]  # type: ignore[arg-type]
+
+
+# The shape operations the batching helpers call (imported last, as shape imports this module).
+from nuvec.ops import shape as shape_ops  # noqa: E402

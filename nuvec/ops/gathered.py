@@ -1,9 +1,7 @@
-"""Gathered, block-masked and segmented matrix products: gather_mm, gather_qmm,
-block_masked_mm, segmented_mm (exported through `nuvec.ops.quantized`).
+"""Block-masked and segmented matrix products: block_masked_mm, segmented_mm (exported
+through `nuvec.ops.quantized`); they compose `matmul` with elementwise masks.
 
-`gather_mm`/`gather_qmm` validate and broadcast, then record the fused nodes of
-`nuvec.fast.gather` (whose fallback is `take` + `matmul`/`quantized_matmul`); the masked and
-segmented products compose `matmul` with elementwise masks.
+`gather_mm` and `gather_qmm`, which record fused nodes, live in `nuvec.fast.gather`.
 """
 
 from __future__ import annotations
@@ -13,67 +11,20 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
-from nuvec.graph.device import stream as stream_context, to_stream
+from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.binary import greater_equal, less, logical_and, multiply
+from nuvec.ops.creation import arange
+from nuvec.ops.matmul import matmul
+from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze
+from nuvec.ops.unary import astype
 
 __all__: list[str] = []
 
 
-def _default_indices(op: str, indices: Any, batch: tuple[int, ...], s: Any) -> Array:
-    """The given indices, checked to be integers, or `arange` over `batch` shaped as it."""
-    from nuvec.ops.creation import arange
-    from nuvec.ops.shape import reshape
-
-    if indices is None:
-        size = 1
-        for d in batch:
-            size *= d
-        return reshape(arange(size, dtype=dt.uint32, stream=s), batch, stream=s)
-    indices = as_array(indices, op)
-    if not indices.dtype.is_integer:
-        raise DtypeError(f"{op}: indices must be integers, got {indices.dtype.name}")
-    return indices
-
-
-def _gather_indices(op: str, a: Array, b: Array, lhs: Any, rhs: Any,
-                    s: Any) -> tuple[Array, Array]:
-    """The indices as uint32 (as MLX), broadcast to one shape."""
-    from nuvec.ops.shape import broadcast_to
-    from nuvec.ops.unary import astype
-
-    lhs = _default_indices(op, lhs, a.shape[:-2], s)
-    rhs = _default_indices(op, rhs, b.shape[:-2], s)
-    shape = broadcast_shapes(lhs.shape, rhs.shape, op=op)
-    return tuple(broadcast_to(astype(i, dt.uint32, stream=s), shape, stream=s)
-                 for i in (lhs, rhs))
-
-
-def _row_offsets(sorted_indices: bool, x: Array, w: Array, rhs: Array, s: Any) -> Array | None:
-    """For one-row products (`x` `[B, 1, K]`) sorted by `rhs`, where each weight batch's rows
-    start (int32, the count of smaller indices), which lets a kernel walk each batch once;
-    None otherwise."""
-    from nuvec.ops.binary import less
-    from nuvec.ops.creation import arange
-    from nuvec.ops.reduction import sum as total
-    from nuvec.ops.shape import expand_dims
-    from nuvec.ops.unary import astype
-
-    if not (sorted_indices and x.ndim == 3 and x.shape[1] == 1 and rhs.ndim == 1):
-        return None
-    batches = 1
-    for d in w.shape[:-2]:
-        batches *= d
-    starts = expand_dims(arange(batches, dtype=dt.uint32, stream=s), 1, stream=s)
-    smaller = less(expand_dims(rhs, 0, stream=s), starts, stream=s)
-    return astype(total(smaller, axis=1, stream=s), dt.int32, stream=s)
-
-
-def _matrix_operands(op: str, a: Array, b: Array, s: Any) -> tuple[Array, Array, list[int]]:
+def matrix_operands(op: str, a: Array, b: Array, s: Any) -> tuple[Array, Array, list[int]]:
     """Operands as matrices of their promoted float dtype (a 1-D `a` becomes a row, a 1-D `b`
     a column, as in `matmul`) and the output axes to squeeze away afterwards."""
-    from nuvec.ops.shape import expand_dims
-    from nuvec.ops.unary import astype
-
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"{op}: operands must have at least 1 dimension, got shapes "
                          f"{a.shape} and {b.shape}")
@@ -90,129 +41,9 @@ def _matrix_operands(op: str, a: Array, b: Array, s: Any) -> tuple[Array, Array,
     return astype(a, out_type, stream=s), astype(b, out_type, stream=s), drop
 
 
-def gather_mm(
-    a: Any, b: Any, /, lhs_indices: Any = None, rhs_indices: Any = None,
-    sorted_indices: bool = False, *, stream: Any = None,
-) -> Array:
-    """Matrix products of gathered batches: `a[lhs_indices] @ b[rhs_indices]`.
-
-    The batch axes of `a` `[..., M, K]` and `b` `[..., K, N]` are flattened and indexed; the
-    indices broadcast together and give the output's batch shape. Missing indices mean
-    `arange` over that operand's batch. `sorted_indices` is a hint for kernels that exploit
-    sorted indices; the result does not depend on it. Negative indices count from the end; an
-    out-of-range one makes the evaluation fail, as in `take`.
-
-    Args:
-        a: floating `[..., M, K]`.
-        b: floating `[..., K, N]`.
-        lhs_indices: integer indices into `a`'s flattened batch; all when None.
-        rhs_indices: integer indices into `b`'s flattened batch; all when None.
-        sorted_indices: a hint that the indices are sorted.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        `[*broadcast(lhs_indices, rhs_indices).shape, M, N]` (1-D operands drop their axis,
-        as in `matmul`).
-
-    Raises:
-        TypeError: for non-floating operands or non-integer indices.
-        ValueError: for 0-d operands or mismatched inner dimensions.
-
-    Example:
-        >>> import nuvec as mx
-        >>> a, b = mx.ones((2, 3, 4)), mx.ones((5, 4, 6))
-        >>> mx.gather_mm(a, b, mx.array([0, 1]), mx.array([4, 2])).shape
-        (2, 3, 6)
-    """
-    from nuvec.fast.gather import gather_mm_node
-    from nuvec.ops.matmul import matmul
-    from nuvec.ops.shape import squeeze
-
-    op = "gather_mm"
-    s = to_stream(stream)
-    a, b = as_array(a, op), as_array(b, op)
-    if lhs_indices is None and rhs_indices is None:
-        return matmul(a, b, stream=s)
-    a, b, drop = _matrix_operands(op, a, b, s)
-    lhs, rhs = _gather_indices(op, a, b, lhs_indices, rhs_indices, s)
-    offsets = _row_offsets(sorted_indices, a, b, rhs, s)
-    with stream_context(s):
-        out = gather_mm_node(a, b, lhs, rhs, offsets)
-    return squeeze(out, drop, stream=s) if drop else out
-
-
-def gather_qmm(
-    x: Any, w: Any, /, scales: Any, biases: Any, lhs_indices: Any = None,
-    rhs_indices: Any = None, transpose: bool = True, group_size: int | None = None,
-    bits: int | None = None, mode: str = "affine", sorted_indices: bool = False, *,
-    stream: Any = None,
-) -> Array:
-    """Quantized products of gathered batches: `quantized_matmul(x[lhs], w[rhs], ...)`.
-
-    Batch axes of `x` `[..., M, K]` and of the packed `w` (with its scales and biases) are
-    flattened and indexed as in `gather_mm`; `sorted_indices` is a hint only.
-
-    Args:
-        x: floating `[..., M, K]`.
-        w: packed uint32 weights, as in `quantized_matmul`.
-        scales: the scales of `w`, as in `quantized_matmul`.
-        biases: the biases of `w`, as in `quantized_matmul`.
-        lhs_indices: integer indices into `x`'s flattened batch; all when None.
-        rhs_indices: integer indices into `w`'s flattened batch; all when None.
-        transpose: multiply by the transposed weights.
-        group_size: values per scale and bias: 32, 64 or 128.
-        bits: bits per value: 2, 3, 4, 5, 6 or 8.
-        mode: the quantization mode; only "affine".
-        sorted_indices: a hint that the indices are sorted.
-        stream: the stream (or device) to record on.
-
-    Returns:
-        `[*broadcast(lhs_indices, rhs_indices).shape, M, N]`.
-
-    Raises:
-        TypeError: for non-floating inputs, non-uint32 weights or non-integer indices.
-        ValueError: for unsupported parameters, mismatched shapes or a 1-D `x`.
-
-    Example:
-        >>> import nuvec as mx
-        >>> w_q, s, b = mx.quantize(mx.ones((4, 3, 64)))
-        >>> mx.gather_qmm(mx.ones((1, 2, 64)), w_q, s, b, rhs_indices=mx.array([3, 0])).shape
-        (2, 2, 3)
-    """
-    from nuvec.fast.gather import gather_qmm_node
-    from nuvec.ops.quantized import (
-        check_packed_weights,
-        check_quantization_mode,
-        check_quantization_params,
-        promote_quantized_operands,
-        quantized_matmul,
-    )
-
-    op = "gather_qmm"
-    if lhs_indices is None and rhs_indices is None:
-        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
-                                stream=stream)
-    check_quantization_mode(op, mode)
-    group_size, bits = check_quantization_params(op, group_size, bits)
-    s = to_stream(stream)
-    x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
-    check_packed_weights(op, w, scales, biases, group_size, bits)
-    if x.ndim < 2:
-        raise ValueError(f"{op}: x must have at least 2 dimensions, got shape {x.shape}")
-    x, scales, biases = promote_quantized_operands(op, x, w, scales, biases, transpose, bits, s)
-    lhs, rhs = _gather_indices(op, x, w, lhs_indices, rhs_indices, s)
-    offsets = _row_offsets(sorted_indices, x, w, rhs, s)
-    with stream_context(s):
-        return gather_qmm_node(x, w, scales, biases, lhs, rhs, transpose=transpose,
-                               group_size=group_size, bits=bits, offsets=offsets)
-
-
 def _expand_blocks(mask: Array, rows: int, cols: int, block: int, dtype: dt.Dtype,
                    s: Any) -> Array:
     """A block mask `[..., ceil(rows/block), ceil(cols/block)]` as elements `[..., rows, cols]`."""
-    from nuvec.ops.shape import broadcast_to, reshape
-    from nuvec.ops.unary import astype
-
     mask = astype(mask, dtype, stream=s)
     *lead, tr, tc = mask.shape
     wide = broadcast_to(reshape(mask, (*lead, tr, 1, tc, 1), stream=s),
@@ -255,10 +86,6 @@ def block_masked_mm(
         >>> out[0].tolist()[31:33]
         [64.0, 0.0]
     """
-    from nuvec.ops.binary import multiply
-    from nuvec.ops.matmul import matmul
-    from nuvec.ops.shape import expand_dims, squeeze
-
     op = "block_masked_mm"
     s = to_stream(stream)
     a, b = as_array(a, op), as_array(b, op)
@@ -267,7 +94,7 @@ def block_masked_mm(
     if block_size not in (32, 64):
         raise ValueError(f"{op}: block_size must be 32 or 64, got {block_size}")
     vector_a, vector_b = a.ndim == 1, b.ndim == 1
-    a, b, drop = _matrix_operands(op, a, b, s)
+    a, b, drop = matrix_operands(op, a, b, s)
     (m, k), n = a.shape[-2:], b.shape[-1]
     out_type = a.dtype
 
@@ -316,12 +143,6 @@ def segmented_mm(a: Any, b: Any, /, segments: Any, *, stream: Any = None) -> Arr
         >>> out[:, 0, 0].tolist()
         [1.0, 3.0]
     """
-    from nuvec.ops.binary import greater_equal, less, logical_and, multiply
-    from nuvec.ops.creation import arange
-    from nuvec.ops.matmul import matmul
-    from nuvec.ops.shape import expand_dims
-    from nuvec.ops.unary import astype
-
     op = "segmented_mm"
     s = to_stream(stream)
     a, b, seg = as_array(a, op), as_array(b, op), as_array(segments, op)

@@ -20,11 +20,13 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import COPY, Primitive, TransformError
+from nuvec.ops import comparison, slicing
+from nuvec.ops import shape as shape_ops
+from nuvec.ops import binary
+from nuvec.ops import creation
 from nuvec.ops.arguments import (IndexOutOfRangeError, as_array, broadcast_shapes,
                                   normalize_axis)
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import broadcast_to, moveaxis, reshape, transpose
-from nuvec.ops.slicing import fit_update
 
 __all__ = ["take", "take_along_axis", "put_along_axis"]
 
@@ -60,13 +62,11 @@ class Gather(Primitive):
         return ((index_shape(idx) + x.shape[len(idx):], x.dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.creation import zeros_like
-
         x, idx = primals[0], primals[1:]
         _refuse_index_vjp("gather", primals, argnums, range(1, len(primals)))
         if not x.dtype.is_inexact:
             return [None] * len(argnums)
-        return [apply(SCATTER["add"], zeros_like(x), *idx, cotangents[0]) if i == 0 else None
+        return [apply(SCATTER["add"], creation.zeros_like(x), *idx, cotangents[0]) if i == 0 else None
                 for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
@@ -89,7 +89,7 @@ def _batch_indexed(x: Array, x_axis: int | None, idx: Sequence[Array],
     for i, a in zip(idx, idx_axes):
         if a is not None:
             i = move_batch_to_front(i, a)
-            i = reshape(i, (size, *([1] * (nd - (i.ndim - 1))), *i.shape[1:]))
+            i = shape_ops.reshape(i, (size, *([1] * (nd - (i.ndim - 1))), *i.shape[1:]))
         out.append(i)
     if x_axis is None and not force_x:
         return x, out
@@ -118,9 +118,6 @@ class Scatter(Primitive):
         return ((inputs[0].shape, inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.binary import divide, multiply
-        from nuvec.ops.creation import zeros_like
-
         x, idx, u = primals[0], primals[1:-1], primals[-1]
         _refuse_index_vjp("scatter", primals, argnums, range(1, len(primals) - 1))
         if not x.dtype.is_inexact:
@@ -130,7 +127,7 @@ class Scatter(Primitive):
         want_x, want_u = 0 in argnums, len(primals) - 1 in argnums
         if self.mode in ("set", "add"):
             if want_x:
-                out[0] = apply(self, g, *idx, zeros_like(u)) if self.mode == "set" else g
+                out[0] = apply(self, g, *idx, creation.zeros_like(u)) if self.mode == "set" else g
             if want_u:
                 out[1] = apply(GATHER, g, *idx)
         elif self.mode == "multiply":
@@ -138,42 +135,37 @@ class Scatter(Primitive):
             if want_x:
                 out[0] = apply(self, g, *idx, u)
             if want_u:
-                out[1] = divide(apply(GATHER, multiply(g, outputs[0]), *idx), u)
+                out[1] = binary.divide(apply(GATHER, binary.multiply(g, outputs[0]), *idx), u)
         else:
             mask_x, mask_u, count = self._winners(x, idx, u, outputs[0])
-            share = divide(g, count)
-            out[0] = multiply(share, mask_x)
-            out[1] = multiply(apply(GATHER, share, *idx), mask_u)
+            share = binary.divide(g, count)
+            out[0] = binary.multiply(share, mask_x)
+            out[1] = binary.multiply(apply(GATHER, share, *idx), mask_u)
         last = len(primals) - 1
         return [out.get(0) if i == 0 else out.get(1) if i == last else None for i in argnums]
 
     def _winners(self, x, idx, u, out):
         """max/min: masks of the entries of x and u equal to the result, and how many tie at
         each position (the derivative is split evenly among ties)."""
-        from nuvec.ops.binary import equal
-
-        mask_x = equal(x, out).astype(x.dtype)
-        mask_u = equal(u, apply(GATHER, out, *idx)).astype(x.dtype)
+        mask_x = comparison.equal(x, out).astype(x.dtype)
+        mask_u = comparison.equal(u, apply(GATHER, out, *idx)).astype(x.dtype)
         return mask_x, mask_u, apply(SCATTER["add"], mask_x, *idx, mask_u)
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import add, divide, multiply
-        from nuvec.ops.creation import zeros_like
-
         x, idx, u = primals[0], primals[1:-1], primals[-1]
         if not x.dtype.is_inexact:
             return [None]
-        tx = tangents[0] if tangents[0] is not None else zeros_like(x)
-        tu = tangents[-1] if tangents[-1] is not None else zeros_like(u)
+        tx = tangents[0] if tangents[0] is not None else creation.zeros_like(x)
+        tu = tangents[-1] if tangents[-1] is not None else creation.zeros_like(u)
         if self.mode in ("set", "add"):
             return [apply(self, tx, *idx, tu)]
         if self.mode == "multiply":
             scaled = apply(self, tx, *idx, u)
-            rel = apply(SCATTER["add"], zeros_like(x), *idx, divide(tu, u))
-            return [add(scaled, multiply(outputs[0], rel))]
+            rel = apply(SCATTER["add"], creation.zeros_like(x), *idx, binary.divide(tu, u))
+            return [binary.add(scaled, binary.multiply(outputs[0], rel))]
         mask_x, mask_u, count = self._winners(x, idx, u, outputs[0])
-        total = apply(SCATTER["add"], multiply(tx, mask_x), *idx, multiply(tu, mask_u))
-        return [divide(total, count)]
+        total = apply(SCATTER["add"], binary.multiply(tx, mask_x), *idx, binary.multiply(tu, mask_u))
+        return [binary.divide(total, count)]
 
     def vmap(self, inputs, axes):
         size = batch_size(inputs, axes)
@@ -181,7 +173,7 @@ class Scatter(Primitive):
         u = move_batch_to_front(inputs[-1], axes[-1], size)
         shape = index_shape(idx) + x.shape[len(idx):]
         if u.shape != shape:
-            u = broadcast_to(u, shape)
+            u = shape_ops.broadcast_to(u, shape)
         return [apply(self, x, *idx, u)], [0]
 
 
@@ -214,7 +206,7 @@ def scatter(x: Array, indices: Sequence[Array], updates: Array, mode: str,
     """Records a scatter; `updates` is broadcast to the indexed shape and cast to `x`'s dtype."""
     s = to_stream(stream)
     shape = index_shape(indices) + x.shape[len(indices):]
-    updates = fit_update("scatter", updates, shape, x.dtype, s)
+    updates = slicing.fit_update("scatter", updates, shape, x.dtype, s)
     return record1(SCATTER[mode], (x, *indices, updates), s)
 
 
@@ -252,7 +244,7 @@ def take(a: Any, /, indices: Any, axis: int | None = None, *, stream: Any = None
     a = as_array(a, "take")
     s = to_stream(stream)
     if axis is None:
-        a = reshape(a, (-1,), stream=s)
+        a = shape_ops.reshape(a, (-1,), stream=s)
         ax = 0
     else:
         ax = normalize_axis(axis, a.ndim, "take")
@@ -261,13 +253,13 @@ def take(a: Any, /, indices: Any, axis: int | None = None, *, stream: Any = None
         idx = as_array(np.asarray(i, dtype=np.int32), "take")
     else:
         idx = check_index_array("take", indices)
-    x = moveaxis(a, ax, 0, stream=s) if ax else a
+    x = shape_ops.moveaxis(a, ax, 0, stream=s) if ax else a
     out = gather(x, [idx], s)
     if ax == 0:
         return out
     k = idx.ndim
     order = list(range(k, k + ax)) + list(range(k)) + list(range(k + ax, out.ndim))
-    return transpose(out, order, stream=s)
+    return shape_ops.transpose(out, order, stream=s)
 
 
 def _along_axis(op: str, a: Any, indices: Any, axis: int | None, s: Any):
@@ -275,7 +267,7 @@ def _along_axis(op: str, a: Any, indices: Any, axis: int | None, s: Any):
     a = as_array(a, op)
     idx = check_index_array(op, indices)
     if axis is None:
-        a, idx = reshape(a, (-1,), stream=s), reshape(idx, (-1,), stream=s)
+        a, idx = shape_ops.reshape(a, (-1,), stream=s), shape_ops.reshape(idx, (-1,), stream=s)
         ax = 0
     else:
         ax = normalize_axis(axis, a.ndim, op)
@@ -360,6 +352,6 @@ def put_along_axis(a: Any, /, indices: Any, values: Any, axis: int | None = None
     orig = as_array(a, "put_along_axis")
     a, grids = _along_axis("put_along_axis", orig, indices, axis, s)
     values = as_array(values, "put_along_axis", orig.dtype)
-    values = fit_update("put_along_axis", values, index_shape(grids), a.dtype, s)
+    values = slicing.fit_update("put_along_axis", values, index_shape(grids), a.dtype, s)
     out = scatter(a, grids, values, "set", s)
-    return reshape(out, orig.shape, stream=s) if axis is None else out
+    return shape_ops.reshape(out, orig.shape, stream=s) if axis is None else out

@@ -14,10 +14,13 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec.ops import slicing
+from nuvec.ops import shape as shape_ops
+from nuvec.ops import creation
+from nuvec.ops import indexing
+from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, fresh, int_tuple, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import broadcast_to, expand_dims, reshape
-from nuvec.ops.slicing import fit_update, static_slice, static_slice_update
 
 __all__ = ["concatenate", "concat", "stack", "split", "pad", "repeat", "tile", "roll"]
 
@@ -47,13 +50,11 @@ class Concatenate(Primitive):
         for i in argnums:
             start, stop = [0] * g.ndim, list(g.shape)
             start[self.axis], stop[self.axis] = offsets[i], offsets[i + 1]
-            out.append(static_slice(g, tuple(start), tuple(stop), (1,) * g.ndim))
+            out.append(slicing.static_slice(g, tuple(start), tuple(stop), (1,) * g.ndim))
         return out
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.creation import zeros_like
-
-        ts = [t if t is not None else zeros_like(p) for t, p in zip(tangents, primals)]
+        ts = [t if t is not None else creation.zeros_like(p) for t, p in zip(tangents, primals)]
         return [apply(self, *ts)]
 
     def vmap(self, inputs, axes):
@@ -71,9 +72,8 @@ def _common(op: str, arrays: Sequence[Any], s: Any) -> list[Array]:
     out = xs[0].dtype
     for x in xs[1:]:
         out = dt.promote_types(out, x.dtype)
-    from nuvec.ops.unary import astype
 
-    return [x if x.dtype is out else astype(x, out, stream=s) for x in xs]
+    return [x if x.dtype is out else unary.astype(x, out, stream=s) for x in xs]
 
 
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, *, stream: Any = None) -> Array:
@@ -99,7 +99,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, *, stream: Any = No
     s = to_stream(stream)
     xs = _common("concatenate", arrays, s)
     if axis is None:
-        xs = [reshape(x, (-1,), stream=s) for x in xs]
+        xs = [shape_ops.reshape(x, (-1,), stream=s) for x in xs]
         axis = 0
     ndim = xs[0].ndim
     if ndim == 0:
@@ -144,7 +144,7 @@ def stack(arrays: Sequence[Any], axis: int = 0, *, stream: Any = None) -> Array:
             raise ValueError(f"stack: all arrays must have the same shape, got "
                              f"{', '.join(str(y.shape) for y in xs)}")
     ax = normalize_axis(axis, xs[0].ndim + 1, "stack")
-    return concatenate([expand_dims(x, ax, stream=s) for x in xs], ax, stream=s)
+    return concatenate([shape_ops.expand_dims(x, ax, stream=s) for x in xs], ax, stream=s)
 
 
 def split(a: Any, /, indices_or_sections: int | Sequence[int], axis: int = 0, *,
@@ -188,7 +188,7 @@ def split(a: Any, /, indices_or_sections: int | Sequence[int], axis: int = 0, *,
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         start, stop = [0] * a.ndim, list(a.shape)
         start[ax], stop[ax] = lo, max(lo, hi)
-        parts.append(static_slice(a, tuple(start), tuple(stop), (1,) * a.ndim, s))
+        parts.append(slicing.static_slice(a, tuple(start), tuple(stop), (1,) * a.ndim, s))
     return parts
 
 
@@ -242,8 +242,6 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
     if not any(lo or hi for lo, hi in widths):
         return fresh(a)
     if mode != "constant":
-        from nuvec.ops.indexing import take
-
         out = a
         for ax, (lo, hi) in enumerate(widths):
             if lo or hi:
@@ -252,16 +250,16 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
                     raise ValueError(f"pad: cannot {mode}-pad axis {ax} of size 0")
                 # which source element each output position reads, as NumPy's pad places them
                 idx = np.pad(np.arange(n, dtype=np.int32), (lo, hi), mode=mode)
-                out = take(out, as_array(idx, "pad"), axis=ax, stream=s)
+                out = indexing.take(out, as_array(idx, "pad"), axis=ax, stream=s)
         return out
     value = as_array(constant_values, "pad", a.dtype)
     if value.size != 1:
         raise ValueError(f"pad: constant_values must be a scalar, got shape {value.shape}")
     shape = tuple(d + lo + hi for d, (lo, hi) in zip(a.shape, widths))
-    base = fit_update("pad", reshape(value, (), stream=s), shape, a.dtype, s)
+    base = slicing.fit_update("pad", shape_ops.reshape(value, (), stream=s), shape, a.dtype, s)
     start = tuple(lo for lo, _ in widths)
     stop = tuple(lo + d for (lo, _), d in zip(widths, a.shape))
-    return static_slice_update(base, a, start, stop, (1,) * a.ndim, s)
+    return slicing.static_slice_update(base, a, start, stop, (1,) * a.ndim, s)
 
 
 def repeat(array: Any, repeats: int, axis: int | None = None, *, stream: Any = None) -> Array:
@@ -291,18 +289,18 @@ def repeat(array: Any, repeats: int, axis: int | None = None, *, stream: Any = N
         raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
     s = to_stream(stream)
     if axis is None:
-        a = reshape(a, (-1,), stream=s)
+        a = shape_ops.reshape(a, (-1,), stream=s)
         axis = 0
     if a.ndim == 0:
-        a = reshape(a, (1,), stream=s)
+        a = shape_ops.reshape(a, (1,), stream=s)
     ax = normalize_axis(axis, a.ndim, "repeat")
-    x = expand_dims(a, ax + 1, stream=s)
+    x = shape_ops.expand_dims(a, ax + 1, stream=s)
     shape = list(x.shape)
     shape[ax + 1] = int(repeats)
-    x = broadcast_to(x, tuple(shape), stream=s)
+    x = shape_ops.broadcast_to(x, tuple(shape), stream=s)
     out = list(a.shape)
     out[ax] *= int(repeats)
-    return reshape(x, tuple(out), stream=s)
+    return shape_ops.reshape(x, tuple(out), stream=s)
 
 
 def tile(a: Any, reps: int | Sequence[int], /, *, stream: Any = None) -> Array:
@@ -332,9 +330,9 @@ def tile(a: Any, reps: int | Sequence[int], /, *, stream: Any = None) -> Array:
     ndim = max(a.ndim, len(reps_t))
     shape = (1,) * (ndim - a.ndim) + a.shape
     reps_t = (1,) * (ndim - len(reps_t)) + reps_t
-    x = reshape(a, tuple(v for d in shape for v in (1, d)), stream=s)
-    x = broadcast_to(x, tuple(v for r, d in zip(reps_t, shape) for v in (r, d)), stream=s)
-    return reshape(x, tuple(r * d for r, d in zip(reps_t, shape)), stream=s)
+    x = shape_ops.reshape(a, tuple(v for d in shape for v in (1, d)), stream=s)
+    x = shape_ops.broadcast_to(x, tuple(v for r, d in zip(reps_t, shape) for v in (r, d)), stream=s)
+    return shape_ops.reshape(x, tuple(r * d for r, d in zip(reps_t, shape)), stream=s)
 
 
 def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None, *,
@@ -365,8 +363,8 @@ def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
     if axis is None:
         if len(shifts) != 1:
             raise ValueError(f"roll: shift {shift!r} needs an axis of the same length")
-        flat = reshape(a, (-1,), stream=s)
-        return reshape(_roll_axes(flat, shifts, (0,), s), a.shape, stream=s)
+        flat = shape_ops.reshape(a, (-1,), stream=s)
+        return shape_ops.reshape(_roll_axes(flat, shifts, (0,), s), a.shape, stream=s)
     axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
@@ -389,8 +387,8 @@ def _roll_axes(a: Array, shifts: Shape, axes: Shape, s: Any) -> Array:
         k %= n
         lo, hi = [0] * a.ndim, list(a.shape)
         hi[ax] = n - k
-        head = static_slice(a, tuple(lo), tuple(hi), (1,) * a.ndim, s)
+        head = slicing.static_slice(a, tuple(lo), tuple(hi), (1,) * a.ndim, s)
         lo[ax], hi[ax] = n - k, n
-        tail = static_slice(a, tuple(lo), tuple(hi), (1,) * a.ndim, s)
+        tail = slicing.static_slice(a, tuple(lo), tuple(hi), (1,) * a.ndim, s)
         a = record1(Concatenate(ax), (tail, head), s)
     return fresh(a)

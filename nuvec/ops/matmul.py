@@ -15,14 +15,15 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.binary import add, multiply
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
+from nuvec.ops.shape import broadcast_to, reshape, transpose
+from nuvec.ops.unary import astype
 
 __all__ = ["matmul", "addmm"]
 
 
 def _swap_last(x: Array) -> Array:
-    from nuvec.ops.shape import transpose
-
     perm = list(range(x.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
     return transpose(x, perm)
@@ -46,8 +47,6 @@ class Matmul(Primitive):
         ]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import add
-
         a, b = primals
         ta, tb = tangents
         parts = []
@@ -58,8 +57,6 @@ class Matmul(Primitive):
         return [parts[0] if len(parts) == 1 else add(parts[0], parts[1])]
 
     def vmap(self, inputs, axes):
-        from nuvec.ops.shape import reshape
-
         a, b = inputs
         ax_a, ax_b = axes
         if ax_a is not None and ax_b is None and a.ndim == 3:
@@ -92,9 +89,6 @@ def _matmul_dtype(op: str, a: Array, b: Array, *more: Array) -> dt.Dtype:
 
 def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
     """The matrix product of validated arrays, computed in `dtype`."""
-    from nuvec.ops.shape import broadcast_to, reshape
-    from nuvec.ops.unary import astype
-
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(
             f"{op}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}"
@@ -179,10 +173,6 @@ def addmm(
         >>> mx.addmm(mx.array([1.0]), mx.array([[2.0]]), mx.array([[3.0]]), beta=2.0).tolist()
         [[8.0]]
     """
-    from nuvec.ops.binary import add, multiply
-    from nuvec.ops.shape import broadcast_to
-    from nuvec.ops.unary import astype
-
     c, a, b = as_array(c, "addmm"), as_array(a, "addmm"), as_array(b, "addmm")
     s = to_stream(stream)
     dtype = _matmul_dtype("addmm", a, b, c)

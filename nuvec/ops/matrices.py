@@ -15,6 +15,8 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, normalize_axis
 from nuvec.ops.creation import Source, is_int
 from nuvec.ops.families import Linear, apply, move_batch_to_front
+from nuvec.ops.reduction import sum as reduce_sum
+from nuvec.ops.unary import astype
 
 __all__ = ["eye", "identity", "tri", "tril", "triu", "diag", "diagonal", "trace"]
 
@@ -360,9 +362,6 @@ def trace(
         >>> mx.trace(mx.array([[1.0, 2.0], [3.0, 4.0]])).item()
         5.0
     """
-    from nuvec.ops.reduction import sum as reduce_sum
-    from nuvec.ops.unary import astype
-
     a = as_array(a, "trace")
     if a.ndim < 2:
         raise ValueError(f"trace: the array must be at least 2-D, got shape {a.shape}")

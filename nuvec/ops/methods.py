@@ -1,4 +1,4 @@
-"""Installs operators and methods on `Array` (MLX's array methods), in one table."""
+"""Installs the constructor, operators and methods on `Array` (MLX's array methods)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,16 @@ from typing import Any
 from nuvec.graph.array import Array
 from nuvec.graph.dtypes import DtypeError
 from nuvec.ops import binary, comparison, matrices, misc, reduction, rounding, shape, statistics
-from nuvec.ops import complex_parts, unary
+from nuvec.ops import complex_parts, creation, unary
 from nuvec.ops.arguments import fresh
 from nuvec.ops.matmul import matmul as _matmul
-from nuvec.ops.softmax import logsumexp as _logsumexp
+
+
+def _construct(self: Array, val: Any, dtype: Any = None, *, copy: bool | None = True):
+    self._rebind(creation.array(val, dtype, copy=copy))
+
+
+Array.__init__ = _construct  # `mx.array(val, dtype)` is `creation.array` (see Array's summary)
 
 
 def _reflected(op):
@@ -111,7 +117,7 @@ def _elementwise(op):
     _method(op, method)
 
 
-def _reduction(op):
+def reduction_method(op):
     def method(self: Array, axis: Any = None, keepdims: bool = False, *,
                stream: Any = None) -> Array:
         return op(self, axis, keepdims, stream=stream)
@@ -150,9 +156,9 @@ Array.astype = lambda self, dtype, stream=None: unary.astype(self, dtype, stream
 # reductions: `a.sum(axis, keepdims)`, `a.var(axis, keepdims, ddof)`, ...
 for _op in (
     reduction.sum, reduction.prod, statistics.mean, reduction.max, reduction.min,
-    reduction.all, reduction.any, _logsumexp, reduction.argmax, reduction.argmin,
+    reduction.all, reduction.any, reduction.argmax, reduction.argmin,
 ):  # fmt: skip
-    _reduction(_op)
+    reduction_method(_op)
 for _op in (statistics.var, statistics.std):
     _moment(_op)
 # scans: `a.cumsum(axis, reverse=..., inclusive=...)`, ...

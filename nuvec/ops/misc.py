@@ -16,7 +16,11 @@ from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, check_shape, fresh
+from nuvec.ops.binary import add, multiply, subtract
+from nuvec.ops.creation import arange, ones, zeros
 from nuvec.ops.families import Linear, apply, move_batch_to_front
+from nuvec.ops.shape import reshape
+from nuvec.ops.unary import abs as absolute, astype, cos
 
 __all__ = ["as_strided", "view", "hadamard_transform", "hanning", "hamming", "blackman", "bartlett"]
 
@@ -46,9 +50,6 @@ class AsStrided(Linear, Primitive):
         return ((self.shape, inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.creation import zeros
-        from nuvec.ops.shape import reshape
-
         x = primals[0]
         where = _positions(self.shape, self.strides, self.offset).reshape(-1)
         # Elements read several times (overlapping windows) accumulate their cotangents.
@@ -241,9 +242,6 @@ def hadamard_transform(a: Any, /, scale: float | None = None, *, stream: Any = N
         >>> mx.hadamard_transform(mx.array([1.0, 0.0]), scale=1.0).tolist()
         [1.0, 1.0]
     """
-    from nuvec.ops.binary import multiply
-    from nuvec.ops.unary import astype
-
     op = "hadamard_transform"
     s = to_stream(stream)
     a = as_array(a, op)
@@ -263,10 +261,6 @@ def hadamard_transform(a: Any, /, scale: float | None = None, *, stream: Any = N
 
 def _cosine_window(op: str, m: int, coefficients: Sequence[float]) -> Array:
     """`sum_k (-1)^k c_k cos(2 pi k n / (M - 1))` for `n` in `[0, M)`."""
-    from nuvec.ops.binary import add, multiply
-    from nuvec.ops.creation import arange, ones
-    from nuvec.ops.unary import cos
-
     m = _window_length(op, m)
     if m <= 1:
         return ones((m,), dt.float32)
@@ -363,10 +357,6 @@ def bartlett(M: int) -> Array:
         >>> mx.bartlett(5).tolist()
         [0.0, 0.5, 1.0, 0.5, 0.0]
     """
-    from nuvec.ops.binary import multiply, subtract
-    from nuvec.ops.creation import arange, ones
-    from nuvec.ops.unary import abs as absolute
-
     m = _window_length("bartlett", M)
     if m <= 1:
         return ones((m,), dt.float32)

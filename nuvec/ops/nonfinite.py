@@ -11,12 +11,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, fresh
-from nuvec.ops.binary import add, multiply
-from nuvec.ops.comparison import equal, less, not_equal, where
-from nuvec.ops.complex_parts import imag, real
-from nuvec.ops.unary import StreamLike, astype
-from nuvec.ops.unary import abs as absolute
+from nuvec.ops import binary, comparison, complex_parts, unary
+from nuvec.ops.arguments import StreamLike, as_array, fresh
 
 __all__ = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "nan_to_num"]
 
@@ -37,7 +33,7 @@ def isnan(a: Any, /, *, stream: StreamLike = None) -> Array:
         [False, True]
     """
     a = as_array(a, "isnan")
-    return not_equal(a, a, stream=stream)
+    return comparison.not_equal(a, a, stream=stream)
 
 
 def isinf(a: Any, /, *, stream: StreamLike = None) -> Array:
@@ -57,8 +53,8 @@ def isinf(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "isinf")
     if not a.dtype.is_inexact:
-        return not_equal(a, a, stream=stream)
-    return equal(absolute(a, stream=stream), math.inf, stream=stream)
+        return comparison.not_equal(a, a, stream=stream)
+    return comparison.equal(unary.abs(a, stream=stream), math.inf, stream=stream)
 
 
 def isposinf(a: Any, /, *, stream: StreamLike = None) -> Array:
@@ -108,8 +104,8 @@ def _signed_inf(name: str, a: Any, value: float, stream: StreamLike) -> Array:
     if a.dtype is dt.complex64:
         raise DtypeError(f"{name}: not supported for complex64 arrays")
     if not a.dtype.is_floating:
-        return not_equal(a, a, stream=stream)
-    return equal(a, value, stream=stream)
+        return comparison.not_equal(a, a, stream=stream)
+    return comparison.equal(a, value, stream=stream)
 
 
 def isfinite(a: Any, /, *, stream: StreamLike = None) -> Array:
@@ -129,9 +125,9 @@ def isfinite(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "isfinite")
     if not a.dtype.is_inexact:
-        return equal(a, a, stream=stream)
+        return comparison.equal(a, a, stream=stream)
     # |a| < inf is False for inf and NaN alike (complex: either part)
-    return less(absolute(a, stream=stream), math.inf, stream=stream)
+    return comparison.less(unary.abs(a, stream=stream), math.inf, stream=stream)
 
 
 def nan_to_num(
@@ -166,12 +162,12 @@ def nan_to_num(
         return fresh(a)
     s = to_stream(stream)
     if a.dtype is dt.complex64:
-        parts = [nan_to_num(f(a, stream=s), nan, posinf, neginf, stream=s) for f in (real, imag)]
-        return add(astype(parts[0], dt.complex64, stream=s),
-                   multiply(astype(parts[1], dt.complex64, stream=s), 1j, stream=s), stream=s)
+        parts = [nan_to_num(f(a, stream=s), nan, posinf, neginf, stream=s) for f in (complex_parts.real, complex_parts.imag)]
+        return binary.add(unary.astype(parts[0], dt.complex64, stream=s),
+                   binary.multiply(unary.astype(parts[1], dt.complex64, stream=s), 1j, stream=s), stream=s)
     info = dt.finfo(a.dtype)
-    out = where(isnan(a, stream=s), float(nan), a, stream=s)
-    out = where(equal(a, math.inf, stream=s), float(info.max if posinf is None else posinf),
+    out = comparison.where(isnan(a, stream=s), float(nan), a, stream=s)
+    out = comparison.where(comparison.equal(a, math.inf, stream=s), float(info.max if posinf is None else posinf),
                 out, stream=s)
-    return where(equal(a, -math.inf, stream=s), float(info.min if neginf is None else neginf),
+    return comparison.where(comparison.equal(a, -math.inf, stream=s), float(info.min if neginf is None else neginf),
                  out, stream=s)

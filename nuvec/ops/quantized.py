@@ -1,5 +1,5 @@
 """Quantization: quantize, dequantize, quantized_matmul (and, re-exported from
-`nuvec.ops.gathered`, the gathered, masked and segmented products).
+`nuvec.ops.gathered`, the masked and segmented products; `gather_qmm` is in `nuvec.fast`).
 
 MLX's affine scheme: per group of `group_size` values along the last axis, `w ~ scale * q + bias`
 with `q` in `[0, 2**bits - 1]`; codes form a little-endian bit stream per row, stored as uint32
@@ -16,15 +16,19 @@ from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.binary import add, multiply
+from nuvec.ops.creation import ones_like, zeros_like
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.gathered import block_masked_mm, gather_mm, gather_qmm, segmented_mm
+from nuvec.ops.gathered import block_masked_mm, segmented_mm
+from nuvec.ops.matmul import matmul
+from nuvec.ops.reduction import sum as reduce_sum
+from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze, swapaxes
+from nuvec.ops.unary import astype
 
 __all__ = [
     "quantize",
     "dequantize",
     "quantized_matmul",
-    "gather_mm",
-    "gather_qmm",
     "block_masked_mm",
     "segmented_mm",
 ]
@@ -91,18 +95,11 @@ class Dequantize(_Grouped):
 
     def _codes(self, primals: Any) -> Array:
         """The integer codes `q` as floats, grouped: `[..., groups, group_size]`."""
-        from nuvec.ops.creation import ones_like, zeros_like
-        from nuvec.ops.shape import reshape
-
         w, scales = primals[0], primals[1]
         q = apply(self, w, ones_like(scales), zeros_like(scales))
         return reshape(q, (*scales.shape, self.group_size))
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.binary import multiply
-        from nuvec.ops.reduction import sum as reduce_sum
-        from nuvec.ops.shape import reshape
-
         scales = primals[1]
         g = reshape(cotangents[0], (*scales.shape, self.group_size))
         grads: list[Array | None] = []
@@ -116,9 +113,6 @@ class Dequantize(_Grouped):
         return grads
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import add, multiply
-        from nuvec.ops.shape import broadcast_to, expand_dims, reshape
-
         _, ts, tb = tangents
         scales = primals[1]
         grouped = (*scales.shape, self.group_size)
@@ -176,10 +170,6 @@ class QuantizedMatmul(Primitive):
 
     def _weight_cotangent(self, x: Array, cotangent: Array, w_ndim: int) -> Array:
         """The cotangent of the dequantized weights: c^T x (transposed) or x^T c."""
-        from nuvec.ops.matmul import matmul
-        from nuvec.ops.reduction import sum as reduce_sum
-        from nuvec.ops.shape import expand_dims, swapaxes
-
         if x.ndim == 1:
             x, cotangent = expand_dims(x, 0), expand_dims(cotangent, 0)
         if self.transpose:
@@ -190,10 +180,6 @@ class QuantizedMatmul(Primitive):
         return reduce_sum(weights, axis=tuple(range(extra))) if extra else weights
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import add
-        from nuvec.ops.matmul import matmul
-        from nuvec.ops.shape import swapaxes
-
         x, w, scales, biases = primals
         parts = []
         if tangents[0] is not None:
@@ -208,8 +194,6 @@ class QuantizedMatmul(Primitive):
         return [parts[0] if len(parts) == 1 else add(parts[0], parts[1])]
 
     def vmap(self, inputs, axes):
-        from nuvec.ops.shape import reshape, squeeze
-
         x, w, scales, biases = inputs
         x_axis, weight_axes = axes[0], axes[1:]
         if all(a is None for a in weight_axes):
@@ -311,8 +295,6 @@ def promote_quantized_operands(op: str, x: Array, w: Array, scales: Array, biase
                                transpose: bool, bits: int, s: Any) -> tuple[Array, Array, Array]:
     """`x`, scales and biases in their promoted floating dtype, after checking that `x`'s last
     axis matches the dequantized weights' columns (rows without `transpose`)."""
-    from nuvec.ops.unary import astype
-
     inner = w.shape[-1] * 32 // bits if transpose else w.shape[-2]
     if x.ndim < 1 or x.shape[-1] != inner:
         raise ValueError(
@@ -353,8 +335,6 @@ def dequantize(
         >>> mx.dequantize(*mx.quantize(w, 32, 8), group_size=32, bits=8).tolist() == w.tolist()
         True
     """
-    from nuvec.ops.unary import astype
-
     check_quantization_mode("dequantize", mode)
     group_size, bits = check_quantization_params("dequantize", group_size, bits)
     s = to_stream(stream)
@@ -397,8 +377,6 @@ def quantized_matmul(
         >>> mx.quantized_matmul(mx.ones((2, 64)), w_q, s, b).tolist()
         [[64.0, 64.0, 64.0], [64.0, 64.0, 64.0]]
     """
-    from nuvec.ops.shape import broadcast_to
-
     op = "quantized_matmul"
     check_quantization_mode(op, mode)
     group_size, bits = check_quantization_params(op, group_size, bits)

@@ -20,7 +20,9 @@ from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape
+from nuvec.ops.binary import add, maximum, minimum, multiply, subtract
 from nuvec.ops.families import apply, move_batch_to_front
+from nuvec.ops.unary import abs as absolute, astype
 
 __all__: list[str] = []
 
@@ -214,9 +216,6 @@ def sample_shape(op: str, shape: Any, *params: Array) -> tuple[int, ...]:
 
 def _unit(shape: tuple[int, ...], dtype: dt.Dtype, k: Array, s: Any) -> Array:
     """Uniform numbers in [0, 1) of `dtype` (float32 math below float32, as the kernels)."""
-    from nuvec.ops.binary import minimum, multiply
-    from nuvec.ops.unary import astype
-
     work = work_dtype(dtype)
     raw = record1(RandomBits(shape, 4), (k,), s)
     u = multiply(astype(raw, work, stream=s), 2.0**-32, stream=s)
@@ -255,9 +254,6 @@ def uniform(
         >>> bool(((x >= -1) & (x < 1)).all())
         True
     """
-    from nuvec.ops.binary import add, maximum, minimum, multiply, subtract
-    from nuvec.ops.unary import astype
-
     s = to_stream(stream)
     dtype = float_dtype(dtype, "uniform")
     lo, hi = as_array(low, "uniform", dtype), as_array(high, "uniform", dtype)
@@ -277,9 +273,6 @@ def uniform(
 
 def _next_below(x: Array, dtype: dt.Dtype, s: Any) -> Array:
     """The largest value of `dtype` below `x` (elementwise), for the open upper bound."""
-    from nuvec.ops.binary import maximum, multiply, subtract
-    from nuvec.ops.unary import abs as absolute
-
     # A step of a full epsilon (not half) is representable above and below every power of 2.
     eps = float(dt.finfo(dtype).eps)
     tiny = float(dt.finfo(dtype).tiny)

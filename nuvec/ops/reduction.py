@@ -14,6 +14,11 @@ import numpy as np
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
+from nuvec.ops import comparison
+from nuvec.ops import binary
+from nuvec.ops import scan
+from nuvec.ops import shape as shape_ops
+from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
 from nuvec.ops.families import Linear, Reduction, apply
 
@@ -27,9 +32,8 @@ Axis = int | Sequence[int] | None
 def _squeeze(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, s: Stream) -> Array:
     if keepdims or not axes:
         return out
-    from nuvec.ops.shape import reshape
 
-    return reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes), stream=s)
+    return shape_ops.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes), stream=s)
 
 
 def at_least_float(dtype: dt.Dtype) -> dt.Dtype:
@@ -66,10 +70,8 @@ class Sum(Linear, Reduction):
         return sum_dtype(dtype)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.shape import BroadcastTo
-
         g, shape = cotangents[0], primals[0].shape  # g keeps the summed axes as size 1
-        return [g if g.shape == shape else apply(BroadcastTo(shape), g)]
+        return [g if g.shape == shape else apply(shape_ops.BroadcastTo(shape), g)]
 
 
 class Prod(Reduction):
@@ -81,53 +83,42 @@ class Prod(Reduction):
         return sum_dtype(dtype)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.binary import multiply
-
         x = primals[0]
         if not x.dtype.is_inexact:
             return [None]
-        return [multiply(cotangents[0], _product_of_others(x, self.axes))]
+        return [binary.multiply(cotangents[0], _product_of_others(x, self.axes))]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import multiply
-
         x = primals[0]
         if not x.dtype.is_inexact:
             return [None]
-        return [apply(Sum(self.axes), multiply(tangents[0], _product_of_others(x, self.axes)))]
+        return [apply(Sum(self.axes), binary.multiply(tangents[0], _product_of_others(x, self.axes)))]
 
 
 def _product_of_others(x: Array, axes: tuple[int, ...]) -> Array:
     """For each element, the product of the other elements of its reduction group."""
-    from nuvec.ops.binary import multiply
-    from nuvec.ops.scan import cumprod
-
     s = to_stream(None)
-    rows, perm = _to_rows(x, axes, s)
-    before = cumprod(rows, axis=-1, inclusive=False)
-    after = cumprod(rows, axis=-1, reverse=True, inclusive=False)
-    return _from_rows(multiply(before, after), x, perm, s)
+    rows, perm = to_rows(x, axes, s)
+    before = scan.cumprod(rows, axis=-1, inclusive=False)
+    after = scan.cumprod(rows, axis=-1, reverse=True, inclusive=False)
+    return from_rows(binary.multiply(before, after), x, perm, s)
 
 
-def _to_rows(a: Array, axes: tuple[int, ...], s: Stream) -> tuple[Array, list[int]]:
+def to_rows(a: Array, axes: tuple[int, ...], s: Stream) -> tuple[Array, list[int]]:
     """`a` with `axes` moved to the end and merged into one last axis (a size-1 one when there
     are none), and the permutation that moved them."""
-    from nuvec.ops.shape import reshape, transpose
-
     keep = [i for i in range(a.ndim) if i not in axes]
     perm = keep + list(axes)
-    moved = a if perm == sorted(perm) else transpose(a, perm, stream=s)
+    moved = a if perm == sorted(perm) else shape_ops.transpose(a, perm, stream=s)
     shape = (*moved.shape[: len(keep)], reduced_size(a, axes))
-    return (moved if shape == moved.shape else reshape(moved, shape, stream=s)), perm
+    return (moved if shape == moved.shape else shape_ops.reshape(moved, shape, stream=s)), perm
 
 
-def _from_rows(rows: Array, a: Array, perm: list[int], s: Stream) -> Array:
-    """Undoes `_to_rows(a, ...)` on `rows` of the same shape: `a`'s shape and axis order."""
-    from nuvec.ops.shape import reshape, transpose
-
+def from_rows(rows: Array, a: Array, perm: list[int], s: Stream) -> Array:
+    """Undoes `to_rows(a, ...)` on `rows` of the same shape: `a`'s shape and axis order."""
     moved_shape = tuple(a.shape[i] for i in perm)
-    out = rows if rows.shape == moved_shape else reshape(rows, moved_shape, stream=s)
-    return out if perm == sorted(perm) else transpose(out, list(np.argsort(perm)), stream=s)
+    out = rows if rows.shape == moved_shape else shape_ops.reshape(rows, moved_shape, stream=s)
+    return out if perm == sorted(perm) else shape_ops.transpose(out, list(np.argsort(perm)), stream=s)
 
 
 class Extremum(Reduction):
@@ -137,27 +128,20 @@ class Extremum(Reduction):
     abstract = True  # a rule family, not an operation
 
     def _weights(self, x: Array, out: Array, like: Array) -> Array:
-        from nuvec.ops.binary import divide, equal
-        from nuvec.ops.unary import astype
-
-        mask = astype(equal(x, out), like.dtype)
-        return divide(mask, apply(Sum(self.axes), mask))
+        mask = unary.astype(comparison.equal(x, out), like.dtype)
+        return binary.divide(mask, apply(Sum(self.axes), mask))
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.binary import multiply
-
         x, g = primals[0], cotangents[0]
         if not x.dtype.is_inexact:
             return [None]
-        return [multiply(g, self._weights(x, outputs[0], g))]
+        return [binary.multiply(g, self._weights(x, outputs[0], g))]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.binary import multiply
-
         x, t = primals[0], tangents[0]
         if not x.dtype.is_inexact:
             return [None]
-        return [apply(Sum(self.axes), multiply(t, self._weights(x, outputs[0], t)))]
+        return [apply(Sum(self.axes), binary.multiply(t, self._weights(x, outputs[0], t)))]
 
 
 class Max(Extremum):
@@ -224,19 +208,17 @@ def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any)
     a = as_array(a, op)
     axes = normalize_axes(axis, a.ndim, op)
     if cls in (Max, Min):
-        _nonempty(op, a, axes)
+        check_nonempty(op, a, axes)
     s = to_stream(stream)
     if not axes:  # MLX returns the input itself (as bool for all/any)
         if cls in (AllTrue, AnyTrue):
-            from nuvec.ops.unary import astype
-
-            return astype(a, dt.bool_, stream=s)
+            return unary.astype(a, dt.bool_, stream=s)
         return fresh(a)
     out = record1(cls(axes), (a,), s)
     return _squeeze(out, a, axes, keepdims, s)
 
 
-def _nonempty(op: str, a: Array, axes: tuple[int, ...]) -> Array:
+def check_nonempty(op: str, a: Array, axes: tuple[int, ...]) -> Array:
     """`a`, unless a reduction group over `axes` would be empty (the other axes may be)."""
     if axes and reduced_size(a, axes) == 0:
         raise ValueError(f"{op}: cannot reduce over an empty axis, got shape {a.shape} and "
@@ -376,15 +358,13 @@ def _arg_reduce(cls: type, op: str, a: Any, axis: int | None, keepdims: bool, st
     a = as_array(a, op)
     s = to_stream(stream)
     if axis is None:
-        from nuvec.ops.shape import reshape
-
-        _nonempty(op, a, tuple(range(a.ndim)))
-        out = record1(cls((0,)), (reshape(a, (a.size,), stream=s),), s)
-        return reshape(out, (1,) * a.ndim if keepdims else (), stream=s)
+        check_nonempty(op, a, tuple(range(a.ndim)))
+        out = record1(cls((0,)), (shape_ops.reshape(a, (a.size,), stream=s),), s)
+        return shape_ops.reshape(out, (1,) * a.ndim if keepdims else (), stream=s)
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"{op}: axis must be an int or None, got {type(axis).__name__}")
     axes = normalize_axes(axis, a.ndim, op)
-    _nonempty(op, a, axes)
+    check_nonempty(op, a, axes)
     return _squeeze(record1(cls(axes), (a,), s), a, axes, keepdims, s)
 
 

@@ -13,9 +13,10 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, fresh
+from nuvec.ops import unary
+from nuvec.ops.arguments import StreamLike, as_array, fresh
 from nuvec.ops.families import Unary
-from nuvec.ops.unary import StreamLike, _b, _flat, _float_input, astype
+from nuvec.ops.unary import _flat
 
 __all__ = ["floor", "ceil", "round", "trunc"]
 
@@ -96,10 +97,10 @@ def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
     if decimals == 0 or a.dtype is dt.complex64:
         return _rounding("round", ROUND, a, stream)
     s = to_stream(stream)
-    x = _float_input(a, "round", s)
+    x = unary._float_input(a, "round", s)
     # past float64's range the scale is inf or 0 and the result NaN, as in MLX and NumPy
     scale = 10.0**decimals if decimals <= 308 else math.inf
     inverse = 1.0 / scale if scale else math.inf
-    out = _b().multiply(_rounding("round", ROUND, _b().multiply(x, scale, stream=s), s),
+    out = unary._b().multiply(_rounding("round", ROUND, unary._b().multiply(x, scale, stream=s), s),
                         inverse, stream=s)
-    return astype(out, a.dtype, stream=s)
+    return unary.astype(out, a.dtype, stream=s)

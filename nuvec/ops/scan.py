@@ -14,6 +14,12 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec.ops import comparison
+from nuvec.ops import binary
+from nuvec.ops import creation
+from nuvec.ops import join
+from nuvec.ops import shape as shape_ops
+from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, normalize_axis
 from nuvec.ops.families import apply, move_batch_to_front
 
@@ -72,39 +78,30 @@ class Scan(Primitive):
     # scan is the inclusive one shifted by one position.
     def _plateaus(self, x: Array, y: Array) -> tuple[Array, Array, Array]:
         """(inclusive Y, hit mask, same-as-previous mask) as x's dtype."""
-        from nuvec.ops.binary import equal
-        from nuvec.ops.unary import astype
-
         if not self.inclusive:
             y = apply(Scan(self.kind, self.axis, self.reverse, True), x)
         d = self._direction()
-        hits = astype(equal(x, y), x.dtype)
-        same = astype(equal(y, _shift(y, self.axis, -d)), x.dtype)
+        hits = unary.astype(comparison.equal(x, y), x.dtype)
+        same = unary.astype(comparison.equal(y, _shift(y, self.axis, -d)), x.dtype)
         return y, hits, same
 
     def _tie_counts(self, hits: Array, same: Array) -> Array:
-        from nuvec.ops.binary import maximum
-
         counts = _recurrence(same, hits, self.axis, -self._direction())
-        return maximum(counts, 1)
+        return binary.maximum(counts, 1)
 
     def _extremum_vjp(self, x: Array, g: Array, y: Array) -> Array:
-        from nuvec.ops.binary import divide, multiply
-
         d = self._direction()
         _, hits, same = self._plateaus(x, y)
         if not self.inclusive:
             g = _shift(g, self.axis, d)
-        share = divide(g, self._tie_counts(hits, same))
-        return multiply(hits, _recurrence(_shift(same, self.axis, d), share, self.axis, d))
+        share = binary.divide(g, self._tie_counts(hits, same))
+        return binary.multiply(hits, _recurrence(_shift(same, self.axis, d), share, self.axis, d))
 
     def _extremum_jvp(self, x: Array, t: Array, y: Array) -> Array:
-        from nuvec.ops.binary import divide, multiply
-
         d = self._direction()
         _, hits, same = self._plateaus(x, y)
-        total = _recurrence(same, multiply(hits, t), self.axis, -d)
-        out = divide(total, self._tie_counts(hits, same))
+        total = _recurrence(same, binary.multiply(hits, t), self.axis, -d)
+        out = binary.divide(total, self._tie_counts(hits, same))
         return out if self.inclusive else _shift(out, self.axis, -d)
 
     # Product rules. With d = +1 (forward) or -1 (reverse) and E the exclusive running product,
@@ -115,73 +112,56 @@ class Scan(Primitive):
         return -1 if self.reverse else 1
 
     def _prod_vjp(self, x: Array, g: Array) -> Array:
-        from nuvec.ops.binary import multiply
-
         d = self._direction()
         before = apply(Scan("prod", self.axis, self.reverse, False), x)
         start = g if self.inclusive else _shift(g, self.axis, d)
         later = _recurrence(_shift(x, self.axis, d), start, self.axis, d)
-        return multiply(before, later)
+        return binary.multiply(before, later)
 
     def _prod_jvp(self, x: Array, t: Array) -> Array:
-        from nuvec.ops.binary import multiply
-
         d = self._direction()
         before = apply(Scan("prod", self.axis, self.reverse, False), x)
-        total = _recurrence(x, multiply(t, before), self.axis, -d)
+        total = _recurrence(x, binary.multiply(t, before), self.axis, -d)
         return total if self.inclusive else _shift(total, self.axis, -d)
 
     def _split_log(self, v: Array) -> tuple[Array, Array]:
         """log(max(v, 0)) and log(max(-v, 0)): a signed value in log space, two parts."""
-        from nuvec.ops.binary import maximum
-        from nuvec.ops.unary import log, negative
-
-        return log(maximum(v, 0)), log(maximum(negative(v), 0))
+        return unary.log(binary.maximum(v, 0)), unary.log(binary.maximum(unary.negative(v), 0))
 
     def _logaddexp_vjp(self, x: Array, g: Array, y: Array) -> Array:
         # d y_i / d x_k = exp(x_k - y_i): grad_k = sum_i g_i exp(x_k - y_i), accumulated in
         # log space (opposite direction) so that no exp overflows.
-        from nuvec.ops.binary import add, subtract
-        from nuvec.ops.unary import exp
 
         back = Scan("logaddexp", self.axis, not self.reverse, self.inclusive)
         pos, neg = self._split_log(g)
-        pos_sum, neg_sum = apply(back, subtract(pos, y)), apply(back, subtract(neg, y))
-        return subtract(exp(add(x, pos_sum)), exp(add(x, neg_sum)))
+        pos_sum, neg_sum = apply(back, binary.subtract(pos, y)), apply(back, binary.subtract(neg, y))
+        return binary.subtract(unary.exp(binary.add(x, pos_sum)), unary.exp(binary.add(x, neg_sum)))
 
     def _logaddexp_jvp(self, x: Array, t: Array, y: Array) -> Array:
-        from nuvec.ops.binary import add, subtract
-        from nuvec.ops.unary import exp
-
         pos, neg = self._split_log(t)
-        pos_sum, neg_sum = apply(self, add(x, pos)), apply(self, add(x, neg))
-        return subtract(exp(subtract(pos_sum, y)), exp(subtract(neg_sum, y)))
+        pos_sum, neg_sum = apply(self, binary.add(x, pos)), apply(self, binary.add(x, neg))
+        return binary.subtract(unary.exp(binary.subtract(pos_sum, y)), unary.exp(binary.subtract(neg_sum, y)))
 
 
 def _shift(v: Array, axis: int, by: int) -> Array:
     """out[k] = v[k + by] along `axis`, zero where k + by is outside the axis."""
-    from nuvec.ops.creation import zeros_like
-    from nuvec.ops.join import pad
-
     n = v.shape[axis]
     if abs(by) >= n:
-        return zeros_like(v)
+        return creation.zeros_like(v)
     index = [slice(None)] * v.ndim
     index[axis] = slice(by, None) if by > 0 else slice(0, n + by)
     widths = [(0, 0)] * v.ndim
     widths[axis] = (0, by) if by > 0 else (-by, 0)
-    return pad(v[tuple(index)], widths)
+    return join.pad(v[tuple(index)], widths)
 
 
 def _recurrence(a: Array, b: Array, axis: int, step: int) -> Array:
     """The solution s of s[k] = b[k] + a[k] * s[k + step] along `axis` (s is 0 outside), by
     recursive doubling: ceil(log2 n) rounds of shifted products."""
-    from nuvec.ops.binary import add, multiply
-
     reach = 1
     while reach < a.shape[axis]:
-        b = add(b, multiply(a, _shift(b, axis, reach * step)))
-        a = multiply(a, _shift(a, axis, reach * step))
+        b = binary.add(b, binary.multiply(a, _shift(b, axis, reach * step)))
+        a = binary.multiply(a, _shift(a, axis, reach * step))
         reach *= 2
     return b
 
@@ -193,15 +173,11 @@ def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive
     if kind == "logaddexp" and a.dtype is dt.complex64:
         return _complex_logcumsumexp(a, axis, reverse, inclusive, s)
     if kind == "logaddexp" and not a.dtype.is_floating:
-        from nuvec.ops.unary import astype
-
-        a = astype(a, dt.float32, stream=s)
+        a = unary.astype(a, dt.float32, stream=s)
     if kind in ("max", "min") and a.dtype is dt.complex64:
         raise DtypeError(f"{op}: complex64 has no ordering")
     if axis is None:
-        from nuvec.ops.shape import reshape
-
-        a, ax = reshape(a, (a.size,), stream=s), 0
+        a, ax = shape_ops.reshape(a, (a.size,), stream=s), 0
     else:
         if a.ndim == 0:
             raise ValueError(f"{op}: axis {axis} is out of bounds for an array with 0 dimensions")

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec.ops import reduction
 from nuvec.ops.arguments import as_array, check_shape, fresh, int_tuple, normalize_axis
 from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
 from nuvec.ops.families import Linear, apply, move_batch_to_front
@@ -86,8 +87,6 @@ class BroadcastTo(Linear, Primitive):
         return ((self.shape, inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.reduction import sum as reduce_sum
-
         x = primals[0]
         lead = len(self.shape) - x.ndim
         axes = list(range(lead)) + [
@@ -95,7 +94,7 @@ class BroadcastTo(Linear, Primitive):
         ]
         g = cotangents[0]
         if axes:
-            g = reduce_sum(g, axis=axes, keepdims=True)
+            g = reduction.sum(g, axis=axes, keepdims=True)
         return [reshape(g, x.shape) if g.shape != x.shape else g]
 
     def vmap(self, inputs, axes):

@@ -14,9 +14,11 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
+from nuvec.ops import shape as shape_ops
+from nuvec.ops import creation
+from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axis
 from nuvec.ops.families import Linear, apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import broadcast_to, reshape
 
 __all__ = ["slice", "slice_update"]
 
@@ -56,9 +58,7 @@ class Slice(Linear, Primitive):
         return ((self.out_shape(), inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.creation import zeros_like
-
-        return [apply(SliceUpdate(*self.params()), zeros_like(primals[0]), cotangents[0])]
+        return [apply(SliceUpdate(*self.params()), creation.zeros_like(primals[0]), cotangents[0])]
 
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])
@@ -84,21 +84,17 @@ class SliceUpdate(Primitive):
         return ((inputs[0].shape, inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.creation import zeros_like
-
         g = cotangents[0]
         out = []
         for i in argnums:
             if i == 0:
-                out.append(apply(self, g, zeros_like(primals[1])))
+                out.append(apply(self, g, creation.zeros_like(primals[1])))
             else:
                 out.append(apply(Slice(*self.params()), g))
         return out
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.creation import zeros_like
-
-        tx, tu = (t if t is not None else zeros_like(p) for t, p in zip(tangents, primals))
+        tx, tu = (t if t is not None else creation.zeros_like(p) for t, p in zip(tangents, primals))
         return [apply(self, tx, tu)]
 
     def vmap(self, inputs, axes):
@@ -128,11 +124,9 @@ class DynamicSlice(Primitive):
         return ((tuple(shape), inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.creation import zeros_like
-
         x, start = primals
         update = DynamicSliceUpdate(self.axes, self.batched)
-        return [apply(update, zeros_like(x), cotangents[0], start) if i == 0 else None
+        return [apply(update, creation.zeros_like(x), cotangents[0], start) if i == 0 else None
                 for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
@@ -165,15 +159,13 @@ class DynamicSliceUpdate(Primitive):
         return ((inputs[0].shape, inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.creation import zeros_like
-
         x, update, start = primals
         g = cotangents[0]
         sizes = tuple(update.shape[a] for a in self.axes)
         out = []
         for i in argnums:
             if i == 0:
-                out.append(apply(self, g, zeros_like(update), start))
+                out.append(apply(self, g, creation.zeros_like(update), start))
             elif i == 1:
                 out.append(apply(DynamicSlice(self.axes, sizes, self.batched), g, start))
             else:
@@ -181,9 +173,7 @@ class DynamicSliceUpdate(Primitive):
         return out
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.creation import zeros_like
-
-        tx, tu = (t if t is not None else zeros_like(p) for t, p in zip(tangents, primals[:2]))
+        tx, tu = (t if t is not None else creation.zeros_like(p) for t, p in zip(tangents, primals[:2]))
         return [apply(self, tx, tu, primals[2])]
 
     def vmap(self, inputs, axes):
@@ -199,9 +189,9 @@ class DynamicSliceUpdate(Primitive):
         inner = x.shape[1] if self.batched else 0  # the existing batch axis
         x, start, merge = _merge_batch(x, 0, start, ax_s, self.batched)
         if self.batched:
-            update = reshape(update, (size * inner, *update.shape[2:]))
+            update = shape_ops.reshape(update, (size * inner, *update.shape[2:]))
         out = apply(DynamicSliceUpdate(tuple(a + merge for a in self.axes), True), x, update, start)
-        return [reshape(out, (size, inner, *out.shape[1:])) if self.batched else out], [0]
+        return [shape_ops.reshape(out, (size, inner, *out.shape[1:])) if self.batched else out], [0]
 
 
 def _merge_batch(x: Array, ax_x: int | None, start: Array, ax_s: int, batched: bool):
@@ -215,8 +205,8 @@ def _merge_batch(x: Array, ax_x: int | None, start: Array, ax_s: int, batched: b
     if not batched:
         return x, start, 1
     # x is [new, old, ...] and start [new, old, k]: flatten both batch axes into one.
-    x = reshape(x, (x.shape[0] * x.shape[1], *x.shape[2:]))
-    start = reshape(start, (start.shape[0] * start.shape[1], start.shape[-1]))
+    x = shape_ops.reshape(x, (x.shape[0] * x.shape[1], *x.shape[2:]))
+    start = shape_ops.reshape(start, (start.shape[0] * start.shape[1], start.shape[-1]))
     return x, start, 0
 
 
@@ -224,7 +214,7 @@ def _split_batch(out: Array, inputs: Sequence[Array], axes: Sequence[int | None]
     if not batched:
         return out
     size = inputs[1].shape[axes[1]]
-    return reshape(out, (size, -1, *out.shape[1:]))
+    return shape_ops.reshape(out, (size, -1, *out.shape[1:]))
 
 
 def static_slice(a: Array, start: Shape, stop: Shape, strides: Shape, stream: Any = None) -> Array:
@@ -248,14 +238,12 @@ def fit_update(op: str, update: Array, shape: Shape, dtype: Any, s: Any) -> Arra
     """
     if update.shape != shape:
         try:
-            update = broadcast_to(update, shape, stream=s)
+            update = shape_ops.broadcast_to(update, shape, stream=s)
         except ValueError:
             raise ValueError(f"{op}: cannot broadcast an update of shape {update.shape} to "
                              f"{shape}") from None
     if update.dtype is not dtype:
-        from nuvec.ops.unary import astype
-
-        update = astype(update, dtype, stream=s)
+        update = unary.astype(update, dtype, stream=s)
     return update
 
 
@@ -270,7 +258,7 @@ def _dynamic_args(op: str, a: Array, start_indices: Any, axes: Sequence[int]):
     if start.size != len(norm) or start.ndim > 1:
         raise ValueError(f"{op}: start_indices of shape {start.shape} do not match "
                          f"{len(norm)} axes")
-    return reshape(start, (len(norm),)), norm
+    return shape_ops.reshape(start, (len(norm),)), norm
 
 
 def slice(a: Any, start_indices: Any, axes: Sequence[int], slice_size: Sequence[int], *,
@@ -346,7 +334,7 @@ def slice_update(a: Any, update: Any, start_indices: Any, axes: Sequence[int], *
         raise ValueError(f"slice_update: update of shape {update.shape} has more dimensions "
                          f"than the array {a.shape}")
     if update.ndim < a.ndim:
-        update = reshape(update, (1,) * (a.ndim - update.ndim) + update.shape, stream=s)
+        update = shape_ops.reshape(update, (1,) * (a.ndim - update.ndim) + update.shape, stream=s)
     shape = tuple(update.shape[i] if i in norm else a.shape[i] for i in range(a.ndim))
     if any(n > d for n, d in zip(shape, a.shape)):
         raise ValueError(f"slice_update: update of shape {update.shape} does not fit an array "

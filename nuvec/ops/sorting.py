@@ -15,8 +15,10 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, normalize_axis
+from nuvec.ops.arguments import as_array, normalize_axis, promote
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
+from nuvec.ops.indexing import take_along_axis
+from nuvec.ops.shape import reshape
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "topk", "searchsorted"]
 
@@ -56,8 +58,6 @@ class _Permuting(_AlongAxis):
     abstract = True
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.indexing import take_along_axis
-
         x = primals[0]
         if not x.dtype.is_inexact:
             return [None]
@@ -65,8 +65,6 @@ class _Permuting(_AlongAxis):
         return [take_along_axis(cotangents[0], inverse, axis=self.axis)]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.indexing import take_along_axis
-
         x = primals[0]
         if not x.dtype.is_inexact:
             return [None]
@@ -165,8 +163,6 @@ def _prepare(op: str, a: Any, axis: int | None, s: Stream) -> tuple[Array, int]:
     """`a` as an array and the normalized axis (None flattens)."""
     a = as_array(a, op)  # complex64 orders lexicographically (real, then imaginary), as NumPy
     if axis is None:
-        from nuvec.ops.shape import reshape
-
         return reshape(a, (a.size,), stream=s), 0
     if a.ndim == 0:
         raise ValueError(f"{op}: axis {axis} is out of bounds for an array with 0 dimensions")
@@ -339,8 +335,6 @@ def searchsorted(a: Any, v: Any, /, side: str = "left", *, stream: Any = None) -
         >>> mx.searchsorted(mx.array([1, 2, 3]), mx.array([2, 5])).tolist()
         [1, 3]
     """
-    from nuvec.ops.arguments import promote
-
     s = to_stream(stream)
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")

@@ -14,8 +14,15 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.ops.arguments import as_array
 from nuvec.ops.arguments import normalize_axes
+from nuvec.ops.binary import add, multiply, subtract
+from nuvec.ops.comparison import where
+from nuvec.ops.indexing import take
+from nuvec.ops.nonfinite import isnan
 from nuvec.ops.reduction import Axis, at_least_float, reduced_size
 from nuvec.ops.reduction import sum as reduce_sum
+from nuvec.ops.shape import expand_dims, reshape, transpose
+from nuvec.ops.sorting import sort
+from nuvec.ops.unary import astype, sqrt
 
 __all__ = ["mean", "var", "std", "median", "count_nonzero"]
 
@@ -38,16 +45,12 @@ def mean(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = 
         >>> mx.mean(mx.array([1, 2, 3, 4])).item()
         2.5
     """
-    from nuvec.ops.binary import multiply
-
     a = as_array(a, "mean")
     axes = normalize_axes(axis, a.ndim, "mean")
     n = reduced_size(a, axes)
     total = reduce_sum(a, axes, keepdims, stream=stream)
     out = at_least_float(a.dtype)
     if total.dtype is not out:
-        from nuvec.ops.unary import astype
-
         total = astype(total, out, stream=stream)
     return multiply(total, 1.0 / n if n else float("inf"), stream=stream)
 
@@ -78,8 +81,6 @@ def var(
         >>> round(mx.var(mx.array([1.0, 2.0, 3.0, 4.0]), ddof=1).item(), 4)
         1.6667
     """
-    from nuvec.ops.binary import multiply, subtract
-
     a = as_array(a, "var")
     axes = normalize_axes(axis, a.ndim, "var")
     _check_ddof(ddof, "var")
@@ -117,8 +118,6 @@ def std(
         >>> mx.std(mx.array([1.0, 3.0])).item()
         1.0
     """
-    from nuvec.ops.unary import sqrt
-
     a = as_array(a, "std")
     normalize_axes(axis, a.ndim, "std")
     _check_ddof(ddof, "std")
@@ -145,8 +144,6 @@ def count_nonzero(
         >>> mx.count_nonzero(mx.array([0, 3, 0, 1])).item()
         2
     """
-    from nuvec.ops.unary import astype
-
     a = as_array(a, "count_nonzero")
     normalize_axes(axis, a.ndim, "count_nonzero")
     return reduce_sum(astype(a, dt.bool_, stream=stream), axis, keepdims, stream=stream)
@@ -172,12 +169,6 @@ def median(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any 
         >>> mx.median(mx.array([3.0, 1.0, 4.0, 2.0])).item()
         2.5
     """
-    from nuvec.ops.binary import add, multiply
-    from nuvec.ops.indexing import take
-    from nuvec.ops.shape import expand_dims, reshape, transpose
-    from nuvec.ops.sorting import sort
-    from nuvec.ops.unary import astype
-
     a = as_array(a, "median")
     axes = normalize_axes(axis, a.ndim, "median")
     n = reduced_size(a, axes)
@@ -193,8 +184,6 @@ def median(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any 
         lower = astype(take(ordered, n // 2 - 1, axis=-1, stream=stream), out_dtype, stream=stream)
         middle = multiply(add(middle, lower, stream=stream), 0.5, stream=stream)
     if a.dtype.is_floating:  # NaNs sort last: one anywhere makes the median NaN (NumPy)
-        from nuvec.ops.comparison import where
-        from nuvec.ops.nonfinite import isnan
 
         last = take(ordered, n - 1, axis=-1, stream=stream)
         middle = where(isnan(last, stream=stream), last, middle, stream=stream)

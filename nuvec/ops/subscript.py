@@ -19,6 +19,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
+from nuvec.ops import binary
 from nuvec.ops.arguments import as_array
 from nuvec.ops.indexing import (
     check_index_array,
@@ -29,6 +30,7 @@ from nuvec.ops.indexing import (
 )
 from nuvec.ops.shape import reshape, transpose
 from nuvec.ops.slicing import fit_update, static_slice, static_slice_update
+from nuvec.ops.unary import negative, reciprocal
 
 Shape = tuple[int, ...]
 
@@ -251,8 +253,6 @@ def update(a: Array, key: Any, value: Any, mode: str, op: str, stream: Any = Non
 
 
 def _combine(mode: str, window: Array, v: Array, s: Any) -> Array:
-    from nuvec.ops import binary
-
     fn = {"add": binary.add, "multiply": binary.multiply, "max": binary.maximum,
           "min": binary.minimum}[mode]
     return fn(window, v, stream=s)
@@ -291,8 +291,6 @@ class ArrayAt:
         Raises:
             TypeError: for boolean arrays (bool has no subtraction to accumulate).
         """
-        from nuvec.ops.unary import negative
-
         if self._array.dtype is dt.bool_:
             raise DtypeError("at.subtract: not supported for bool arrays")
         return self._apply("add", negative(self._value(value, "subtract")), "subtract")
@@ -307,8 +305,6 @@ class ArrayAt:
         Raises:
             TypeError: for integer or boolean arrays (division is defined for inexact dtypes).
         """
-        from nuvec.ops.unary import reciprocal
-
         if not self._array.dtype.is_inexact:
             raise DtypeError(f"at.divide: expected a floating-point array, got "
                             f"{self._array.dtype.name}")

@@ -14,8 +14,11 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
+from nuvec.graph.convert import AsType
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops.arguments import as_array, fresh
+from nuvec.ops import binary
+from nuvec.ops import complex_parts
+from nuvec.ops.arguments import StreamLike, as_array, fresh
 from nuvec.ops.families import Linear, Unary, apply
 
 __all__ = [
@@ -25,7 +28,6 @@ __all__ = [
     "logical_not", "degrees", "radians", "stop_gradient", "astype",
 ]  # fmt: skip
 
-StreamLike = Any
 
 
 _binary: Any = None
@@ -35,36 +37,8 @@ def _b():
     """`nuvec.ops.binary`, imported on first use (it imports this module); rules call this."""
     global _binary
     if _binary is None:
-        from nuvec.ops import binary
-
         _binary = binary
     return _binary
-
-
-class AsType(Unary):
-    """Cast to `dtype`; the derivative casts back (zero for non-float targets)."""
-
-    __slots__ = ("dtype",)
-
-    def __init__(self, dtype: dt.Dtype):
-        self.dtype = dtype
-
-    def params(self):
-        return (self.dtype,)
-
-    def out_dtype(self, dtype):
-        return self.dtype
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        x = primals[0]
-        if not (x.dtype.is_inexact and self.dtype.is_inexact):
-            return [None]
-        return [apply(AsType(x.dtype), cotangents[0])]
-
-    def jvp(self, primals, tangents, outputs):
-        if not (primals[0].dtype.is_inexact and self.dtype.is_inexact):
-            return [None]
-        return [apply(self, tangents[0])]
 
 
 def astype(a: Any, dtype: Any, /, *, stream: StreamLike = None) -> Array:
@@ -202,20 +176,16 @@ class Abs(Unary):
         return dt.float32 if dtype is dt.complex64 else dtype
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from nuvec.ops.complex_parts import conj
-
         x = primals[0]
         # The transpose of t -> real(conj(sign(z)) t) under the pairing real(a b) that
         # Multiply's rule (no conjugation, as MLX) uses.
-        s = conj(sign(x)) if x.dtype is dt.complex64 else sign(x)
+        s = complex_parts.conj(sign(x)) if x.dtype is dt.complex64 else sign(x)
         return [_b().multiply(cotangents[0], s)]
 
     def jvp(self, primals, tangents, outputs):
-        from nuvec.ops.complex_parts import conj, real
-
         x, t = primals[0], tangents[0]
         if x.dtype is dt.complex64:
-            return [real(_b().multiply(conj(sign(x)), t))]
+            return [complex_parts.real(_b().multiply(complex_parts.conj(sign(x)), t))]
         return [_b().multiply(t, sign(x))]
 
 

@@ -13,7 +13,7 @@ def _prepare_input(p, x: np.ndarray) -> np.ndarray:
     """The input dilated by `input_dilation`, padded (negative pads crop)."""
     nd = x.ndim - 2
     if any(d > 1 for d in p.input_dilation):
-        shape = [x.shape[0], *(cv._dilated(n, d) for n, d in
+        shape = [x.shape[0], *(cv.dilated_size(n, d) for n, d in
                                zip(x.shape[1:-1], p.input_dilation)), x.shape[-1]]
         spread = np.zeros(shape, x.dtype)
         spread[(slice(None), *(slice(None, None, d) for d in p.input_dilation))] = x
@@ -37,7 +37,7 @@ def convolution(p, x, w):
     nd = x.ndim - 2
     kernel_shape = w.shape[1:-1]
     x = _prepare_input(p, x)
-    spans = [cv._dilated(k, d) for k, d in zip(kernel_shape, p.kernel_dilation)]
+    spans = [cv.dilated_size(k, d) for k, d in zip(kernel_shape, p.kernel_dilation)]
     axes = tuple(range(1, nd + 1))
     windows = sliding_window_view(x, spans, axis=axes)  # [N, *pos, C, *span]
     windows = windows[(slice(None), *(slice(None, None, s) for s in p.stride), slice(None),

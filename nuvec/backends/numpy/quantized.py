@@ -89,20 +89,25 @@ def dequantize(p, w, scales, biases):
 
 def _scaled_planes(w: np.ndarray, scales: np.ndarray, group_size: int, bits: int,
                    work: np.dtype) -> np.ndarray:
-    """`scales * q` of power-of-2-bit weights in plane order: `[..., rows, per, words]`.
+    """`scales * q` of power-of-2-bit weights in plane order: `[..., rows, per, bytes]`.
 
-    Plane `j` holds the code at bit offset `j * bits` of every word, i.e. column
-    `word * per + j`. Whole-plane shifts keep every NumPy loop long and contiguous; the
-    caller permutes the other operand's columns to match instead of interleaving the weights,
-    and adds the biases' contribution with one small product.
+    The words are read as their little-endian bytes; plane `j` holds the code at bit offset
+    `j * bits` of every byte, i.e. column `byte * per + j`. Whole-plane shifts of bytes keep
+    every NumPy loop long, contiguous and narrow; the caller permutes the other operand's
+    columns to match instead of interleaving the weights, and adds the biases' contribution
+    with one small product.
     """
-    per = 32 // bits
+    data = np.ascontiguousarray(w).astype("<u4", copy=False).view(np.uint8)
+    per = 8 // bits
     s_rep = np.repeat(scales.astype(work, copy=False), group_size // per, axis=-1)
-    out = np.empty((*w.shape[:-1], per, w.shape[-1]), dtype=work)
-    code = np.empty(w.shape, dtype=np.uint32)
-    mask = np.uint32((1 << bits) - 1)
+    out = np.empty((*data.shape[:-1], per, data.shape[-1]), dtype=work)
+    if per == 1:
+        np.multiply(data, s_rep, out=out[..., 0, :], dtype=work, casting="unsafe")
+        return out
+    code = np.empty(data.shape, dtype=np.uint8)
+    mask = np.uint8((1 << bits) - 1)
     for j in range(per):
-        np.right_shift(w, np.uint32(j * bits), out=code)
+        np.right_shift(data, np.uint8(j * bits), out=code)
         np.bitwise_and(code, mask, out=code)
         # Converts and scales in one pass.
         np.multiply(code, s_rep, out=out[..., j, :], dtype=work, casting="unsafe")
@@ -128,10 +133,13 @@ def quantized_matmul(p, x, w, scales, biases):
     vector = x.ndim == 1
     xw = x.astype(work, copy=False)
     xw = xw[None] if vector else xw
+    lead = xw.shape[:-1]
+    if w.ndim == 2 and xw.ndim > 2:  # one 2-D product: NumPy's stacked path is much slower
+        xw = xw.reshape(-1, xw.shape[-1])
     rows = w.shape[-2]
     columns = w.shape[-1] * 32 // p.bits
-    planes = 32 % p.bits == 0
-    per = 32 // p.bits
+    planes = 8 % p.bits == 0
+    per = 8 // p.bits
     b_work = biases.astype(work, copy=False)
     if planes and p.transpose:
         # x @ (s q + b)^T = x_planes @ (s q)_planes^T + (group sums of x) @ b^T
@@ -153,7 +161,7 @@ def quantized_matmul(p, x, w, scales, biases):
         part, s_part = w[..., start:stop, :], scales[..., start:stop, :]
         if planes:
             block = _scaled_planes(part, s_part, p.group_size, p.bits, work)
-            block = block.reshape(*part.shape[:-1], per * part.shape[-1])
+            block = block.reshape(*part.shape[:-1], columns)
         else:
             block = dequantize_array(part, s_part, biases[..., start:stop, :], p.group_size,
                                      p.bits, work)
@@ -163,4 +171,6 @@ def quantized_matmul(p, x, w, scales, biases):
             out += xw[..., start:stop] @ block
     if planes and not p.transpose:
         out = _from_planes(out, per)
+    if out.ndim != len(lead) + 1:
+        out = out.reshape(*lead, out.shape[-1])
     return out[..., 0, :] if vector else out

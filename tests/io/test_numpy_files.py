@@ -14,6 +14,7 @@ import nuvec as mx
 from nuvec.graph import dtypes as dt
 from nuvec.testing import assert_allclose
 
+
 @pytest.mark.parametrize("dtype", dt.ALL_DTYPES, ids=ids)
 def test_save_load_roundtrip_keeps_dtype(tmp_path: pathlib.Path, dtype):
     a, x = int_pair((2, 3), dtype)
@@ -118,14 +119,16 @@ def test_load_uses_the_given_format_over_the_extension(tmp_path: pathlib.Path):
          "^savez: cannot use un-named variables and keyword arr_0"),
         (lambda p: mx.load(p / "noextension"), ValueError, "^load: cannot infer the file format"),
         (lambda p: mx.load(io.BytesIO(b"")), ValueError, "^load: cannot infer the file format"),
-        (lambda p: mx.load(p / "w.safetensors"), ValueError, "^load: unsupported format"),
-        (lambda p: mx.load(p / "w.npy", format="gguf"), ValueError, "^load: unsupported format"),
+        (lambda p: mx.load(p / "w.bin"), ValueError, "^load: unsupported format 'bin'"),
+        (lambda p: mx.load(p / "w.npy", format="pt"), ValueError, "^load: unsupported format"),
+        (lambda p: mx.load(p / "missing.npy"), ValueError,
+         r"^load: '.*missing.npy': cannot be opened \(No such file"),
         (lambda p: mx.load(p / "w.npy", return_metadata=True), ValueError,
          "^load: metadata is not supported for the npy format"),
         (lambda p: mx.load(p / "w.npy", stream="cpu"), TypeError, "stream must be a Stream"),
     ],
     ids=["save-numpy", "savez-list", "savez_compressed-int", "savez-name-clash", "no-extension",
-         "nameless-file", "safetensors", "gguf", "metadata", "bad-stream"],
+         "nameless-file", "bin", "pt", "missing", "metadata", "bad-stream"],
 )
 def test_io_rejects(tmp_path: pathlib.Path, call, error, message):
     with pytest.raises(error, match=message):
@@ -136,5 +139,5 @@ def test_io_rejects(tmp_path: pathlib.Path, call, error, message):
                          ids=["complex128", "str", "timedelta"])
 def test_load_rejects_dtypes_nuvec_lacks(tmp_path: pathlib.Path, data):
     np.save(tmp_path / "a.npy", data)
-    with pytest.raises(TypeError, match="^load: unsupported dtype"):
+    with pytest.raises(TypeError, match="^load: '.*a.npy': unsupported dtype"):
         mx.load(tmp_path / "a.npy")

@@ -1,27 +1,30 @@
-"""`softmax` and `logsumexp` over any axes.
+"""The namespace's `softmax` and `logsumexp`, over any axes (and the `Array.logsumexp` method).
 
 Both record the fused last-axis nodes of `nuvec.fast.softmax` (no primitive of their own),
-moving the reduced axes to the end and merging them into one (`reduction._to_rows`).
+moving the reduced axes to the end and merging them into one (`reduction.to_rows`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from nuvec.fast.base import one
+from nuvec.fast.softmax import LOGSUMEXP, SOFTMAX
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import Stream, stream as stream_context, to_stream
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
-from nuvec.ops.reduction import Axis, _from_rows, _nonempty, _to_rows, at_least_float
+from nuvec.ops.methods import reduction_method
+from nuvec.ops.reduction import Axis, at_least_float, check_nonempty, from_rows, to_rows
+from nuvec.ops.shape import reshape
+from nuvec.ops.unary import astype
 
 __all__ = ["logsumexp", "softmax"]
 
 
 def _float_input(op: str, a: Any, s: Stream) -> Array:
     """`a` in a floating dtype (float32 for integers and bools); complex is rejected."""
-    from nuvec.ops.unary import astype
-
     a = as_array(a, op)
     if a.dtype is dt.complex64:
         raise DtypeError(f"{op}: complex inputs are not supported, got complex64")
@@ -53,17 +56,13 @@ def logsumexp(
         >>> round(mx.logsumexp(mx.array([0.0, 0.0])).item(), 4)
         0.6931
     """
-    from nuvec.fast.base import one
-    from nuvec.fast.softmax import LOGSUMEXP
-    from nuvec.ops.shape import reshape
-
     s = to_stream(stream)
     a = _float_input("logsumexp", a, s)
     axes = normalize_axes(axis, a.ndim, "logsumexp")
     if not axes:
         return fresh(a)
-    _nonempty("logsumexp", a, axes)
-    rows, _ = _to_rows(a, axes, s)
+    check_nonempty("logsumexp", a, axes)
+    rows, _ = to_rows(a, axes, s)
     with stream_context(s):
         out = one(LOGSUMEXP, [rows])
     if keepdims:
@@ -99,15 +98,15 @@ def softmax(
         >>> mx.softmax(mx.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
-    from nuvec.fast.base import one
-    from nuvec.fast.softmax import SOFTMAX
-
     s = to_stream(stream)
     a = _float_input("softmax", a, s)
     axes = normalize_axes(axis, a.ndim, "softmax")
     if a.size == 0:  # no groups to normalize
         return fresh(a)
-    rows, perm = _to_rows(a, axes, s)
+    rows, perm = to_rows(a, axes, s)
     with stream_context(s):
         out = one(SOFTMAX, [rows])
-    return _from_rows(out, a, perm, s)
+    return from_rows(out, a, perm, s)
+
+
+reduction_method(logsumexp)  # `a.logsumexp(axis, keepdims)`, as the other reductions' methods

@@ -1,0 +1,32 @@
+"""Neural network layers, losses and initializers, as `mlx.nn` (`import nuvec.nn as nn`).
+
+`Module` is the base of every layer; `value_and_grad(model, fn)` differentiates a loss with
+respect to a model's trainable parameters. The losses are in `nuvec.nn.losses`, the
+initializers in `nuvec.nn.init`.
+"""
+
+from nuvec.nn import init, losses
+from nuvec.nn.layers.activation_layers import *  # noqa: F401,F403
+from nuvec.nn.layers.activation_layers import __all__ as _activation_layers
+from nuvec.nn.layers.activations import *  # noqa: F401,F403
+from nuvec.nn.layers.activations import __all__ as _activations
+from nuvec.nn.layers.containers import Sequential
+from nuvec.nn.layers.dropout import Dropout, Dropout2d, Dropout3d
+from nuvec.nn.layers.embedding import Embedding
+from nuvec.nn.layers.linear import Bilinear, Identity, Linear
+from nuvec.nn.layers.normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm
+from nuvec.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
+from nuvec.nn.layers.quantized import QuantizedEmbedding, QuantizedLinear, quantize
+from nuvec.nn.module import Module
+from nuvec.nn import utils
+from nuvec.nn.utils import checkpoint, value_and_grad
+
+__all__ = [
+    "Module", "value_and_grad", "checkpoint", "quantize",
+    "Identity", "Linear", "Bilinear", "Embedding", "Sequential",
+    "Dropout", "Dropout2d", "Dropout3d",
+    "RMSNorm", "LayerNorm", "GroupNorm", "InstanceNorm", "BatchNorm",
+    "RoPE", "SinusoidalPositionalEncoding", "ALiBi",
+    "QuantizedLinear", "QuantizedEmbedding",
+    *_activations, *_activation_layers,
+]

@@ -1,0 +1,1 @@
+"""The layers of `nuvec.nn`, one module per family (re-exported by `nuvec.nn`)."""

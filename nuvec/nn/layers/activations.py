@@ -1,0 +1,488 @@
+"""Activation functions, as `mlx.nn`'s (each a function here and a layer in
+`activation_layers.py`). Written with nuvec ops, so they differentiate and batch."""
+
+from __future__ import annotations
+
+import math
+
+import nuvec as mx
+
+__all__ = [
+    "sigmoid", "relu", "relu2", "relu6", "leaky_relu", "log_softmax", "elu", "softmax",
+    "softplus", "softsign", "softshrink", "celu", "silu", "log_sigmoid", "gelu", "gelu_approx",
+    "gelu_fast_approx", "glu", "step", "selu", "prelu", "mish", "hardswish", "hard_tanh",
+    "hard_shrink", "softmin", "tanh",
+]
+
+
+def sigmoid(x: mx.array) -> mx.array:
+    """The logistic sigmoid `1 / (1 + exp(-x))`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.sigmoid(mx.array([0.0])).tolist()
+        [0.5]
+    """
+    return mx.sigmoid(x)
+
+
+def relu(x: mx.array) -> mx.array:
+    """The rectified linear unit `max(x, 0)`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.relu(mx.array([-1.0, 2.0])).tolist()
+        [0.0, 2.0]
+    """
+    return mx.maximum(x, 0)
+
+
+def relu2(x: mx.array) -> mx.array:
+    """The squared ReLU `max(x, 0) ** 2`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.relu2(mx.array([-1.0, 2.0])).tolist()
+        [0.0, 4.0]
+    """
+    return mx.square(mx.maximum(x, 0))
+
+
+def relu6(x: mx.array) -> mx.array:
+    """ReLU capped at 6: `min(max(x, 0), 6)`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.relu6(mx.array([-1.0, 7.0])).tolist()
+        [0.0, 6.0]
+    """
+    return mx.minimum(mx.maximum(x, 0), 6.0)
+
+
+def leaky_relu(x: mx.array, negative_slope: float = 0.01) -> mx.array:
+    """The leaky ReLU `max(negative_slope * x, x)`.
+
+    Args:
+        x: the input array.
+        negative_slope: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.leaky_relu(mx.array([-2.0, 1.0]), 0.5).tolist()
+        [-1.0, 1.0]
+    """
+    return mx.maximum(negative_slope * x, x)
+
+
+def log_softmax(x: mx.array, axis: int = -1) -> mx.array:
+    """The log of the softmax along `axis`: `x - logsumexp(x)`.
+
+    Args:
+        x: the input array.
+        axis: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.log_softmax(mx.array([0.0, 0.0])).tolist()
+        [-0.6931..., -0.6931...]
+    """
+    return x - mx.logsumexp(x, axis=axis, keepdims=True)
+
+
+def elu(x: mx.array, alpha: float = 1.0) -> mx.array:
+    """The exponential linear unit: `x` if `x > 0` else `alpha * (exp(x) - 1)`.
+
+    Args:
+        x: the input array.
+        alpha: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.elu(mx.array([0.0, 1.0])).tolist()
+        [0.0, 1.0]
+    """
+    return mx.where(x > 0, x, alpha * (mx.exp(x) - 1))
+
+
+def softmax(x: mx.array, axis: int = -1) -> mx.array:
+    """The softmax along `axis`.
+
+    Args:
+        x: the input array.
+        axis: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.softmax(mx.array([0.0, 0.0])).tolist()
+        [0.5, 0.5]
+    """
+    return mx.softmax(x, axis=axis)
+
+
+def softplus(x: mx.array) -> mx.array:
+    """The softplus `log(1 + exp(x))`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.softplus(mx.array([0.0])).tolist()
+        [0.6931...]
+    """
+    return mx.logaddexp(x, 0)
+
+
+def softsign(x: mx.array) -> mx.array:
+    """The softsign `x / (1 + |x|)`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.softsign(mx.array([1.0])).tolist()
+        [0.5]
+    """
+    return mx.divide(x, 1 + mx.abs(x))
+
+
+def softshrink(x: mx.array, lambd: float = 0.5) -> mx.array:
+    """Soft shrinkage: `x - sign(x) * lambd` where `|x| > lambd`, else 0.
+
+    Args:
+        x: the input array.
+        lambd: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.softshrink(mx.array([1.0, 0.2])).tolist()
+        [0.5, 0.0]
+    """
+    return mx.where(mx.abs(x) > lambd, x - mx.sign(x) * lambd, 0)
+
+
+def celu(x: mx.array, alpha: float = 1.0) -> mx.array:
+    """The continuously differentiable ELU `max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1)`.
+
+    Args:
+        x: the input array.
+        alpha: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.celu(mx.array([0.0, 1.0])).tolist()
+        [0.0, 1.0]
+    """
+    return mx.maximum(x, 0.0) + alpha * (mx.exp(mx.minimum(x, 0.0) / alpha) - 1)
+
+
+def silu(x: mx.array) -> mx.array:
+    """The sigmoid linear unit (swish) `x * sigmoid(x)`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.silu(mx.array([0.0])).tolist()
+        [0.0]
+    """
+    return x * mx.sigmoid(x)
+
+
+def log_sigmoid(x: mx.array) -> mx.array:
+    """The log of the sigmoid: `-softplus(-x)`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.log_sigmoid(mx.array([0.0])).tolist()
+        [-0.6931...]
+    """
+    return -softplus(-x)
+
+
+def gelu(x: mx.array) -> mx.array:
+    """The Gaussian error linear unit `x * Phi(x)` (exact, with `erf`).
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.gelu(mx.array([0.0])).tolist()
+        [0.0]
+    """
+    return x * (1 + mx.erf(x / math.sqrt(2))) / 2
+
+
+def gelu_approx(x: mx.array) -> mx.array:
+    """GELU's tanh approximation `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.gelu_approx(mx.array([0.0])).tolist()
+        [0.0]
+    """
+    return 0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def gelu_fast_approx(x: mx.array) -> mx.array:
+    """GELU's sigmoid approximation `x * sigmoid(1.702 x)`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.gelu_fast_approx(mx.array([0.0])).tolist()
+        [0.0]
+    """
+    return x * mx.sigmoid(1.702 * x)
+
+
+def glu(x: mx.array, axis: int = -1) -> mx.array:
+    """The gated linear unit: `a * sigmoid(b)` for the two halves `a, b` of `x` along `axis`.
+
+    Args:
+        x: the input array.
+        axis: as in the formula above.
+
+    Returns:
+        An array of the input's shape (halved along `axis`).
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.glu(mx.array([2.0, 0.0])).tolist()
+        [1.0]
+    """
+    a, b = mx.split(x, 2, axis=axis)
+    return a * mx.sigmoid(b)
+
+
+def step(x: mx.array, threshold: float = 0.0) -> mx.array:
+    """The binary step: 1 where `x > threshold`, else 0.
+
+    Args:
+        x: the input array.
+        threshold: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.step(mx.array([-1.0, 1.0])).tolist()
+        [0, 1]
+    """
+    return mx.where(x > threshold, 1, 0)
+
+
+def selu(x: mx.array) -> mx.array:
+    """The scaled ELU `1.0507 * elu(x, 1.67326)`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.selu(mx.array([0.0])).tolist()
+        [0.0]
+    """
+    return elu(x, 1.67326) * 1.0507
+
+
+def prelu(x: mx.array, alpha) -> mx.array:
+    """The parametric ReLU `max(x, 0) + alpha * min(x, 0)`.
+
+    Args:
+        x: the input array.
+        alpha: the slope(s) of the negative part (broadcast against `x`).
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.prelu(mx.array([-2.0, 1.0]), mx.array([0.25])).tolist()
+        [-0.5, 1.0]
+    """
+    return mx.maximum(0, x) + alpha * mx.minimum(0, x)
+
+
+def mish(x: mx.array) -> mx.array:
+    """Mish: `x * tanh(softplus(x))`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.mish(mx.array([0.0])).tolist()
+        [0.0]
+    """
+    return x * mx.tanh(softplus(x))
+
+
+def hardswish(x: mx.array) -> mx.array:
+    """The hard swish `x * min(max(x + 3, 0), 6) / 6`.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.hardswish(mx.array([3.0])).tolist()
+        [3.0]
+    """
+    return x * mx.minimum(mx.maximum(x + 3, 0), 6) / 6
+
+
+def hard_tanh(x: mx.array, min_val: float = -1.0, max_val: float = 1.0) -> mx.array:
+    """The hard tanh: `x` clipped to [`min_val`, `max_val`].
+
+    Args:
+        x: the input array.
+        min_val: as in the formula above.
+        max_val: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.hard_tanh(mx.array([-2.0, 0.5])).tolist()
+        [-1.0, 0.5]
+    """
+    return mx.minimum(mx.maximum(x, min_val), max_val)
+
+
+def hard_shrink(x: mx.array, lambd: float = 0.5) -> mx.array:
+    """Hard shrinkage: `x` where `|x| > lambd`, else 0.
+
+    Args:
+        x: the input array.
+        lambd: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.hard_shrink(mx.array([1.0, 0.2])).tolist()
+        [1.0, 0.0]
+    """
+    return mx.where(mx.abs(x) > lambd, x, 0)
+
+
+def softmin(x: mx.array, axis: int = -1) -> mx.array:
+    """The softmin `softmax(-x)` along `axis`.
+
+    Args:
+        x: the input array.
+        axis: as in the formula above.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.softmin(mx.array([0.0, 0.0])).tolist()
+        [0.5, 0.5]
+    """
+    return mx.softmax(-x, axis=axis)
+
+
+def tanh(x: mx.array) -> mx.array:
+    """The hyperbolic tangent.
+
+    Args:
+        x: the input array.
+
+    Returns:
+        An array of the input's shape.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.tanh(mx.array([0.0])).tolist()
+        [0.0]
+    """
+    return mx.tanh(x)

@@ -1,0 +1,44 @@
+"""`Embedding`, as `mlx.nn.Embedding`."""
+
+from __future__ import annotations
+
+import math
+
+import nuvec as mx
+from nuvec.nn.module import Module
+
+__all__ = ["Embedding"]
+
+
+class Embedding(Module):
+    """A lookup table of `num_embeddings` vectors of size `dims`, drawn from N(0, 1/dims).
+
+    Args:
+        num_embeddings: the number of rows (the vocabulary size).
+        dims: the size of each vector.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.Embedding(10, 4)(mx.array([[1, 2, 3]])).shape
+        (1, 3, 4)
+    """
+
+    def __init__(self, num_embeddings: int, dims: int) -> None:
+        super().__init__()
+        scale = math.sqrt(1.0 / dims)
+        self.weight = mx.random.normal((num_embeddings, dims), scale=scale)
+
+    def _extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, {self.weight.shape[1]}"
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return self["weight"][x]
+
+    def as_linear(self, x: mx.array) -> mx.array:
+        """`x @ weight.T`: the table used as an output projection (tied embeddings)."""
+        return x @ self["weight"].T
+
+    def to_quantized(self, group_size: int = 64, bits: int = 4, mode: str = "affine") -> Module:
+        """This layer as a `QuantizedEmbedding` (its table quantized)."""
+        from nuvec.nn.layers.quantized import QuantizedEmbedding
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -1,0 +1,110 @@
+"""`Identity`, `Linear` and `Bilinear`, as `mlx.nn`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import nuvec as mx
+from nuvec.nn.module import Module
+
+__all__ = ["Identity", "Linear", "Bilinear"]
+
+
+class Identity(Module):
+    """A placeholder layer returning its input; arguments are accepted and ignored.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.Identity()(mx.array([1, 2])).tolist()
+        [1, 2]
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return x
+
+
+class Linear(Module):
+    """An affine map `y = x @ weight.T + bias`.
+
+    Weight `(output_dims, input_dims)` and bias `(output_dims,)` are drawn from
+    U(-k, k), k = 1 / sqrt(input_dims), as MLX does.
+
+    Args:
+        input_dims: the size of the input features.
+        output_dims: the size of the output features.
+        bias: whether to add a bias.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.Linear(3, 2)(mx.ones((4, 3))).shape
+        (4, 2)
+    """
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True) -> None:
+        super().__init__()
+        scale = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
+        if bias:
+            self.bias = mx.random.uniform(-scale, scale, (output_dims,))
+
+    def _extra_repr(self) -> str:
+        out, inp = self.weight.shape
+        return f"input_dims={inp}, output_dims={out}, bias={'bias' in self}"
+
+    def __call__(self, x: mx.array) -> mx.array:
+        if "bias" in self:
+            return mx.addmm(self["bias"], x, self["weight"].T)
+        return x @ self["weight"].T
+
+    def to_quantized(self, group_size: int = 64, bits: int = 4, mode: str = "affine") -> Module:
+        """This layer as a `QuantizedLinear` (its weight quantized)."""
+        from nuvec.nn.layers.quantized import QuantizedLinear
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
+
+
+class Bilinear(Module):
+    """A bilinear map `y[i] = x1 @ weight[i] @ x2 + bias[i]`.
+
+    Weight `(output_dims, input2_dims, input1_dims)` and bias `(output_dims,)` are drawn from
+    U(-k, k), k = 1 / sqrt(input1_dims).
+
+    Args:
+        input1_dims: features of the first input.
+        input2_dims: features of the second input.
+        output_dims: output features.
+        bias: whether to add a bias.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.Bilinear(2, 3, 4)(mx.ones((5, 2)), mx.ones((5, 3))).shape
+        (5, 4)
+    """
+
+    def __init__(self, input1_dims: int, input2_dims: int, output_dims: int,
+                 bias: bool = True) -> None:
+        super().__init__()
+        scale = math.sqrt(1.0 / input1_dims)
+        self.weight = mx.random.uniform(-scale, scale, (output_dims, input2_dims, input1_dims))
+        if bias:
+            self.bias = mx.random.uniform(-scale, scale, (output_dims,))
+
+    def _extra_repr(self) -> str:
+        out, in2, in1 = self.weight.shape
+        return (f"input1_dims={in1}, input2_dims={in2}, output_dims={out}, "
+                f"bias={'bias' in self}")
+
+    def __call__(self, x1: mx.array, x2: mx.array) -> mx.array:
+        out, in2, in1 = self.weight.shape
+        lead = x1.shape[:-1]
+        x1 = x1.reshape(-1, in1)
+        x2 = x2.reshape(-1, 1, in2)
+        y = x1 @ self.weight.reshape(out * in2, in1).T          # (n, out * in2)
+        y = y.reshape(-1, out, in2).swapaxes(-2, -1)            # (n, in2, out)
+        y = (x2 @ y).squeeze(1)                                 # (n, out)
+        if "bias" in self:
+            y = y + self.bias
+        return y.reshape(*lead, out)

@@ -1,0 +1,147 @@
+"""`nn.Module` tree operations as MLX's: parameters, children, freezing, update and loading
+with their `strict` failures, modes, dtypes and weight files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+import nuvec.nn as nn
+from nuvec.utils import tree_flatten
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 4)
+        self.norm = nn.LayerNorm(4)
+        self.extra = {"scale": mx.ones((4,)), "layers": [nn.Linear(4, 4), nn.Identity()]}
+        self._private = mx.zeros((2,))
+        self.name = "block"
+
+    def __call__(self, x):
+        x = self.norm(self.linear(x)) * self.extra["scale"]
+        return self.extra["layers"][0](x)
+
+
+def keys(tree) -> list[str]:
+    return sorted(k for k, _ in tree_flatten(tree))
+
+
+def test_parameters_children_and_modules() -> None:
+    block = Block()
+    assert keys(block.parameters()) == [
+        "extra.layers.0.bias", "extra.layers.0.weight", "extra.scale", "linear.bias",
+        "linear.weight", "norm.bias", "norm.weight"]
+    assert block.name == "block" and "name" not in block and "_private" in block
+    assert set(block.children()) == {"linear", "norm", "extra"}
+    assert isinstance(block.children()["extra"]["layers"][1], nn.Identity)
+    assert keys(block.leaf_modules()) == ["extra.layers.0", "extra.layers.1", "linear", "norm"]
+    names = sorted(name for name, _ in block.named_modules())
+    assert names == ["", "extra.layers.0", "extra.layers.1", "linear", "norm"]
+    assert len(block.modules()) == 5
+    with pytest.raises(AttributeError, match="'Block' object has no attribute 'missing'"):
+        block.missing
+
+
+def test_freeze_and_unfreeze_with_keys_recurse_strict() -> None:
+    block = Block()
+    block.freeze()
+    assert keys(block.trainable_parameters()) == []
+    block.unfreeze(keys=["weight"])
+    assert keys(block.trainable_parameters()) == [
+        "extra.layers.0.weight", "linear.weight", "norm.weight"]
+    block.unfreeze()
+    block.freeze(keys="extra", recurse=False)
+    assert "extra" not in block.trainable_parameters()
+    assert keys(block.trainable_parameters()) == [
+        "linear.bias", "linear.weight", "norm.bias", "norm.weight"]
+    block.unfreeze()
+    block.linear.freeze(keys=["bias"])
+    assert "bias" not in block.trainable_parameters()["linear"]
+    with pytest.raises(KeyError, match="module doesn't contain member nope"):
+        block.freeze(keys=["nope"], strict=True)
+    with pytest.raises(KeyError, match="module doesn't contain member nope"):
+        block.unfreeze(keys="nope", recurse=False, strict=True)
+    block.freeze(keys=["nope"])  # not strict: ignored
+    assert "weight" in block.trainable_parameters()["linear"]
+
+
+def test_update_and_update_modules_strict_failures() -> None:
+    layer = nn.Linear(2, 2)
+    layer.update({"bias": mx.array([5.0, 6.0])})
+    assert layer.bias.tolist() == [5.0, 6.0]
+    with pytest.raises(ValueError, match='does not have parameter named "gamma"'):
+        layer.update({"gamma": mx.zeros((2,))})
+    with pytest.raises(ValueError, match="received invalid type: list"):
+        layer.update({"bias": [1.0, 2.0]})
+    layer.update({"gamma": mx.zeros((2,))}, strict=False)
+    assert "gamma" not in layer
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    seq.update_modules({"layers": [nn.Identity(), {}]})
+    assert isinstance(seq.layers[0], nn.Identity) and isinstance(seq.layers[1], nn.ReLU)
+    with pytest.raises(ValueError, match='does not have sub-module named "head"'):
+        seq.update_modules({"head": nn.Identity()})
+    with pytest.raises(ValueError, match="received invalid type: int"):
+        nn.Sequential(nn.Identity()).update_modules({"layers": [3]})
+
+
+def test_apply_set_dtype_train_eval() -> None:
+    block = Block()
+    block.apply(lambda p: p * 0)
+    assert all(float(mx.abs(v).max()) == 0 for _, v in tree_flatten(block.parameters()))
+    block.set_dtype(mx.float16)
+    assert {v.dtype for _, v in tree_flatten(block.parameters())} == {mx.float16}
+    assert block._private.dtype == mx.float32  # private members are not parameters
+    assert block.training and block.extra["layers"][1].training
+    block.eval()
+    assert not any(m.training for m in block.modules())
+    block.train()
+    assert all(m.training for m in block.modules())
+
+
+def test_load_weights_strict_errors(tmp_path) -> None:
+    layer = nn.Linear(3, 2)
+    good = [("weight", mx.ones((2, 3))), ("bias", mx.zeros((2,)))]
+    with pytest.raises(ValueError, match=r"received 1 parameters not in model: extra\."):
+        layer.load_weights(good + [("extra", mx.zeros((1,)))])
+    with pytest.raises(ValueError, match=r"missing 1 parameters: bias\."):
+        layer.load_weights(good[:1])
+    with pytest.raises(ValueError, match=r"expected shape \(2, 3\) but received shape \(3, 2\) "
+                                         "for parameter weight"):
+        layer.load_weights([("weight", mx.ones((3, 2))), ("bias", mx.zeros((2,)))])
+    with pytest.raises(ValueError, match="expected an array but received list for parameter "
+                                         "bias"):
+        layer.load_weights([("weight", mx.ones((2, 3))), ("bias", [0.0, 0.0])])
+    layer.load_weights(good[:1], strict=False)
+    np.testing.assert_array_equal(np.asarray(layer.weight), np.ones((2, 3)))
+    path = str(tmp_path / "w.npz")
+    layer.save_weights(path)
+    other = nn.Linear(3, 2).load_weights(path)
+    np.testing.assert_array_equal(np.asarray(other.weight), np.ones((2, 3)))
+    np.testing.assert_array_equal(np.asarray(other.bias), np.asarray(layer.bias))
+    with pytest.raises(ValueError, match=r"unsupported file extension for .*w\.txt"):
+        layer.save_weights(str(tmp_path / "w.txt"))
+
+
+def test_value_and_grad_uses_trainable_parameters_and_restores_them() -> None:
+    model = nn.Linear(2, 1)
+    model.freeze(keys="bias")
+    weight = model.weight
+    x = mx.array([[1.0, 2.0], [3.0, 4.0]])
+    loss, grads = nn.value_and_grad(model, lambda x: (model(x) ** 2).sum())(x)
+    w, b = np.asarray(model.weight, np.float64), np.asarray(model.bias, np.float64)
+    xs = np.asarray(x, np.float64)
+    y = xs @ w.T + b
+    np.testing.assert_allclose(float(loss), (y**2).sum(), rtol=1e-5)
+    assert list(grads) == ["weight"]
+    np.testing.assert_allclose(np.asarray(grads["weight"]), 2 * y.T @ xs, rtol=1e-5)
+    assert model.weight is weight
+
+
+def test_repr_lists_children() -> None:
+    text = repr(nn.Sequential(nn.Linear(2, 3), nn.ReLU()))
+    assert text.splitlines() == [
+        "Sequential(", "  (layers.0): Linear(input_dims=2, output_dims=3, bias=True)",
+        "  (layers.1): ReLU()", ")"]
