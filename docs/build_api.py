@@ -87,6 +87,9 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
      "Fourier transforms, as `mlx.core.fft` (see also [linalg and fft]({docs}/linalg.md))."),
     ("nuvec.fast", nuvec.fast,
      "Fused operations and the attention planner (see also [fast]({docs}/fast.md))."),
+    ("nuvec.distributed", nuvec.distributed,
+     "Communication between processes, as `mlx.core.distributed` (see also "
+     "[distributed]({docs}/distributed.md))."),
     ("nuvec.utils", nuvec.utils, "Tree utilities, as `mlx.utils`."),
     ("nuvec.testing", nuvec.testing, "Assertions and rule checks for operations."),
 ]

@@ -88,6 +88,7 @@ import nuvec.random as random  # noqa: E402  (after the star import, which binds
 from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
 from nuvec import utils  # noqa: E402
 from nuvec import fast  # noqa: E402
+from nuvec import distributed  # noqa: E402
 from nuvec.compilation import compile, disable_compile, enable_compile  # noqa: E402
 from nuvec.io import (  # noqa: E402
     load, save, save_gguf, save_safetensors, savez, savez_compressed,

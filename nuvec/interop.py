@@ -209,7 +209,7 @@ def _buffer(self: Array, flags: int) -> memoryview:
 def _array_namespace(self: Array, /, *, api_version: str | None = None) -> Any:
     """The array API namespace of nuvec arrays: the `nuvec` module itself (`xp.asarray`,
     `xp.zeros`, `xp.exp`, ...)."""
-    import nuvec
+    import nuvec  # the namespace imports this module: read it at call time
 
     return nuvec
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import zip_longest
 from typing import Any, Callable
 
-from nuvec.graph.tree import IsLeaf, _is_node, flatten, unflatten
+from nuvec.graph.tree import IsLeaf, is_node, flatten, unflatten
 
 __all__ = [
     "tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce", "tree_merge",
@@ -56,7 +56,7 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = No
     if not rest:
         leaves, treedef = flatten(tree, is_leaf)
         return unflatten(treedef, [fn(x) for x in leaves])
-    if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
+    if (is_leaf is not None and is_leaf(tree)) or not is_node(tree):
         return fn(tree, *rest)
     return _rebuild(tree, [
         tree_map(fn, child, *(r[key] for r in rest), is_leaf=is_leaf)
@@ -85,7 +85,7 @@ def tree_map_with_path(
         >>> tree_map_with_path(lambda p, x: p, {"a": [1, 2]})
         {'a': ['a.0', 'a.1']}
     """
-    if (is_leaf is not None and is_leaf(tree)) or not _is_node(tree):
+    if (is_leaf is not None and is_leaf(tree)) or not is_node(tree):
         return fn(path, tree, *rest)
     return _rebuild(tree, [
         tree_map_with_path(fn, child, *(r[key] for r in rest), is_leaf=is_leaf,
@@ -132,7 +132,7 @@ def tree_flatten(
     stack = [(prefix, tree)]
     while stack:
         path, node = stack.pop()
-        if (is_leaf is not None and is_leaf(node)) or not _is_node(node):
+        if (is_leaf is not None and is_leaf(node)) or not is_node(node):
             add(path[1:], node)
             continue
         stack.extend((f"{path}.{key}", child) for key, child in reversed(_children(node)))

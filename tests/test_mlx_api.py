@@ -342,6 +342,10 @@ SIGNATURES = {
         "(x, weight=None, eps=None, *, dims, traditional=False, base=None, scale=1.0, offset=0, "
         "freqs=None, cache=None, stream=None)"
     ),
+    "fast.packed_attention": (
+        "(qkv, lengths, cos, sin, *, heads, scale=None, window=None, return_lse=False, "
+        "stream=None)"
+    ),
     "fast.paged_attention": "(q, k_cache, v_cache, block_tables, lengths, *, scale, stream=None)",
     "fast.paged_write": "(cache, new, slots, *, stream=None)",
     "fast.plan_attention": (

@@ -4,7 +4,7 @@ Each op records one node where a kernel takes it and otherwise builds its fallba
 ordinary operations (`record_or_fallback`); see `docs/fast.md`.
 """
 
-from nuvec.fast.attention import scaled_dot_product_attention
+from nuvec.fast.attention import plan_attention, scaled_dot_product_attention
 from nuvec.fast.base import FastOp, record_or_fallback, run_on_cpu
 from nuvec.fast.cross_entropy import cross_entropy
 from nuvec.fast.gated_delta import (
@@ -14,8 +14,9 @@ from nuvec.fast.gated_delta import (
     gated_delta_update,
 )
 from nuvec.fast.norms import add_rms_norm, layer_norm, rms_norm
+from nuvec.fast.packed_attention import packed_attention
 from nuvec.fast.paged import paged_attention, paged_write
-from nuvec.fast.planner import AttentionOptions, AttentionPlan, plan_attention
+from nuvec.fast.planner import AttentionOptions, AttentionPlan
 from nuvec.fast.rope import norm_rope, rope
 from nuvec.fast.softmax import logsumexp, softmax
 
@@ -32,6 +33,7 @@ __all__ = [
     "layer_norm",
     "logsumexp",
     "norm_rope",
+    "packed_attention",
     "paged_attention",
     "paged_write",
     "plan_attention",

@@ -6,14 +6,19 @@ plan (vector or tiled nodes on a GPU, the composition in row blocks elsewhere).
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Sequence
 
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, wide
 from nuvec.fast.planner import (
     AttentionOptions,
+    AttentionPlan,
+    Composed,
+    ComposedBlocks,
     Group,
     RouteKey,
     Target,
+    Tiled,
+    Vector,
     gqa_decode,
     key_range,
     plan,
@@ -25,11 +30,12 @@ from nuvec.fast.planner import (
 from nuvec.fast.softmax import SOFTMAX
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
-from nuvec.transforms.depends import depends
-from nuvec.graph.device import DeviceType, stream as stream_context, to_stream
+from nuvec.graph.device import DeviceType, to_stream
+from nuvec.graph.device import stream as stream_context
 from nuvec.ops.arguments import as_array
+from nuvec.transforms.depends import depends
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["plan_attention", "scaled_dot_product_attention"]
 
 OP = "scaled_dot_product_attention"
 
@@ -398,3 +404,56 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
             sinks = ops.astype(sinks, dtype)
         return Call(key, scale, q, k, v, full, sinks).run()
 
+
+def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequence[int],
+                   dtype: Any, *, mask: Any = None, sinks: Any = None, window: int | None = None,
+                   max_score_bytes: int | None = None, stream: Any = None) -> AttentionPlan:
+    """The plan of an attention call, without running it.
+
+    Args:
+        q_shape, k_shape, v_shape: shapes `[B, Hq, Lq, D]`, `[B, Hkv, Lk, D]`,
+            `[B, Hkv, Lk, Dv]`.
+        dtype: the computation's dtype.
+        mask: None, "causal" or an array (only its shape and dtype are read).
+        sinks: None or an array `[Hq]` (only its shape and dtype are read).
+        window: with the causal mask, the keys each query sees.
+        max_score_bytes: the cap on the composition's scores held at once.
+        stream: a stream or device to plan for, or a `Target` (e.g.
+            `Target("gpu", "d")`, to plan for a GPU without one); default: the current.
+
+    Returns:
+        An `AttentionPlan`.
+
+    Raises:
+        ValueError: for negative dimensions or what `scaled_dot_product_attention` rejects.
+        TypeError: for a non-floating dtype.
+
+    Example:
+        >>> plan_attention((1, 8, 1, 128), (1, 8, 4096, 128), (1, 8, 4096, 128),
+        ...                mx.float16, stream=Target("gpu")).kernel
+        Vector(passes=2, blocks=32, dispatches=1)
+    """
+    shapes = [tuple(int(d) for d in s) for s in (q_shape, k_shape, v_shape)]
+    for s in shapes:
+        if any(d < 0 for d in s):
+            raise ValueError(f"plan_attention: dimensions must not be negative, got {list(s)}")
+    dtype = dt.to_dtype(dtype, "plan_attention")
+    options = AttentionOptions(mask, sinks, window, max_score_bytes)
+    size = 1
+    for d in shapes[0]:
+        size *= d
+    target = attention_target(dtype, size, stream)
+    key = attention_key(*shapes, dtype, options, target)
+    p = plan(key)
+    r = p.route
+    if r.kind == "vector":
+        passes = max((g.kind.passes for g in r.groups if g.kind), default=1)
+        blocks = max((g.kind.blocks for g in r.groups if g.kind), default=1)
+        kernel: Any = Vector(passes, blocks, len(r.groups))
+    elif r.kind == "tiled":
+        kernel = Tiled()
+    elif r.rows < key.lq:
+        kernel = ComposedBlocks(r.rows)
+    else:
+        kernel = Composed()
+    return AttentionPlan(kernel, p.scratch, p.max_intermediate, p.capped, p.rejected)

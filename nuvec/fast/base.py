@@ -16,7 +16,10 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record
 from nuvec.graph.device import DeviceType, default_stream, stream as stream_context, to_stream
+from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import Primitive
+from nuvec import ops
+from nuvec.ops.families import batch_size, move_batch_to_front
 from nuvec.transforms.autodiff import backward, forward
 from nuvec.transforms.batching import vmap as batched
 from nuvec.transforms.trace import mark, trace
@@ -28,9 +31,7 @@ _U32_MAX = 2**32 - 1
 
 
 def mx() -> Any:
-    """The ordinary operations (imported when a graph is built, not at import time)."""
-    import nuvec.ops as ops
-
+    """The ordinary operations, `nuvec.ops` (the fallback graphs are written with them)."""
     return ops
 
 
@@ -109,8 +110,6 @@ def one(op: FastOp, inputs: Sequence[Array]) -> Array:
 
 def front(inputs: Sequence[Array], axes: Sequence[int | None], i: int) -> Array:
     """Input `i` with its batch axis first (broadcast along a new one when unbatched)."""
-    from nuvec.ops.families import batch_size, move_batch_to_front
-
     return move_batch_to_front(inputs[i], axes[i], batch_size(inputs, axes))
 
 
@@ -225,8 +224,6 @@ def run_on_cpu(
         >>> mx.fast.run_on_cpu([np.array([1.0, 2.0])], lambda xs: [xs[0] * 2])[0].tolist()
         [2.0, 4.0]
     """
-    from nuvec.graph.evaluator import eval as evaluate
-
     leaves = [leaf(np.ascontiguousarray(a), dt.from_numpy_dtype(np.asarray(a).dtype))
               for a in operands]
     with stream_context(default_stream(DeviceType.cpu)):

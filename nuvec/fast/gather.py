@@ -16,9 +16,22 @@ from nuvec.fast.base import KERNEL_FLOATS, FastOp, mx, one
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
+from nuvec.ops import quantized
 from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.binary import less
+from nuvec.ops.creation import arange
 from nuvec.ops.gathered import matrix_operands
-from nuvec.ops.quantized import check_quantization_params
+from nuvec.ops.matmul import matmul
+from nuvec.ops.quantized import (
+    check_packed_weights,
+    check_quantization_mode,
+    check_quantization_params,
+    promote_quantized_operands,
+    quantized_matmul,
+)
+from nuvec.ops.reduction import sum as total
+from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze
+from nuvec.ops.unary import astype
 
 __all__ = ["gather_mm", "gather_qmm"]
 
@@ -163,9 +176,6 @@ def gather_qmm_node(x: Array, w: Array, scales: Array, biases: Array, lhs_indice
 
 def _default_indices(op: str, indices: Any, batch: tuple[int, ...], s: Any) -> Array:
     """The given indices, checked to be integers, or `arange` over `batch` shaped as it."""
-    from nuvec.ops.creation import arange
-    from nuvec.ops.shape import reshape
-
     if indices is None:
         size = 1
         for d in batch:
@@ -180,9 +190,6 @@ def _default_indices(op: str, indices: Any, batch: tuple[int, ...], s: Any) -> A
 def _gather_indices(op: str, a: Array, b: Array, lhs: Any, rhs: Any,
                     s: Any) -> tuple[Array, Array]:
     """The indices as uint32 (as MLX), broadcast to one shape."""
-    from nuvec.ops.shape import broadcast_to
-    from nuvec.ops.unary import astype
-
     lhs = _default_indices(op, lhs, a.shape[:-2], s)
     rhs = _default_indices(op, rhs, b.shape[:-2], s)
     shape = broadcast_shapes(lhs.shape, rhs.shape, op=op)
@@ -194,12 +201,6 @@ def _row_offsets(sorted_indices: bool, x: Array, w: Array, rhs: Array, s: Any) -
     """For one-row products (`x` `[B, 1, K]`) sorted by `rhs`, where each weight batch's rows
     start (int32, the count of smaller indices), which lets a kernel walk each batch once;
     None otherwise."""
-    from nuvec.ops.binary import less
-    from nuvec.ops.creation import arange
-    from nuvec.ops.reduction import sum as total
-    from nuvec.ops.shape import expand_dims
-    from nuvec.ops.unary import astype
-
     if not (sorted_indices and x.ndim == 3 and x.shape[1] == 1 and rhs.ndim == 1):
         return None
     batches = 1
@@ -244,9 +245,6 @@ def gather_mm(
         >>> mx.gather_mm(a, b, mx.array([0, 1]), mx.array([4, 2])).shape
         (2, 3, 6)
     """
-    from nuvec.ops.matmul import matmul
-    from nuvec.ops.shape import squeeze
-
     op = "gather_mm"
     s = to_stream(stream)
     a, b = as_array(a, op), as_array(b, op)
@@ -298,20 +296,12 @@ def gather_qmm(
         >>> mx.gather_qmm(mx.ones((1, 2, 64)), w_q, s, b, rhs_indices=mx.array([3, 0])).shape
         (2, 2, 3)
     """
-    from nuvec.ops.quantized import (
-        check_packed_weights,
-        check_quantization_mode,
-        check_quantization_params,
-        promote_quantized_operands,
-        quantized_matmul,
-    )
-
     op = "gather_qmm"
     if lhs_indices is None and rhs_indices is None:
         return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
                                 stream=stream)
     check_quantization_mode(op, mode)
-    group_size, bits = check_quantization_params(op, group_size, bits)
+    group_size, bits = quantized.check_quantization_params(op, group_size, bits)
     s = to_stream(stream)
     x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
     check_packed_weights(op, w, scales, biases, group_size, bits)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nuvec.fast.attention import scaled_dot_product_attention
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
@@ -41,8 +42,6 @@ def paged_keys(cache: Array, tables: Array) -> Array:
 def paged_attention_graph(inputs, scale: float) -> Array:
     """`paged_attention` from ordinary operations: every listed block gathered, then
     attention with a mask of each sequence's positions."""
-    from nuvec.fast.attention import scaled_dot_product_attention
-
     ops = mx()
     q, k_cache, v_cache, tables, lengths = inputs
     b, lq = q.shape[0], q.shape[2]

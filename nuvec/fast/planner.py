@@ -1,13 +1,14 @@
 """The attention planner: which kernel (or composition) runs one attention call.
 
 A pure function of the target (CPU, or a GPU and its class), the dtype, the shapes and the
-options: `plan` maps a validated `RouteKey` to a `Route`; `plan_attention` is the public view.
+options: `plan` maps a validated `RouteKey` to a `Route`; `nuvec.fast.attention.plan_attention`
+is the public view.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 from nuvec.graph import dtypes as dt
 
@@ -19,7 +20,6 @@ __all__ = [
     "Target",
     "Tiled",
     "Vector",
-    "plan_attention",
 ]
 
 KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
@@ -369,59 +369,3 @@ def plan(key: RouteKey) -> Plan:
         rows = min(rows, composed_rows(key, key.cap))
     route = Route("composed", rows=rows)
     return Plan(route, 0, block_bytes(key, rows), rows < default, tuple(rejected))
-
-
-def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequence[int],
-                   dtype: Any, *, mask: Any = None, sinks: Any = None, window: int | None = None,
-                   max_score_bytes: int | None = None, stream: Any = None) -> AttentionPlan:
-    """The plan of an attention call, without running it.
-
-    Args:
-        q_shape, k_shape, v_shape: shapes `[B, Hq, Lq, D]`, `[B, Hkv, Lk, D]`,
-            `[B, Hkv, Lk, Dv]`.
-        dtype: the computation's dtype.
-        mask: None, "causal" or an array (only its shape and dtype are read).
-        sinks: None or an array `[Hq]` (only its shape and dtype are read).
-        window: with the causal mask, the keys each query sees.
-        max_score_bytes: the cap on the composition's scores held at once.
-        stream: a stream or device to plan for, or a `Target` (e.g.
-            `Target("gpu", "d")`, to plan for a GPU without one); default: the current.
-
-    Returns:
-        An `AttentionPlan`.
-
-    Raises:
-        ValueError: for negative dimensions or what `scaled_dot_product_attention` rejects.
-        TypeError: for a non-floating dtype.
-
-    Example:
-        >>> plan_attention((1, 8, 1, 128), (1, 8, 4096, 128), (1, 8, 4096, 128),
-        ...                mx.float16, stream=Target("gpu")).kernel
-        Vector(passes=2, blocks=32, dispatches=1)
-    """
-    from nuvec.fast.attention import attention_key, attention_target
-
-    shapes = [tuple(int(d) for d in s) for s in (q_shape, k_shape, v_shape)]
-    for s in shapes:
-        if any(d < 0 for d in s):
-            raise ValueError(f"plan_attention: dimensions must not be negative, got {list(s)}")
-    dtype = dt.to_dtype(dtype, "plan_attention")
-    options = AttentionOptions(mask, sinks, window, max_score_bytes)
-    size = 1
-    for d in shapes[0]:
-        size *= d
-    target = attention_target(dtype, size, stream)
-    key = attention_key(*shapes, dtype, options, target)
-    p = plan(key)
-    r = p.route
-    if r.kind == "vector":
-        passes = max((g.kind.passes for g in r.groups if g.kind), default=1)
-        blocks = max((g.kind.blocks for g in r.groups if g.kind), default=1)
-        kernel: Any = Vector(passes, blocks, len(r.groups))
-    elif r.kind == "tiled":
-        kernel = Tiled()
-    elif r.rows < key.lq:
-        kernel = ComposedBlocks(r.rows)
-    else:
-        kernel = Composed()
-    return AttentionPlan(kernel, p.scratch, p.max_intermediate, p.capped, p.rejected)

@@ -14,7 +14,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, record_or_fallback
-from nuvec.fast.norms import rms_norm
+from nuvec.fast.norms import RmsNorm, rms_norm
 from nuvec.ops.arguments import as_array, scalar_array
 
 __all__ = ["rope", "norm_rope"]
@@ -32,6 +32,18 @@ def _rotation_ok(dims: int, x: Array, freqs: Array | None) -> bool:
         and (freqs is None or (freqs.dtype is dt.float32 and freqs.ndim == 1
                                and freqs.size == dims // 2))
     )
+
+
+def rotate_pair(x1: Array, x2: Array, c: Array, s: Array, forward: bool = True):
+    """`(x1 c − x2 s, x1 s + x2 c)`, or the inverse rotation `(x1 c + x2 s, x2 c − x1 s)`."""
+    ops = mx()
+    if forward:
+        r1 = ops.subtract(ops.multiply(x1, c), ops.multiply(x2, s))
+        r2 = ops.add(ops.multiply(x1, s), ops.multiply(x2, c))
+    else:
+        r1 = ops.add(ops.multiply(x2, s), ops.multiply(x1, c))
+        r2 = ops.subtract(ops.multiply(x2, c), ops.multiply(x1, s))
+    return r1, r2
 
 
 def rope_graph(inputs, dims, traditional, base, scale, forward) -> Array:
@@ -60,12 +72,7 @@ def rope_graph(inputs, dims, traditional, base, scale, forward) -> Array:
         x1, x2 = (ops.squeeze(p, -1) for p in ops.split(pairs, 2, axis=-1))
     else:
         x1, x2 = ops.split(rotated, 2, axis=-1)
-    if forward:
-        r1 = ops.subtract(ops.multiply(x1, c), ops.multiply(x2, s))
-        r2 = ops.add(ops.multiply(x1, s), ops.multiply(x2, c))
-    else:
-        r1 = ops.add(ops.multiply(x2, s), ops.multiply(x1, c))
-        r2 = ops.subtract(ops.multiply(x2, c), ops.multiply(x1, s))
+    r1, r2 = rotate_pair(x1, x2, c, s, forward)
     if traditional:
         out = ops.reshape(ops.stack([r1, r2], axis=-1), rotated.shape)
     else:
@@ -173,8 +180,6 @@ class NormRope(FastOp):
         return fits and cache_fits and weight and _rotation_ok(self.dims, y, freqs)
 
     def fallback(self, inputs):
-        from nuvec.fast.norms import RmsNorm
-
         at = int(self.cache)
         h, w = inputs[at], inputs[at + 1]
         if self.eps is not None:

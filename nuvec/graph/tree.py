@@ -45,7 +45,8 @@ class TreeDef:
 LEAF = TreeDef("leaf")
 
 
-def _is_node(x: Any) -> bool:
+def is_node(x: Any) -> bool:
+    """Whether `x` is an inner node of a tree: a list, tuple (named tuples too) or dict."""
     return type(x) in (list, tuple, dict) or (isinstance(x, tuple) and hasattr(x, "_fields"))
 
 
@@ -65,7 +66,7 @@ def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
 def _build_def(x: Any, is_leaf: IsLeaf, leaves: list[Any]) -> TreeDef:
     # Module-level recursion: a nested self-referencing closure would form a reference cycle
     # holding the leaves (arrays) until the garbage collector runs.
-    if (is_leaf is not None and is_leaf(x)) or not _is_node(x):
+    if (is_leaf is not None and is_leaf(x)) or not is_node(x):
         leaves.append(x)
         return LEAF
     if isinstance(x, dict):
@@ -103,6 +104,6 @@ def _build_tree(d: TreeDef, leaves: Iterator[Any]) -> Any:
 
 def tree_leaves(tree: Any) -> list[Any]:
     """The leaves of a tree, fast path for a flat tuple of non-containers."""
-    if type(tree) is tuple and not any(_is_node(x) for x in tree):
+    if type(tree) is tuple and not any(is_node(x) for x in tree):
         return list(tree)
     return flatten(tree)[0]

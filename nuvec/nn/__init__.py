@@ -20,9 +20,10 @@ from nuvec.nn.layers.quantized import QuantizedEmbedding, QuantizedLinear, quant
 from nuvec.nn.module import Module
 from nuvec.nn import utils
 from nuvec.nn.utils import checkpoint, value_and_grad
+from nuvec.nn.distributed import average_gradients
 
 __all__ = [
-    "Module", "value_and_grad", "checkpoint", "quantize",
+    "Module", "value_and_grad", "checkpoint", "quantize", "average_gradients",
     "Identity", "Linear", "Bilinear", "Embedding", "Sequential",
     "Dropout", "Dropout2d", "Dropout3d",
     "RMSNorm", "LayerNorm", "GroupNorm", "InstanceNorm", "BatchNorm",

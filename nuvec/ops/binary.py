@@ -26,7 +26,8 @@ __all__ = [
 ]
 
 
-def _prepare(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
+def binary_operands(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
+    """The two operands of an elementwise op, promoted to one dtype and broadcast to one shape."""
     a, b = promote(op, a, b, s)
     if a.shape != b.shape:
         a, b = broadcast_all(op, (a, b), s)
@@ -238,7 +239,7 @@ CLIP = Clip()
 
 def _at_least_float(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
     """Promoted, broadcast operands; integer and bool results compute in float32 (MLX)."""
-    a, b = _prepare(op, a, b, s)
+    a, b = binary_operands(op, a, b, s)
     if not a.dtype.is_inexact:
         a, b = u.astype(a, dt.float32, stream=s), u.astype(b, dt.float32, stream=s)
     return a, b
@@ -260,7 +261,7 @@ def _binary_function(
 
     def op(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         s = to_stream(stream)
-        a, b = _at_least_float(name, a, b, s) if floats else _prepare(name, a, b, s)
+        a, b = _at_least_float(name, a, b, s) if floats else binary_operands(name, a, b, s)
         if real:
             _real_only(name, a, b)
         return record1(primitive, (a, b), s)
@@ -357,7 +358,7 @@ def floor_divide(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         [-4, 3]
     """
     s = to_stream(stream)
-    a, b = _prepare("floor_divide", a, b, s)
+    a, b = binary_operands("floor_divide", a, b, s)
     _real_only("floor_divide", a, b)
     if a.dtype.is_floating:
         return r.floor(record1(DIVIDE, (a, b), s), stream=s)

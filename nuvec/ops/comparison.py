@@ -119,7 +119,7 @@ def _comparison(kind: str, symbol: str):
 
     def op(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         s = to_stream(stream)
-        a, b = binary._prepare(kind, a, b, s)
+        a, b = binary.binary_operands(kind, a, b, s)
         return record1(Compare(kind), (a, b), s)
 
     op.__name__ = op.__qualname__ = kind
@@ -233,7 +233,7 @@ def _bitwise(name: str, kind: str, summary: str):
 
     def op(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         s = to_stream(stream)
-        a, b = binary._prepare(name, a, b, s)
+        a, b = binary.binary_operands(name, a, b, s)
         if a.dtype.is_inexact:
             raise DtypeError(
                 f"{name}: only integer and boolean arrays are supported, got {a.dtype.name}"
@@ -363,7 +363,7 @@ def isclose(
         if not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"isclose: {name} must be a real number, got {type(value).__name__}")
     s = to_stream(stream)
-    a, b = binary._prepare("isclose", a, b, s)
+    a, b = binary.binary_operands("isclose", a, b, s)
     if not a.dtype.is_inexact:
         a, b = u.astype(a, dt.float32, stream=s), u.astype(b, dt.float32, stream=s)
 

@@ -10,8 +10,7 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.ops import unary
-from nuvec.ops import creation
+from nuvec.ops import binary, creation, unary
 from nuvec.ops.arguments import StreamLike, as_array, fresh
 from nuvec.ops.families import Linear, Unary, apply
 
@@ -52,7 +51,7 @@ class Imag(Linear, Unary):
         return dt.float32
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [unary._b().multiply(unary.astype(cotangents[0], dt.complex64), -1j)]
+        return [binary.multiply(unary.astype(cotangents[0], dt.complex64), -1j)]
 
 
 CONJUGATE, REAL, IMAG = Conjugate(), Real(), Imag()

@@ -19,6 +19,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary
 from nuvec.ops import join
 from nuvec.ops import shape as shape_ops
+from nuvec.ops import sharing
 from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
 from nuvec.ops.families import apply
@@ -53,9 +54,7 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
     """
     target = dt.to_dtype(dtype, "array") if dtype is not None else None
     if copy is not True:
-        from nuvec.ops.sharing import shared_array
-
-        shared = shared_array(val, target, copy, "array")
+        shared = sharing.shared_array(val, target, copy, "array")
         if shared is not None:
             return shared
     if isinstance(val, Array):

@@ -88,9 +88,6 @@ def normal(
 def _complex_normal(shape: Any, loc: Any, scale: Any, key: Any, s: Any) -> Array:
     """Complex normal samples (MLX): real and imaginary parts independent, each of variance
     1/2, so that E|z|^2 = 1; then `loc + scale * z` (complex `loc`/`scale` allowed)."""
-    from nuvec.ops.binary import add, multiply
-    from nuvec.ops.unary import astype
-
     params = [as_array(p, "normal", dt.complex64) for p in (loc, scale) if p is not None]
     shape = sample_shape("normal", shape, *params)
     parts = normal(tuple(shape) + (2,), dt.float32, key=key, stream=s)

@@ -18,16 +18,13 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, fresh
 from nuvec.ops.binary import multiply
+from nuvec.ops.complex_parts import real as real_part
+from nuvec.ops.creation import array
 from nuvec.ops.families import Linear, apply, move_batch_to_front
+from nuvec.ops.join import pad, roll
 from nuvec.ops.unary import astype
 
 __all__: list[str] = []
-
-
-def _ops() -> Any:
-    import nuvec.ops
-
-    return nuvec.ops
 
 
 class FFT(Linear, Primitive):
@@ -64,7 +61,7 @@ class FFT(Linear, Primitive):
         if not self.inverse:
             n = self.sizes[-1]
             padded = _resize(ct, last, n)
-            return [_ops().real(apply(complex_fft, padded))]
+            return [real_part(apply(complex_fft, padded))]
         n = self.sizes[-1]
         half = primals[0].shape[last]
         full = apply(complex_fft, astype(ct, dt.complex64))
@@ -74,7 +71,7 @@ class FFT(Linear, Primitive):
             weights[-1] = 1.0
         shape = [1] * ct.ndim
         shape[last] = half
-        mask = _ops().array(weights.reshape(shape), dt.complex64)
+        mask = array(weights.reshape(shape), dt.complex64)
         return [multiply(mask, _resize(full, last, half))]
 
     def vmap(self, inputs, axes):
@@ -93,11 +90,11 @@ def _resize(x: Array, axis: int, size: int) -> Array:
     if have < size:
         widths = [(0, 0)] * x.ndim
         widths[axis] = (0, size - have)
-        return _ops().pad(x, widths)
+        return pad(x, widths)
     return x
 
 
-def _transform(
+def fft_transform(
     op: str, a: Any, sizes: Sequence[int] | None, axes: Sequence[int], real: bool, inverse: bool,
     stream: Any,
 ) -> Array:
@@ -131,14 +128,14 @@ def _transform(
             x = _resize(x, axis, n // 2 + 1 if real and inverse and axis == valid[-1] else n)
         want = dt.float32 if real and not inverse else dt.complex64
         if x.dtype.kind == "c" and want is dt.float32:  # MLX drops the imaginary part
-            x = _ops().real(x)
+            x = real_part(x)
         if x.dtype is not want:
             x = astype(x, want)
         return record1(FFT(tuple(valid), inverse, real, tuple(sizes)), (x,), s)
 
 
 def _one(op: str, a: Any, n: int | None, axis: int, real: bool, inverse: bool, stream: Any):
-    return _transform(op, a, None if n is None else [n], [axis], real, inverse, stream)
+    return fft_transform(op, a, None if n is None else [n], [axis], real, inverse, stream)
 
 
 def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
@@ -255,7 +252,7 @@ def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: A
                              "dimensions")
         size = a.shape[x]
         shifts.append((size + 1) // 2 if inverse else size // 2)
-    return _ops().roll(a, tuple(shifts), tuple(axes), stream=stream)
+    return roll(a, tuple(shifts), tuple(axes), stream=stream)
 
 
 def fftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:

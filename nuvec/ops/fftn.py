@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from nuvec.graph.array import Array
 from nuvec.ops.arguments import as_array
-from nuvec.ops.fft import _transform
+from nuvec.ops.fft import fft_transform
 
 __all__: list[str] = []
 
@@ -24,7 +24,7 @@ def _many(
             raise ValueError(f"{op}: axes must not be None when s is given")
         ndim = as_array(a, op).ndim
         axes = list(range(ndim))
-    return _transform(op, a, None if s is None else list(s), list(axes), real, inverse, stream)
+    return fft_transform(op, a, None if s is None else list(s), list(axes), real, inverse, stream)
 
 
 def fft2(

@@ -13,6 +13,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_scope, to_stream
 from nuvec.graph.dtypes import DtypeError
+from nuvec.ops import binary, comparison, nonfinite, rounding, unary
 from nuvec.ops.arguments import as_array
 
 __all__ = ["to_fp8", "from_fp8"]
@@ -38,24 +39,22 @@ def to_fp8(x: Any, *, stream: Any = None) -> Array:
         >>> mx.to_fp8(mx.array([1.0, -2.0, 448.0, 1000.0])).tolist()
         [56, 192, 126, 126]
     """
-    import nuvec.ops as ops
-
     x = as_array(x, "to_fp8")
     if x.dtype is dt.complex64 or x.dtype is dt.bool_:
         raise DtypeError(f"to_fp8: expected a real number array, got {x.dtype.name}")
     with stream_scope(to_stream(stream)):
-        v = ops.astype(x, dt.float32)
-        mag = ops.minimum(ops.abs(v), _MAX)
+        v = unary.astype(x, dt.float32)
+        mag = binary.minimum(unary.abs(v), _MAX)
         # the exponent of the e4m3 bucket, floored at the subnormal exponent -6
-        safe = ops.maximum(mag, 2.0**-10)
-        exp = ops.maximum(ops.floor(ops.log2(safe)), -6.0)
-        q = ops.round(mag / ops.power(2.0, exp - 3.0))  # round half to even: 0..16 units
+        safe = binary.maximum(mag, 2.0**-10)
+        exp = binary.maximum(rounding.floor(unary.log2(safe)), -6.0)
+        q = rounding.round(mag / binary.power(2.0, exp - 3.0))  # round half to even: 0..16 units
         code = (exp + 6.0) * 8.0 + q  # q == 16 rolls into the next exponent by itself
-        code = ops.where(mag == 0, 0.0, code)
-        negative = (v < 0) | ((v == 0) & (ops.reciprocal(v) < 0))  # -0.0 keeps its sign
-        code = ops.where(negative, code + 128.0, code)
-        code = ops.where(ops.isnan(v), 127.0, code)
-        return ops.astype(code, dt.uint8)
+        code = comparison.where(mag == 0, 0.0, code)
+        negative = (v < 0) | ((v == 0) & (unary.reciprocal(v) < 0))  # -0.0 keeps its sign
+        code = comparison.where(negative, code + 128.0, code)
+        code = comparison.where(nonfinite.isnan(v), 127.0, code)
+        return unary.astype(code, dt.uint8)
 
 
 def from_fp8(x: Any, dtype: Any = dt.bfloat16, *, stream: Any = None) -> Array:
@@ -77,8 +76,6 @@ def from_fp8(x: Any, dtype: Any = dt.bfloat16, *, stream: Any = None) -> Array:
         >>> mx.from_fp8(mx.array([56, 192, 126], mx.uint8), mx.float32).tolist()
         [1.0, -2.0, 448.0]
     """
-    import nuvec.ops as ops
-
     x = as_array(x, "from_fp8")
     out = dt.to_dtype(dtype, "from_fp8")
     if x.dtype is not dt.uint8:
@@ -86,11 +83,11 @@ def from_fp8(x: Any, dtype: Any = dt.bfloat16, *, stream: Any = None) -> Array:
     if not out.is_floating:
         raise DtypeError(f"from_fp8: dtype must be a floating-point dtype, got {out.name}")
     with stream_scope(to_stream(stream)):
-        bits = ops.astype(x, dt.int32)
-        sign = ops.where(bits >= 128, -1.0, 1.0)
-        exp = ops.astype((bits // 8) % 16, dt.float32)
-        man = ops.astype(bits % 8, dt.float32)
-        normal = (1.0 + man / 8.0) * ops.power(2.0, exp - 7.0)
-        value = ops.where(exp == 0, man / 8.0 * 2.0**-6, normal)
-        value = ops.where(bits % 128 == 127, float("nan"), sign * value)
-        return ops.astype(value, out)
+        bits = unary.astype(x, dt.int32)
+        sign = comparison.where(bits >= 128, -1.0, 1.0)
+        exp = unary.astype((bits // 8) % 16, dt.float32)
+        man = unary.astype(bits % 8, dt.float32)
+        normal = (1.0 + man / 8.0) * binary.power(2.0, exp - 7.0)
+        value = comparison.where(exp == 0, man / 8.0 * 2.0**-6, normal)
+        value = comparison.where(bits % 128 == 127, float("nan"), sign * value)
+        return unary.astype(value, out)

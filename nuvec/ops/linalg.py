@@ -8,39 +8,36 @@ exported at the top level (MLX's `mx.linalg.*`).
 
 from __future__ import annotations
 
-from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive, TransformError
-from nuvec.ops.binary import add, multiply, subtract
+from nuvec.ops.binary import add, divide, multiply, subtract
+from nuvec.ops.creation import zeros
 from nuvec.ops.families import batch_size, move_batch_to_front
-from nuvec.ops.shape import expand_dims
+from nuvec.ops.matmul import matmul
+from nuvec.ops.join import concatenate
+from nuvec.ops.matrices import eye, tril, triu
+from nuvec.ops.reduction import sum as reduce_sum
+from nuvec.ops.shape import expand_dims, swapaxes
 from nuvec.ops.unary import negative
 
 __all__: list[str] = []
 
 
 # -- small helpers shared by the rules ---------------------------------------------------------
-def ops() -> Any:
-    """The `nuvec.ops` namespace, imported when a rule runs (it imports this module)."""
-    import nuvec.ops
-
-    return nuvec.ops
-
-
 def mm(a: Array, b: Array) -> Array:
-    return ops().matmul(a, b)
+    return matmul(a, b)
 
 
 def mT(a: Array) -> Array:
     """`a` with its last two axes swapped."""
-    return ops().swapaxes(a, -1, -2)
+    return swapaxes(a, -1, -2)
 
 
 def eye_like(n: int, dtype: dt.Dtype) -> Array:
-    return ops().eye(n, dtype=dtype)
+    return eye(n, dtype=dtype)
 
 
 def diag_embed(v: Array) -> Array:
@@ -50,12 +47,12 @@ def diag_embed(v: Array) -> Array:
 
 def diag_part(m: Array) -> Array:
     """The diagonals of batched square matrices."""
-    return ops().sum(multiply(m, eye_like(m.shape[-1], m.dtype)), axis=-1)
+    return reduce_sum(multiply(m, eye_like(m.shape[-1], m.dtype)), axis=-1)
 
 
 def triangle(x: Array, upper: bool, k: int = 0) -> Array:
     """The upper (`triu(x, k)`) or lower (`tril(x, -k)`) triangle of batched matrices."""
-    return ops().triu(x, k) if upper else ops().tril(x, -k)
+    return triu(x, k) if upper else tril(x, -k)
 
 
 def sym_from_triangle(x: Array, upper: bool) -> Array:
@@ -81,7 +78,7 @@ def solve_right(b: Array, a: Array) -> Array:
 def off_diagonal_reciprocal(d: Array) -> Array:
     """`1 / d` off the diagonal and 0 on it (the eigen/singular gap matrix)."""
     eye = eye_like(d.shape[-1], d.dtype)
-    return ops().divide(subtract(1, eye), add(d, eye))
+    return divide(subtract(1, eye), add(d, eye))
 
 
 def real_dtype(dtype: dt.Dtype) -> dt.Dtype:
@@ -338,13 +335,13 @@ class SVD(BatchedMatrix):
 
 
 def divide_columns(x: Array, s: Array) -> Array:
-    return ops().divide(x, expand_dims(s, -2))
+    return divide(x, expand_dims(s, -2))
 
 
 def pad_last(x: Array, extra: int) -> Array:
     """`x` with `extra` zero columns appended (the tangent of a full factor's completion)."""
-    zeros = ops().zeros((*x.shape[:-1], extra), x.dtype)
-    return ops().concatenate([x, zeros], axis=-1)
+    padding = zeros((*x.shape[:-1], extra), x.dtype)
+    return concatenate([x, padding], axis=-1)
 
 
 class QR(BatchedMatrix):
@@ -372,7 +369,7 @@ class QR(BatchedMatrix):
         u, y = r[..., :, :m], a[..., :, m:]
         dq, du = _qr_tall_jvp(q, u, x_dot)
         dv = add(mm(mT(dq), y), mm(mT(q), y_dot))
-        return [dq, ops().concatenate([du, dv], axis=-1)]
+        return [dq, concatenate([du, dv], axis=-1)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         q, r = outputs
@@ -389,7 +386,7 @@ class QR(BatchedMatrix):
             q_bar = extra if q_bar is None else add(q_bar, extra)
         x_bar = _qr_tall_vjp(q, u, q_bar, u_bar)
         y_bar = mm(q, v_bar) if v_bar is not None else multiply(0.0, y)
-        return [ops().concatenate([x_bar, y_bar], axis=-1)]
+        return [concatenate([x_bar, y_bar], axis=-1)]
 
 
 def _qr_tall_jvp(q: Array, r: Array, da: Array) -> tuple[Array, Array]:
@@ -462,7 +459,7 @@ class SlogDet(BatchedMatrix):
 
     def jvp(self, primals, tangents, outputs):
         inv_t = mT(record1(INVERSE, (primals[0],), to_stream(None)))
-        return [None, ops().sum(multiply(inv_t, tangents[0]), axis=(-2, -1))]
+        return [None, reduce_sum(multiply(inv_t, tangents[0]), axis=(-2, -1))]
 
 
 SOLVE, INVERSE, QR_ = Solve(), Inverse(), QR()

@@ -13,11 +13,16 @@ from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes, normalize_axis
-from nuvec.ops.binary import multiply, subtract
-from nuvec.ops.linalg import INVERSE, LU_FACTOR, SLOGDET, SVD, mm, mT, ops, triangle
+from nuvec.ops.binary import add, multiply, power, subtract
+from nuvec.ops.comparison import greater, not_equal, where
+from nuvec.ops.creation import ones, zeros_like
+from nuvec.ops.join import concatenate, split
+from nuvec.ops.linalg import INVERSE, LU_FACTOR, SLOGDET, SVD, mm, mT, triangle
 from nuvec.ops.linalg_functions import check_matrix, determinant_input, solve_batched
-from nuvec.ops.shape import expand_dims, moveaxis, reshape
-from nuvec.ops.unary import astype, negative
+from nuvec.ops.matrices import eye
+from nuvec.ops.reduction import max as reduce_max, min as reduce_min, sum as reduce_sum
+from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis, reshape
+from nuvec.ops.unary import abs as absolute, astype, exp, negative, reciprocal, sqrt, square
 
 __all__: list[str] = []
 
@@ -37,27 +42,25 @@ def _norm_axes(a: Array, axis: Any) -> tuple[int, ...]:
 
 
 def _l2(a: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
-    o = ops()
-    sq = multiply(o.abs(a), o.abs(a)) if a.dtype.kind == "c" else o.square(a)
-    return o.sqrt(o.sum(sq, axis=axes, keepdims=keepdims))
+    sq = multiply(absolute(a), absolute(a)) if a.dtype.kind == "c" else square(a)
+    return sqrt(reduce_sum(sq, axis=axes, keepdims=keepdims))
 
 
 def _vector_norm(a: Array, ord: float, axes: tuple[int, ...], keepdims: bool) -> Array:
-    o = ops()
     dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
     if ord == 2:
         return _l2(a, axes, keepdims)
     if ord == 0:
-        return astype(o.sum(o.not_equal(a, 0), axis=axes, keepdims=keepdims), dtype)
+        return astype(reduce_sum(not_equal(a, 0), axis=axes, keepdims=keepdims), dtype)
     if ord == 1:
-        return astype(o.sum(o.abs(a), axis=axes, keepdims=keepdims), dtype)
+        return astype(reduce_sum(absolute(a), axis=axes, keepdims=keepdims), dtype)
     if ord == math.inf:
-        return astype(o.max(o.abs(a), axis=axes, keepdims=keepdims), dtype)
+        return astype(reduce_max(absolute(a), axis=axes, keepdims=keepdims), dtype)
     if ord == -math.inf:
-        return astype(o.min(o.abs(a), axis=axes, keepdims=keepdims), dtype)
-    magnitude = astype(o.abs(a), dtype)
-    total = o.sum(o.power(magnitude, ord), axis=axes, keepdims=keepdims)
-    return o.power(total, 1.0 / ord)
+        return astype(reduce_min(absolute(a), axis=axes, keepdims=keepdims), dtype)
+    magnitude = astype(absolute(a), dtype)
+    total = reduce_sum(power(magnitude, ord), axis=axes, keepdims=keepdims)
+    return power(total, 1.0 / ord)
 
 
 def _singular_values(a: Array, axes: tuple[int, ...]) -> Array:
@@ -70,14 +73,13 @@ def _singular_values(a: Array, axes: tuple[int, ...]) -> Array:
 
 
 def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Array:
-    o = ops()
     row, col = axes
     if ord in ("fro", "f") or ord is None:
         return _l2(a, axes, keepdims)
     dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
     if ord in ("nuc", 2, -2):
         s = _singular_values(a, axes)
-        out = o.sum(s, axis=-1) if ord == "nuc" else (o.max if ord == 2 else o.min)(s, axis=-1)
+        out = reduce_sum(s, axis=-1) if ord == "nuc" else (reduce_max if ord == 2 else reduce_min)(s, axis=-1)
         out = astype(out, dtype)  # float16/bfloat16 inputs went through a float32 SVD
         return expand_dims(out, sorted(axes)) if keepdims else out
     if isinstance(ord, str):
@@ -88,8 +90,8 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
         inner, outer = col, row
     else:
         raise ValueError(f"norm: invalid ord {ord} for a matrix norm")
-    pick = o.max if ord > 0 else o.min
-    out = pick(o.sum(o.abs(a), axis=inner, keepdims=True), axis=outer, keepdims=True)
+    pick = reduce_max if ord > 0 else reduce_min
+    out = pick(reduce_sum(absolute(a), axis=inner, keepdims=True), axis=outer, keepdims=True)
     if not keepdims:
         out = reshape(out, tuple(d for i, d in enumerate(out.shape) if i not in axes))
     return astype(out, dtype)
@@ -255,7 +257,7 @@ def lu(a: Any, *, stream: Any = None) -> tuple[Array, Array, Array]:
         lower = lower[..., :, :k]
     if m > k:
         upper = upper[..., :k, :]
-    lower = ops().add(lower, ops().eye(m, k, dtype=a.dtype))
+    lower = add(lower, eye(m, k, dtype=a.dtype))
     return rows, lower, upper
 
 
@@ -280,17 +282,16 @@ def pinv(a: Any, *, stream: Any = None) -> Array:
         [[0.5, 0.0], [0.0, 0.25]]
     """
     a = check_matrix("pinv", a, square=False)
-    o = ops()
     u, s, vt = record(SVD(True), (a,), to_stream(stream))
     m, n = a.shape[-2:]
     k = min(m, n)
     u_k = u[..., :, :k] if m > k else u
     vt_k = vt[..., :k, :] if n > k else vt
     rcond = 10.0 * max(m, n) * dt.finfo(a.dtype).eps
-    cutoff = multiply(rcond, o.max(s, axis=-1, keepdims=True))
-    keep = o.greater(s, cutoff)
-    safe = o.where(keep, s, 1.0)
-    inverse = o.where(keep, o.reciprocal(safe), 0.0)
+    cutoff = multiply(rcond, reduce_max(s, axis=-1, keepdims=True))
+    keep = greater(s, cutoff)
+    safe = where(keep, s, 1.0)
+    inverse = where(keep, reciprocal(safe), 0.0)
     return mm(multiply(mT(vt_k), expand_dims(inverse, -2)), mT(u_k))
 
 
@@ -324,7 +325,6 @@ def cross(a: Any, b: Any, axis: int = -1, *, stream: Any = None) -> Array:
 
 
 def _cross(a: Array, b: Array, axis: int) -> Array:
-    o = ops()
     out_type = dt.promote_types(a.dtype, b.dtype)
     a3 = list(a.shape)
     a3[axis] = 3
@@ -336,8 +336,8 @@ def _cross(a: Array, b: Array, axis: int) -> Array:
     for x in (a, b):
         size = x.shape[axis]
         shape[ax] = size
-        x = o.broadcast_to(astype(x, out_type), tuple(shape))
-        pieces = o.split(x, size, axis=ax)
+        x = broadcast_to(astype(x, out_type), tuple(shape))
+        pieces = split(x, size, axis=ax)
         if size == 2:
             pieces.append(None)
         parts.append(pieces)
@@ -348,13 +348,13 @@ def _cross(a: Array, b: Array, axis: int) -> Array:
         left = multiply(x, y) if x is not None and y is not None else None
         right = multiply(u, v) if u is not None and v is not None else None
         if left is None and right is None:
-            return o.zeros_like(a0)
+            return zeros_like(a0)
         if right is None:
             return left
         return negative(right) if left is None else subtract(left, right)
 
     out = [term(a1, b2, a2, b1), term(a2, b0, a0, b2), term(a0, b1, a1, b0)]
-    return o.concatenate(out, axis=ax)
+    return concatenate(out, axis=ax)
 
 
 def det(a: Any, *, stream: Any = None) -> Array:
@@ -385,9 +385,9 @@ def det(a: Any, *, stream: Any = None) -> Array:
     with stream_context(s):
         if n > 3:
             sign, logabs = record(SLOGDET, (a,), s)
-            return multiply(sign, ops().exp(logabs))
+            return multiply(sign, exp(logabs))
         if n == 0:
-            return ops().ones(a.shape[:-2], a.dtype)
+            return ones(a.shape[:-2], a.dtype)
 
         def e(i: int, j: int) -> Array:
             return a[..., i, j]
@@ -403,4 +403,4 @@ def det(a: Any, *, stream: Any = None) -> Array:
         first = multiply(e(0, 0), minor(1, 2, 2, 1))
         second = multiply(e(0, 1), minor(0, 2, 2, 0))
         third = multiply(e(0, 2), minor(0, 1, 1, 0))
-        return ops().add(subtract(first, second), third)
+        return add(subtract(first, second), third)

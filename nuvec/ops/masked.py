@@ -13,6 +13,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.graph.dtypes import DtypeError
+from nuvec.ops import indexing
 from nuvec.ops.arguments import as_array, broadcast_shapes
 from nuvec.ops.comparison import where
 from nuvec.ops.scan import cumsum
@@ -55,8 +56,6 @@ def masked_scatter(a: Any, mask: Any, src: Any, *, stream: Any = None) -> Array:
         >>> mx.masked_scatter(mx.zeros(4), mask, mx.array([5.0, 6.0])).tolist()
         [5.0, 0.0, 6.0, 0.0]
     """
-    from nuvec.ops.indexing import take
-
     s = to_stream(stream)
     a = as_array(a, "masked_scatter")
     m = _check_mask("masked_scatter", as_array(mask, "masked_scatter"), a.shape)
@@ -69,7 +68,7 @@ def masked_scatter(a: Any, mask: Any, src: Any, *, stream: Any = None) -> Array:
     picks = where(flat_mask, order - 1, 0, stream=s)
     if flat_src.size == 0:  # nothing to read: only an all-false mask is valid
         return where(m, astype(a, a.dtype, stream=s), a, stream=s)
-    values = reshape(take(flat_src, picks, stream=s), a.shape, stream=s)
+    values = reshape(indexing.take(flat_src, picks, stream=s), a.shape, stream=s)
     return where(m, values, a, stream=s)
 
 

@@ -13,17 +13,17 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.ops import unary
+from nuvec.ops import binary, unary
 from nuvec.ops.arguments import StreamLike, as_array, fresh
 from nuvec.ops.families import Unary
-from nuvec.ops.unary import _flat
+from nuvec.ops.unary import flat_primitive
 
 __all__ = ["floor", "ceil", "round", "trunc"]
 
-Floor = _flat("Floor", "Largest integer <= x.", __name__)
-Ceil = _flat("Ceil", "Smallest integer >= x.", __name__)
-Round = _flat("Round", "Nearest integer, halves to even.", __name__)
-Trunc = _flat("Trunc", "Integer part (rounds toward zero).", __name__)
+Floor = flat_primitive("Floor", "Largest integer <= x.", __name__)
+Ceil = flat_primitive("Ceil", "Smallest integer >= x.", __name__)
+Round = flat_primitive("Round", "Nearest integer, halves to even.", __name__)
+Trunc = flat_primitive("Trunc", "Integer part (rounds toward zero).", __name__)
 
 FLOOR, CEIL, ROUND, TRUNC = Floor(), Ceil(), Round(), Trunc()
 
@@ -97,10 +97,10 @@ def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
     if decimals == 0 or a.dtype is dt.complex64:
         return _rounding("round", ROUND, a, stream)
     s = to_stream(stream)
-    x = unary._float_input(a, "round", s)
+    x = unary.float_input(a, "round", s)
     # past float64's range the scale is inf or 0 and the result NaN, as in MLX and NumPy
     scale = 10.0**decimals if decimals <= 308 else math.inf
     inverse = 1.0 / scale if scale else math.inf
-    out = unary._b().multiply(_rounding("round", ROUND, unary._b().multiply(x, scale, stream=s), s),
+    out = binary.multiply(_rounding("round", ROUND, binary.multiply(x, scale, stream=s), s),
                         inverse, stream=s)
     return unary.astype(out, a.dtype, stream=s)

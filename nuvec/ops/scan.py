@@ -15,6 +15,7 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import comparison
+from nuvec.ops import complex_parts, nonfinite, reduction
 from nuvec.ops import binary
 from nuvec.ops import creation
 from nuvec.ops import join
@@ -191,22 +192,14 @@ def _complex_logcumsumexp(a: Array, axis: int | None, reverse: bool, inclusive: 
                           s: Any) -> Array:
     """log(cumsum(exp(a))) of complex `a` (MLX takes complex here), shifted by the largest
     real part for range; the imaginary part is the principal branch of the log."""
-    from nuvec.ops.binary import add, subtract
-    from nuvec.ops.comparison import where
-    from nuvec.ops.complex_parts import real
-    from nuvec.ops.nonfinite import isfinite
-    from nuvec.ops.reduction import max as reduce_max
-    from nuvec.ops.unary import exp, log, stop_gradient
-
     if axis is None:
-        from nuvec.ops.shape import reshape
-
-        a, axis = reshape(a, (a.size,), stream=s), 0
-    shift = stop_gradient(reduce_max(real(a, stream=s), axis, True, stream=s))
-    shift = where(isfinite(shift), shift, 0.0, stream=s)
-    summed = cumsum(exp(subtract(a, shift, stream=s), stream=s), axis, reverse=reverse,
-                    inclusive=inclusive, stream=s)
-    return add(log(summed, stream=s), shift, stream=s)
+        a, axis = shape_ops.reshape(a, (a.size,), stream=s), 0
+    real = complex_parts.real(a, stream=s)
+    shift = unary.stop_gradient(reduction.max(real, axis, True, stream=s))
+    shift = comparison.where(nonfinite.isfinite(shift), shift, 0.0, stream=s)
+    summed = cumsum(unary.exp(binary.subtract(a, shift, stream=s), stream=s), axis,
+                    reverse=reverse, inclusive=inclusive, stream=s)
+    return binary.add(unary.log(summed, stream=s), shift, stream=s)
 
 
 def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,

@@ -16,6 +16,7 @@ from nuvec.ops.arguments import as_array
 from nuvec.ops.arguments import normalize_axes
 from nuvec.ops.binary import add, multiply, subtract
 from nuvec.ops.comparison import where
+from nuvec.ops.complex_parts import conj, real
 from nuvec.ops.indexing import take
 from nuvec.ops.nonfinite import isnan
 from nuvec.ops.reduction import Axis, at_least_float, reduced_size
@@ -86,8 +87,6 @@ def var(
     _check_ddof(ddof, "var")
     centred = subtract(a, mean(a, axes, True, stream=stream), stream=stream)
     if centred.dtype is dt.complex64:  # |x - mean|^2: the variance of complex data is real
-        from nuvec.ops.complex_parts import conj, real
-
         squares = real(multiply(centred, conj(centred, stream=stream), stream=stream),
                        stream=stream)
     else:

@@ -19,7 +19,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops import binary
+from nuvec.ops import binary, masked
 from nuvec.ops.arguments import as_array
 from nuvec.ops.indexing import (
     check_index_array,
@@ -326,9 +326,7 @@ class ArrayAt:
 def setitem(a: Array, key: Any, value: Any) -> None:
     """`a[key] = value`: rebinds `a` to the updated array (MLX's in-place semantics)."""
     if isinstance(key, Array) and key.dtype is dt.bool_:
-        from nuvec.ops.masked import mask_update
-
-        a._rebind(mask_update(a, key, value))
+        a._rebind(masked.mask_update(a, key, value))
         return
     a._rebind(update(a, key, value, "set", "setitem"))
 

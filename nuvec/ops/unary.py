@@ -16,8 +16,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import AsType
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops import binary
-from nuvec.ops import complex_parts
+from nuvec.ops import binary, complex_parts
 from nuvec.ops.arguments import StreamLike, as_array, fresh
 from nuvec.ops.families import Linear, Unary, apply
 
@@ -28,17 +27,6 @@ __all__ = [
     "logical_not", "degrees", "radians", "stop_gradient", "astype",
 ]  # fmt: skip
 
-
-
-_binary: Any = None
-
-
-def _b():
-    """`nuvec.ops.binary`, imported on first use (it imports this module); rules call this."""
-    global _binary
-    if _binary is None:
-        _binary = binary
-    return _binary
 
 
 def astype(a: Any, dtype: Any, /, *, stream: StreamLike = None) -> Array:
@@ -76,10 +64,10 @@ class _Smooth(Unary):
     __slots__ = ()
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_b().product(cotangents[0], self.derivative(primals[0], outputs[0]))]
+        return [binary.product(cotangents[0], self.derivative(primals[0], outputs[0]))]
 
     def jvp(self, primals, tangents, outputs):
-        return [_b().product(tangents[0], self.derivative(primals[0], outputs[0]))]
+        return [binary.product(tangents[0], self.derivative(primals[0], outputs[0]))]
 
 
 class _Flat(Unary):
@@ -103,53 +91,53 @@ def _smooth(name: str, doc: str, derivative) -> type:
     return type(name, (_Smooth,), members)
 
 
-def _flat(name: str, doc: str, module: str = __name__) -> type:
+def flat_primitive(name: str, doc: str, module: str = __name__) -> type:
     """A `_Flat` primitive class (no gradient), defined in `module`."""
     return type(name, (_Flat,), {"__slots__": (), "__doc__": doc, "__module__": module,
                                  "__qualname__": name})
 
 
 def _one_minus_square(x: Array) -> Array:
-    return _b().subtract(1.0, square(x))
+    return binary.subtract(1.0, square(x))
 
 
 Exp = _smooth("Exp", "e**x; d/dx = out.", lambda x, out: out)
-Expm1 = _smooth("Expm1", "e**x - 1; d/dx = out + 1.", lambda x, out: _b().add(out, 1.0))
+Expm1 = _smooth("Expm1", "e**x - 1; d/dx = out + 1.", lambda x, out: binary.add(out, 1.0))
 Log1p = _smooth("Log1p", "ln(1 + x); d/dx = 1 / (1 + x).",
-                lambda x, out: _b().divide(1.0, _b().add(x, 1.0)))
-Sqrt = _smooth("Sqrt", "sqrt(x); d/dx = 0.5 / out.", lambda x, out: _b().divide(0.5, out))
+                lambda x, out: binary.divide(1.0, binary.add(x, 1.0)))
+Sqrt = _smooth("Sqrt", "sqrt(x); d/dx = 0.5 / out.", lambda x, out: binary.divide(0.5, out))
 Rsqrt = _smooth("Rsqrt", "1 / sqrt(x); d/dx = -0.5 out**3.",
-                lambda x, out: _b().multiply(_b().multiply(out, square(out)), -0.5))
-Square = _smooth("Square", "x**2; d/dx = 2x.", lambda x, out: _b().multiply(x, 2.0))
+                lambda x, out: binary.multiply(binary.multiply(out, square(out)), -0.5))
+Square = _smooth("Square", "x**2; d/dx = 2x.", lambda x, out: binary.multiply(x, 2.0))
 # x is already of a float type here, so the rules record the primitives without the ops' checks
 Sin = _smooth("Sin", "sin(x); d/dx = cos(x).", lambda x, out: apply(COS, x))
 Cos = _smooth("Cos", "cos(x); d/dx = -sin(x).", lambda x, out: apply(NEGATIVE, apply(SIN, x)))
-Tan = _smooth("Tan", "tan(x); d/dx = 1 + out**2.", lambda x, out: _b().add(square(out), 1.0))
+Tan = _smooth("Tan", "tan(x); d/dx = 1 + out**2.", lambda x, out: binary.add(square(out), 1.0))
 ArcSin = _smooth("ArcSin", "arcsin(x); d/dx = 1 / sqrt(1 - x**2).",
                  lambda x, out: rsqrt(_one_minus_square(x)))
 ArcCos = _smooth("ArcCos", "arccos(x); d/dx = -1 / sqrt(1 - x**2).",
                  lambda x, out: negative(rsqrt(_one_minus_square(x))))
 ArcTan = _smooth("ArcTan", "arctan(x); d/dx = 1 / (1 + x**2).",
-                 lambda x, out: _b().divide(1.0, _b().add(square(x), 1.0)))
+                 lambda x, out: binary.divide(1.0, binary.add(square(x), 1.0)))
 Sinh = _smooth("Sinh", "sinh(x); d/dx = cosh(x).", lambda x, out: cosh(x))
 Cosh = _smooth("Cosh", "cosh(x); d/dx = sinh(x).", lambda x, out: sinh(x))
 Tanh = _smooth("Tanh", "tanh(x); d/dx = 1 - out**2.", lambda x, out: _one_minus_square(out))
 ArcSinh = _smooth("ArcSinh", "arcsinh(x); d/dx = 1 / sqrt(x**2 + 1).",
-                  lambda x, out: rsqrt(_b().add(square(x), 1.0)))
+                  lambda x, out: rsqrt(binary.add(square(x), 1.0)))
 ArcCosh = _smooth("ArcCosh", "arccosh(x); d/dx = 1 / sqrt(x**2 - 1).",
-                  lambda x, out: rsqrt(_b().subtract(square(x), 1.0)))
+                  lambda x, out: rsqrt(binary.subtract(square(x), 1.0)))
 ArcTanh = _smooth("ArcTanh", "arctanh(x); d/dx = 1 / (1 - x**2).",
-                  lambda x, out: _b().divide(1.0, _one_minus_square(x)))
+                  lambda x, out: binary.divide(1.0, _one_minus_square(x)))
 Sigmoid = _smooth("Sigmoid", "1 / (1 + e**-x); d/dx = out (1 - out).",
-                  lambda x, out: _b().multiply(out, _b().subtract(1.0, out)))
+                  lambda x, out: binary.multiply(out, binary.subtract(1.0, out)))
 Erf = _smooth("Erf", "The error function; d/dx = 2/sqrt(pi) e**(-x**2).",
-              lambda x, out: _b().multiply(exp(negative(square(x))), 2.0 / math.sqrt(math.pi)))
+              lambda x, out: binary.multiply(exp(negative(square(x))), 2.0 / math.sqrt(math.pi)))
 ErfInv = _smooth("ErfInv", "The inverse error function; d/dx = sqrt(pi)/2 e**(out**2).",
-                 lambda x, out: _b().multiply(exp(square(out)), math.sqrt(math.pi) / 2.0))
+                 lambda x, out: binary.multiply(exp(square(out)), math.sqrt(math.pi) / 2.0))
 
-Sign = _flat("Sign", "-1, 0 or 1 (x/|x| for complex).")
-LogicalNot = _flat("LogicalNot", "not x on booleans.")
-StopGradient = _flat("StopGradient", "The identity, opaque to differentiation.")
+Sign = flat_primitive("Sign", "-1, 0 or 1 (x/|x| for complex).")
+LogicalNot = flat_primitive("LogicalNot", "not x on booleans.")
+StopGradient = flat_primitive("StopGradient", "The identity, opaque to differentiation.")
 
 
 class Log(_Smooth):
@@ -164,7 +152,7 @@ class Log(_Smooth):
         return (self.base,)
 
     def derivative(self, x, out):
-        return _b().divide(1.0 / math.log(self.base), x)
+        return binary.divide(1.0 / math.log(self.base), x)
 
 
 class Abs(Unary):
@@ -180,13 +168,13 @@ class Abs(Unary):
         # The transpose of t -> real(conj(sign(z)) t) under the pairing real(a b) that
         # Multiply's rule (no conjugation, as MLX) uses.
         s = complex_parts.conj(sign(x)) if x.dtype is dt.complex64 else sign(x)
-        return [_b().multiply(cotangents[0], s)]
+        return [binary.multiply(cotangents[0], s)]
 
     def jvp(self, primals, tangents, outputs):
         x, t = primals[0], tangents[0]
         if x.dtype is dt.complex64:
-            return [complex_parts.real(_b().multiply(complex_parts.conj(sign(x)), t))]
-        return [_b().multiply(t, sign(x))]
+            return [complex_parts.real(binary.multiply(complex_parts.conj(sign(x)), t))]
+        return [binary.multiply(t, sign(x))]
 
 
 class Negative(Linear, Unary):
@@ -207,7 +195,7 @@ SIGMOID, ERF, ERFINV = Sigmoid(), Erf(), ErfInv()
 LOGICAL_NOT, STOP_GRADIENT = LogicalNot(), StopGradient()
 
 
-def _float_input(a: Any, op: str, s: Stream, complex_ok: bool = True) -> Array:
+def float_input(a: Any, op: str, s: Stream, complex_ok: bool = True) -> Array:
     """The input of a float-valued function: ints and bools compute in float32 (as MLX).
 
     Raises:
@@ -227,7 +215,7 @@ def _float_function(name: str, primitive: Unary, summary: str, complex_ok: bool 
 
     def op(a: Any, /, *, stream: StreamLike = None) -> Array:
         s = to_stream(stream)
-        return record1(primitive, (_float_input(a, name, s, complex_ok),), s)
+        return record1(primitive, (float_input(a, name, s, complex_ok),), s)
 
     rejects = "converted to an array, or is complex" if not complex_ok else "converted to an array"
     op.__name__ = op.__qualname__ = name
@@ -379,7 +367,7 @@ def reciprocal(a: Any, /, *, stream: StreamLike = None) -> Array:
         >>> mx.reciprocal(mx.array([4])).tolist()
         [0.25]
     """
-    return _b().divide(1.0, as_array(a, "reciprocal"), stream=stream)
+    return binary.divide(1.0, as_array(a, "reciprocal"), stream=stream)
 
 
 def logical_not(a: Any, /, *, stream: StreamLike = None) -> Array:
@@ -418,7 +406,7 @@ def degrees(a: Any, /, *, stream: StreamLike = None) -> Array:
         180.0
     """
     s = to_stream(stream)
-    return _b().multiply(_float_input(a, "degrees", s), 180.0 / math.pi, stream=s)
+    return binary.multiply(float_input(a, "degrees", s), 180.0 / math.pi, stream=s)
 
 
 def radians(a: Any, /, *, stream: StreamLike = None) -> Array:
@@ -437,7 +425,7 @@ def radians(a: Any, /, *, stream: StreamLike = None) -> Array:
         3.1415927410125732
     """
     s = to_stream(stream)
-    return _b().multiply(_float_input(a, "radians", s), math.pi / 180.0, stream=s)
+    return binary.multiply(float_input(a, "radians", s), math.pi / 180.0, stream=s)
 
 
 def stop_gradient(a: Any, /, *, stream: StreamLike = None) -> Array:

@@ -9,7 +9,7 @@ import pytest
 import nuvec as mx
 from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, sample
 from nuvec.fast.attention import Attention, AttentionRows
-from nuvec.fast.planner import plan_attention
+from nuvec.fast.attention import plan_attention
 from nuvec.graph.array import record
 from nuvec.graph.device import to_stream
 from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp

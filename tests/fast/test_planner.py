@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import nuvec as mx
-from nuvec.fast.attention import attention_key
+from nuvec.fast.attention import attention_key, plan_attention
 from nuvec.fast.planner import (
     CPU_SCORE_BYTES,
     AttentionOptions,
@@ -16,7 +16,6 @@ from nuvec.fast.planner import (
     Tiled,
     Vector,
     plan,
-    plan_attention,
 )
 
 GPU, LARGE, SMALL, CPU = Target("gpu"), Target("gpu", "d"), Target("gpu", "s"), Target("cpu")

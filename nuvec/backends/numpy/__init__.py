@@ -23,6 +23,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     creation,
     fast,
     fast_attention,
+    fast_packed,
     fft,
     indexing,
     join,

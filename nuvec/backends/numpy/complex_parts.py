@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from nuvec.backends.numpy.registry import kernel
-from nuvec.backends.numpy.unary import _plain
+from nuvec.backends.numpy.unary import plain
 from nuvec.ops import complex_parts as c
 
-kernel(c.Conjugate, out=True)(_plain(np.conjugate))
+kernel(c.Conjugate, out=True)(plain(np.conjugate))
 
 
 @kernel(c.Real)

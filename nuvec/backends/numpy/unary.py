@@ -77,7 +77,7 @@ def astype(p, x):
     return x.astype(p.dtype.np)
 
 
-def _plain(fn):
+def plain(fn):
     """A kernel applying the ufunc `fn` as it is: exact in every dtype, never warns."""
     return lambda p, x, out=None: fn(x, out=out)
 
@@ -86,7 +86,7 @@ for _cls, _fn in (
     (u.Negative, np.negative), (u.Abs, np.abs), (u.Sign, np.sign),
     (u.LogicalNot, np.logical_not),
 ):  # fmt: skip
-    kernel(_cls, out=True)(_plain(_fn))
+    kernel(_cls, out=True)(plain(_fn))
 
 
 @kernel(u.Log)
@@ -120,7 +120,7 @@ def erfinv_(p, x):
     return erfinv(x)
 
 
-def _widened(fn):
+def widened(fn):
     """A kernel applying `fn` to 16-bit floats in float32, with IEEE results and no warnings."""
 
     def compute(p, x, out=None):
@@ -136,4 +136,4 @@ for _cls, _fn in (
     (u.Cosh, np.cosh), (u.Tanh, np.tanh), (u.ArcSinh, np.arcsinh), (u.ArcCosh, np.arccosh),
     (u.ArcTanh, np.arctanh),
 ):  # fmt: skip
-    kernel(_cls, out=True)(_widened(_fn))
+    kernel(_cls, out=True)(widened(_fn))

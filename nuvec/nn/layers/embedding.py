@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import nuvec as mx
+from nuvec.nn.layers.quantized import QuantizedEmbedding
 from nuvec.nn.module import Module
 
 __all__ = ["Embedding"]
@@ -40,5 +41,4 @@ class Embedding(Module):
 
     def to_quantized(self, group_size: int = 64, bits: int = 4, mode: str = "affine") -> Module:
         """This layer as a `QuantizedEmbedding` (its table quantized)."""
-        from nuvec.nn.layers.quantized import QuantizedEmbedding
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import nuvec as mx
+from nuvec.nn.layers.quantized import QuantizedLinear
 from nuvec.nn.module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]
@@ -62,7 +63,6 @@ class Linear(Module):
 
     def to_quantized(self, group_size: int = 64, bits: int = 4, mode: str = "affine") -> Module:
         """This layer as a `QuantizedLinear` (its weight quantized)."""
-        from nuvec.nn.layers.quantized import QuantizedLinear
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 

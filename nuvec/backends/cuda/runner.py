@@ -1,0 +1,132 @@
+"""Runners: what a kernel launcher needs from a device, so one launcher drives both the GPU
+(`CupyRunner`, kernels from the NVRTC loader through `cupy.RawModule`) and the CPU
+(`EmulatorRunner`, the kernel emulator).
+
+A launcher computes the grid, block, dynamic shared memory and arguments of a kernel and calls
+`runner.launch(kernel_file, expression, grid, block, shared_mem, args)`; it allocates its
+outputs with `runner.empty(shape, dtype)` and reads input dtypes with `runner.dtype_of(a)`
+(`"float32"`, `"float16"`, `"bfloat16"`, `"int32"`, ...). Scalar arguments are NumPy scalars
+of the kernel parameter's type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+__all__ = ["CupyRunner", "EmulatorRunner", "KernelFile", "Runner", "numpy_dtype"]
+
+
+@dataclass(frozen=True)
+class KernelFile:
+    """A kernel file `nuvec/fast/kernels/<name>.cu` and every variant a launcher may use
+    (the emulator builds them together; the compile check compiles them all), or a user
+    kernel's `source`."""
+
+    name: str
+    variants: tuple[str, ...]
+    source: str | None = None
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of a dtype name (`bfloat16` is `ml_dtypes.bfloat16`)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+class Runner(Protocol):
+    """The device interface of the launchers."""
+
+    xp: Any
+
+    def empty(self, shape: Sequence[int], dtype: str) -> Any: ...
+
+    def dtype_of(self, a: Any) -> str: ...
+
+    def contiguous(self, a: Any) -> Any: ...
+
+    def launch(self, kernel: KernelFile, expression: str, grid: Sequence[int],
+               block: Sequence[int], shared_mem: int, args: Sequence[Any]) -> None: ...
+
+
+class EmulatorRunner:
+    """Launches kernels in the CPU emulator on NumPy arrays.
+
+    Args:
+        seed: the scheduler seed of every launch (default: a fresh one per launch).
+        sanitize: build the kernels with `"address"` or `"thread"` sanitizer.
+
+    Example:
+        >>> from nuvec.backends.cuda.runner import EmulatorRunner
+        >>> EmulatorRunner().empty((2, 3), "bfloat16").dtype.name
+        'bfloat16'
+    """
+
+    xp = np
+
+    def __init__(self, seed: int | None = None, sanitize: str | None = None):
+        self.seed, self.sanitize = seed, sanitize
+
+    def empty(self, shape, dtype):
+        return np.empty(tuple(shape), numpy_dtype(dtype))
+
+    def dtype_of(self, a):
+        return np.asarray(a).dtype.name
+
+    def contiguous(self, a):
+        return np.ascontiguousarray(a)
+
+    def launch(self, kernel, expression, grid, block, shared_mem, args):
+        from nuvec.backends.cuda import emulator
+
+        module = emulator.build(kernel.name, kernel.variants, source=kernel.source,
+                                sanitize=self.sanitize)
+        module.launch(expression, grid, block, shared_mem, args, seed=self.seed)
+
+
+class CupyRunner:
+    """Launches NVRTC-compiled kernels on CuPy arrays (bfloat16 stored as 2-byte `uint16`
+    buffers, the GPU backend's convention), on CuPy's current stream."""
+
+    def __init__(self):
+        import cupy
+
+        self.xp = cupy
+        self._functions: dict[tuple[str, str, str, str | None], Any] = {}
+
+    def empty(self, shape, dtype):
+        return self.xp.empty(tuple(shape), np.uint16 if dtype == "bfloat16" else dtype)
+
+    def dtype_of(self, a):
+        name = a.dtype.name
+        return "bfloat16" if name in ("uint16", "bfloat16") else name
+
+    def contiguous(self, a):
+        return self.xp.ascontiguousarray(a)
+
+    def arch(self) -> str:
+        """The current device's target, `sm_90` for compute capability "90"."""
+        return f"sm_{self.xp.cuda.Device().compute_capability}"
+
+    def function(self, kernel: KernelFile, expression: str) -> Any:
+        """The `cupy.RawModule` function of one variant (compiled or fetched once)."""
+        from nuvec.backends.cuda import loader
+
+        arch = self.arch()
+        key = (kernel.name, expression, arch, kernel.source)
+        if key not in self._functions:
+            module = loader.load(kernel.name, [expression], arch, source=kernel.source)
+            raw = self.xp.RawModule(path=str(module.path))
+            self._functions[key] = raw.get_function(module.lowered[expression])
+        return self._functions[key]
+
+    def launch(self, kernel, expression, grid, block, shared_mem, args):
+        fn = self.function(kernel, expression)
+        if shared_mem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = int(shared_mem)
+        fn(tuple(grid), tuple(block), tuple(args), shared_mem=int(shared_mem))
