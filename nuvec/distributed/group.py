@@ -11,6 +11,9 @@ import importlib.util
 import os
 from typing import Any
 
+from nuvec.graph.device import DeviceType, default_device
+from nuvec.graph.device import is_available as device_available
+
 BACKENDS = ("any", "mpi", "nccl")
 DEFAULT_TIMEOUT = 300.0
 TIMEOUT_VARIABLE = "NUVEC_DISTRIBUTED_TIMEOUT"
@@ -138,8 +141,6 @@ def _module_exists(name: str) -> bool:
 
 
 def _gpu_usable() -> bool:
-    from nuvec.graph.device import DeviceType, is_available as device_available
-
     return _module_exists("cupy") and device_available(DeviceType.gpu)
 
 
@@ -266,8 +267,6 @@ def _candidates(backend: str) -> list[str]:
 
 
 def _gpu_default() -> bool:
-    from nuvec.graph.device import DeviceType, default_device
-
     return default_device().type is DeviceType.gpu
 
 

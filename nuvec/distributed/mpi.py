@@ -18,8 +18,10 @@ import time
 import zlib
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
+from nuvec.distributed import kernels
 from nuvec.distributed.buffers import BufferPool
 from nuvec.distributed.errors import DistributedError
 
@@ -327,11 +329,7 @@ class Communicator:
 
 
 def _numpy_dtype(name: str) -> Any:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16
-    return name
+    return ml_dtypes.bfloat16 if name == "bfloat16" else name
 
 
 _communicators: list[Communicator] = []
@@ -362,7 +360,5 @@ def world(timeout: float) -> Communicator:
     if communicator.size > 1:
         sys.excepthook = _abort_on_uncaught(sys.excepthook)
         atexit.register(_finish_all)
-    from nuvec.distributed import kernels
-
     kernels.register_cpu()
     return communicator

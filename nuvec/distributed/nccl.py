@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from nuvec.distributed.group import LAUNCHER_VARIABLES
+from nuvec.distributed.kernels import GPU_KERNELS
+from nuvec.graph.device import DeviceType, backend_for
 
 try:
     import cupy
@@ -158,11 +160,10 @@ def _make(checks: Any) -> Communicator:
 
 def world(timeout: float) -> Communicator:
     """The communicator of all launched processes (one GPU each), or of this process alone."""
-    from nuvec.graph.device import DeviceType, backend_for
-
     table = backend_for(DeviceType.gpu).kernels  # raises RuntimeError without a GPU backend
     try:
         if any(name in os.environ for name in LAUNCHER_VARIABLES):
+            # here only: one GPU without a launcher needs no mpi4py
             from nuvec.distributed import mpi
 
             checks = mpi.world(timeout)
@@ -174,8 +175,6 @@ def world(timeout: float) -> Communicator:
                                         None)
     except (nccl.NcclError, cupy.cuda.runtime.CUDARuntimeError) as exc:
         raise RuntimeError(f"NCCL did not initialise: {exc}") from None
-    from nuvec.distributed.kernels import GPU_KERNELS
-
     for cls, fn in GPU_KERNELS.items():
         if cls not in table:
             if hasattr(table, "add"):  # a kernel-table object

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["CupyRunner", "EmulatorRunner", "KernelFile", "Runner", "numpy_dtype"]
@@ -33,8 +34,6 @@ class KernelFile:
 def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype of a dtype name (`bfloat16` is `ml_dtypes.bfloat16`)."""
     if name == "bfloat16":
-        import ml_dtypes
-
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
 
@@ -82,7 +81,7 @@ class EmulatorRunner:
         return np.ascontiguousarray(a)
 
     def launch(self, kernel, expression, grid, block, shared_mem, args):
-        from nuvec.backends.cuda import emulator
+        from nuvec.backends.cuda import emulator  # it needs a C++ compiler: only when used
 
         module = emulator.build(kernel.name, kernel.variants, source=kernel.source,
                                 sanitize=self.sanitize)
@@ -94,7 +93,7 @@ class CupyRunner:
     buffers, the GPU backend's convention), on CuPy's current stream."""
 
     def __init__(self):
-        import cupy
+        import cupy  # optional: only GPU machines have CuPy
 
         self.xp = cupy
         self._functions: dict[tuple[str, str, str, str | None], Any] = {}
@@ -115,7 +114,7 @@ class CupyRunner:
 
     def function(self, kernel: KernelFile, expression: str) -> Any:
         """The `cupy.RawModule` function of one variant (compiled or fetched once)."""
-        from nuvec.backends.cuda import loader
+        from nuvec.backends.cuda import loader  # it loads NVRTC: only GPU launches need it
 
         arch = self.arch()
         key = (kernel.name, expression, arch, kernel.source)
