@@ -41,7 +41,8 @@ def shared_array(val: Any, target: dt.Dtype | None, copy: bool | None, op: str) 
             data is not None and data.dtype.name == "bfloat16"):
         kept = target or dt.from_numpy_dtype(data.dtype)
         if kept.np == data.dtype and (target is not None or data.dtype != np.float64):
-            return leaf(data, kept)
+            # a view: the memory stays the caller's (not counted as nuvec's, never reused)
+            return leaf(data.view(), kept)
     if copy is False:
         what = "this data" if data is None else f"{data.dtype} data"
         raise ValueError(f"{op}: {what} cannot be shared as the requested dtype; "
