@@ -11,12 +11,13 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
-from nuvec.graph.device import stream as stream_scope, to_stream
+from nuvec.graph.device import stream as stream_scope
+from nuvec.graph.device import to_stream
 from nuvec.graph.dtypes import DtypeError
 from nuvec.ops import binary, comparison, nonfinite, rounding, unary
 from nuvec.ops.arguments import as_array
 
-__all__ = ["to_fp8", "from_fp8"]
+__all__ = ["from_fp8", "to_fp8"]
 
 _MAX = 448.0
 
