@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import nuvec
+import nuvec.fast.tuner
 import nuvec.nn
 import nuvec.optimizers
 import nuvec.testing
@@ -89,6 +90,9 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
      "Fourier transforms, as `mlx.core.fft` (see also [linalg and fft]({docs}/linalg.md))."),
     ("nuvec.fast", nuvec.fast,
      "Fused operations and the attention planner (see also [fast]({docs}/fast.md))."),
+    ("nuvec.fast.tuner", nuvec.fast.tuner,
+     "The tile tuner of the CUDA kernels: forced schedules and the disk cache of picks (see "
+     "also [fast]({docs}/fast.md))."),
     ("nuvec.distributed", nuvec.distributed,
      "Communication between processes, as `mlx.core.distributed` (see also "
      "[distributed]({docs}/distributed.md))."),

@@ -329,6 +329,10 @@ SIGNATURES = {
     "fft.rfftn": "(a, s=None, axes=None, *, stream=None)",
     "fast.add_rms_norm": "(x, residual, weight, eps, *, stream=None)",
     "fast.cross_entropy": "(logits, targets, *, stream=None)",
+    "fast.cuda_kernel": (
+        "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, "
+        "shared_memory=0)"
+    ),
     "fast.gated_delta": "(q, k, v, g, beta, state, *, stream=None)",
     "fast.gated_delta_slots": "(q, k, v, g, beta, pool, slots, *, stream=None)",
     "fast.gated_delta_steps": "(q, k, v, g, beta, state, *, stream=None)",

@@ -39,6 +39,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     shape,
     slicing,
     sorting,
+    user_kernels,
     unary,
 )
 
