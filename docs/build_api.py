@@ -93,6 +93,9 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
     ("nuvec.fast.tuner", nuvec.fast.tuner,
      "The tile tuner of the CUDA kernels: forced schedules and the disk cache of picks (see "
      "also [fast]({docs}/fast.md))."),
+    ("nuvec.cuda", nuvec.cuda, "Whether an NVIDIA GPU is available, as `mlx.core.cuda`."),
+    ("nuvec.metal", nuvec.metal,
+     "MLX's `mlx.core.metal` for Apple-GPU code: never available; the rest harmless."),
     ("nuvec.distributed", nuvec.distributed,
      "Communication between processes, as `mlx.core.distributed` (see also "
      "[distributed]({docs}/distributed.md))."),

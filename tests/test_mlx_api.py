@@ -61,6 +61,8 @@ SIGNATURES = {
     "ceil": "(a, /, *, stream=None)",
     "checkpoint": "(fun)",
     "clear_cache": "()",
+    "device_count": "(device_type)",
+    "device_info": "(device=None)",
     "clip": "(a, /, a_min, a_max, *, stream=None)",
     "compile": "(fun, inputs=None, outputs=None, shapeless=False)",
     "concat": "(arrays, axis=0, *, stream=None)",
@@ -134,6 +136,9 @@ SIGNATURES = {
         "group_size=None, bits=None, mode='affine', sorted_indices=False, *, stream=None)"
     ),
     "get_active_memory": "()",
+    "set_cache_limit": "(limit)",
+    "set_memory_limit": "(limit)",
+    "set_wired_limit": "(limit)",
     "get_cache_memory": "()",
     "get_peak_memory": "()",
     "get_printoptions": "()",

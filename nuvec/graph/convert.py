@@ -183,4 +183,4 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
         raise dt.IntegerOverflowError(f"array: cannot convert data to {out.name}: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"array: cannot convert data to {out.name}: {exc}") from None
-    return leaf(converted, out)
+    return leaf(converted, out, upload=True)  # on a GPU default device: uploaded

@@ -1,19 +1,14 @@
-"""CPU kernels of `nuvec.ops.scan`: NumPy's ufunc accumulations, reversed and shifted views."""
+"""Shared bodies of `nuvec.ops.scan`: ufunc accumulations, reversed and shifted views."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from nuvec.backends.numpy.registry import kernel
+from nuvec.backends.common.registry import body
 from nuvec.ops import scan as sc
 
-_UFUNCS = {
-    "sum": np.add,
-    "prod": np.multiply,
-    "max": np.maximum,
-    "min": np.minimum,
-    "logaddexp": np.logaddexp,
-}
+_UFUNCS = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
+           "logaddexp": "logaddexp"}
 
 
 def _identity(kind: str, dtype: np.dtype):
@@ -32,20 +27,20 @@ def _identity(kind: str, dtype: np.dtype):
     return -np.inf if kind == "max" else np.inf
 
 
-@kernel(sc.Scan)
-def scan(p, x):
+@body(sc.Scan)
+def scan(xp, p, x):
     out_dtype = np.dtype(np.int32) if p.kind == "sum" and x.dtype == np.bool_ else x.dtype
     # Half types accumulate in float32 (the evaluator casts back).
     work = np.float32 if x.dtype.itemsize == 2 and x.dtype.kind in "fV" else out_dtype
     axis = p.axis
-    source = np.flip(x, axis) if p.reverse else x
-    ufunc = _UFUNCS[p.kind]
+    source = xp.flip(x, axis) if p.reverse else x
+    ufunc = getattr(xp, _UFUNCS[p.kind])
     if x.shape[axis] == 0:
-        return np.zeros(x.shape, work)
+        return xp.zeros(x.shape, work)
     if p.inclusive:
         result = ufunc.accumulate(source, axis=axis, dtype=work)
     else:
-        result = np.empty(x.shape, work)
+        result = xp.empty(x.shape, work)
         head = [slice(None)] * x.ndim
         head[axis] = slice(0, 1)
         rest = list(head)
@@ -54,4 +49,4 @@ def scan(p, x):
         body = list(head)
         body[axis] = slice(0, -1)
         ufunc.accumulate(source[tuple(body)], axis=axis, dtype=work, out=result[tuple(rest)])
-    return np.flip(result, axis) if p.reverse else result
+    return xp.flip(result, axis) if p.reverse else result

@@ -1,8 +1,8 @@
-"""CPU kernels of `CustomTransforms` and `Depends`: both pass some of their inputs through."""
+"""Shared bodies of `CustomTransforms` and `Depends`: both pass some of their inputs through."""
 
 from __future__ import annotations
 
-from nuvec.backends.numpy.registry import kernel
+from nuvec.backends.common.registry import body
 from nuvec.transforms.custom import CustomTransforms
 from nuvec.transforms.depends import Depends
 
@@ -13,11 +13,11 @@ def _passed(outs: tuple) -> object:
     return outs[0].view() if len(outs) == 1 else tuple(outs)
 
 
-@kernel(CustomTransforms)
-def custom_transforms(p, *inputs):
+@body(CustomTransforms)
+def custom_transforms(xp, p, *inputs):
     return _passed(inputs[p.num_primals:])
 
 
-@kernel(Depends)
-def depends(p, *inputs):
+@body(Depends)
+def depends(xp, p, *inputs):
     return _passed(inputs[: p.count])

@@ -1,22 +1,22 @@
-"""CPU kernels of `nuvec.ops.misc`: strided views and the fast Walsh-Hadamard transform."""
+"""Shared bodies of `nuvec.ops.misc`: strided views and the fast Walsh-Hadamard transform."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from nuvec.backends.numpy.registry import kernel
+from nuvec.backends.common.registry import body
 from nuvec.ops import misc as m
 
 
-@kernel(m.AsStrided)
-def as_strided(p, x):
+@body(m.AsStrided)
+def as_strided(xp, p, x):
     # A contiguous copy makes the element strides well defined; the op checked the bounds.
-    flat = np.ascontiguousarray(x).reshape(-1)
+    flat = xp.ascontiguousarray(x).reshape(-1)
     item = flat.itemsize
     if not flat.size:
-        return np.empty(p.shape, dtype=flat.dtype)
+        return xp.empty(p.shape, dtype=flat.dtype)
     base = flat[p.offset:]
-    return np.lib.stride_tricks.as_strided(
+    return xp.lib.stride_tricks.as_strided(
         base, shape=p.shape, strides=tuple(s * item for s in p.strides), writeable=False
     )
 
@@ -56,8 +56,8 @@ def sloane_matrix(m: int) -> np.ndarray:
     return np.array([[1.0 if c == "+" else -1.0 for c in row] for row in rows])
 
 
-@kernel(m.Hadamard)
-def hadamard(p, x):
+@body(m.Hadamard)
+def hadamard(xp, p, x):
     work = np.float64 if x.dtype == np.float64 else np.float32
     size = x.shape[-1]
     factor = m.hadamard_factor(size)
@@ -68,15 +68,15 @@ def hadamard(p, x):
     while half < n:
         pairs = out.reshape(out.shape[0], n // (2 * half), 2, half)
         first, second = pairs[:, :, 0, :], pairs[:, :, 1, :]
-        out = np.stack([first + second, first - second], axis=2).reshape(-1, n)
+        out = xp.stack([first + second, first - second], axis=2).reshape(-1, n)
         half *= 2
     if factor > 1:
-        h = sloane_matrix(factor).astype(work)
+        h = xp.asarray(sloane_matrix(factor).astype(work))
         h = h.T if p.adjoint else h
-        out = np.matmul(h, out.reshape(-1, factor, n))
+        out = xp.matmul(h, out.reshape(-1, factor, n))
     return (out * work(p.scale)).reshape(x.shape)
 
 
-@kernel(m.View)
-def view(p, x):
-    return np.ascontiguousarray(x).view(p.dtype.np)
+@body(m.View)
+def view(xp, p, x):
+    return xp.ascontiguousarray(x).view(p.dtype.np)
