@@ -44,7 +44,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
      ("nuvec.ops.shape", "nuvec.ops.atleast", "nuvec.ops.join")),
     ("indexing", "Indexing",
      "Gathers, scatters and dynamic slices (see also [indexing]({docs}/indexing.md)).",
-     ("nuvec.ops.indexing", "nuvec.ops.slicing")),
+     ("nuvec.ops.indexing", "nuvec.ops.slicing", "nuvec.ops.masked")),
     ("sorting", "Sorting and scans", "Sorting, selection, searching and cumulative operations.",
      ("nuvec.ops.sorting", "nuvec.ops.scan")),
     ("contractions", "Contractions and matmul",
@@ -54,7 +54,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("convolution", "Convolution", "N-d convolutions and their transposes.",
      ("nuvec.ops.conv", "nuvec.ops.conv_transpose", "nuvec.fast.conv")),
     ("quantization", "Quantization", "Affine quantization and quantized matrix products.",
-     ("nuvec.ops.quantized",)),
+     ("nuvec.ops.quantized", "nuvec.ops.fp8")),
     ("devices", "Devices, streams, evaluation and memory",
      "Where operations run, when they compute, and the memory they hold.",
      ("nuvec.graph.device", "nuvec.graph.evaluator", "nuvec.graph.memory")),
@@ -67,7 +67,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
      "Arrays to and from `.npy`, `.npz`, `.safetensors` and `.gguf` files (see also "
      "[files]({docs}/files.md)).",
      ("nuvec.io", "nuvec.io.loading", "nuvec.io.numpy_files", "nuvec.io.safetensors_files",
-      "nuvec.io.gguf_files")),
+      "nuvec.io.gguf_files", "nuvec.interop")),
     ("dtypes", "Dtypes", "Element types, their categories, promotion and limits.",
      ("nuvec.graph.dtypes",)),
 ]

@@ -23,6 +23,7 @@ from nuvec.graph.device import (
 from nuvec.graph.dtypes import (
     Dtype,
     DtypeCategory,
+    DtypeError,
     bfloat16,
     bool_,
     can_cast,
@@ -100,3 +101,4 @@ from nuvec.io import (  # noqa: E402
 )
 
 __version__ = "0.1.0"
+from nuvec.interop import from_dlpack  # noqa: E402

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record
 from nuvec.graph.device import DeviceType, default_stream, stream as stream_context, to_stream
 from nuvec.graph.evaluator import eval as evaluate
@@ -37,7 +38,7 @@ def mx() -> Any:
 def floating(op: str, dtype: dt.Dtype) -> None:
     """Raises TypeError unless `dtype` is a floating-point type."""
     if not dtype.is_floating:
-        raise TypeError(f"{op}: unsupported dtype {dtype.name}, expected a floating-point type")
+        raise DtypeError(f"{op}: unsupported dtype {dtype.name}, expected a floating-point type")
 
 
 def check_param(op: str, what: str, p: Array, x: Array) -> None:

@@ -183,7 +183,7 @@ def _default_indices(op: str, indices: Any, batch: tuple[int, ...], s: Any) -> A
         return reshape(arange(size, dtype=dt.uint32, stream=s), batch, stream=s)
     indices = as_array(indices, op)
     if not indices.dtype.is_integer:
-        raise TypeError(f"{op}: indices must be integers, got {indices.dtype.name}")
+        raise dt.DtypeError(f"{op}: indices must be integers, got {indices.dtype.name}")
     return indices
 
 

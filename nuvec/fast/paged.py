@@ -12,6 +12,7 @@ from typing import Any
 from nuvec.fast.attention import scaled_dot_product_attention
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.ops.arguments import as_array
@@ -226,6 +227,6 @@ def paged_write(cache: Any, new: Any, slots: Any, *, stream: Any = None) -> Arra
                 f"{op}: cache must be [blocks, Hkv, block_size, D], new [T, Hkv, D] and slots "
                 f"[T], got {list(cache.shape)}, {list(new.shape)}, {list(slots.shape)}")
         if not slots.dtype.is_integer:
-            raise TypeError(f"{op}: slots must be integers, got {slots.dtype.name}")
+            raise DtypeError(f"{op}: slots must be integers, got {slots.dtype.name}")
         inputs = [cache, mx().astype(new, cache.dtype), mx().astype(slots, dt.int32)]
         return one(PAGED_WRITE, inputs)

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, record_or_fallback
@@ -247,7 +248,7 @@ def rope(
             raise ValueError(f"rope: offset must be a scalar or have {x.shape[0]} elements, "
                              f"got shape {off.shape}")
         if not off.dtype.is_integer:
-            raise TypeError(f"rope: offset must be an integer, got {off.dtype.name}")
+            raise DtypeError(f"rope: offset must be an integer, got {off.dtype.name}")
         if dims <= 0 or dims % 2 or dims > x.shape[-1]:
             raise ValueError(f"rope: dims must be even, positive and at most {x.shape[-1]}, "
                              f"got {dims}")

@@ -11,6 +11,7 @@ from typing import Any
 from nuvec.fast.base import one
 from nuvec.fast.softmax import LOGSUMEXP, SOFTMAX
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import Stream, stream as stream_context, to_stream
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
@@ -26,7 +27,7 @@ def _float_input(op: str, a: Any, s: Stream) -> Array:
     """`a` in a floating dtype (float32 for integers and bools); complex is rejected."""
     a = as_array(a, op)
     if a.dtype is dt.complex64:
-        raise TypeError(f"{op}: complex inputs are not supported, got complex64")
+        raise DtypeError(f"{op}: complex inputs are not supported, got complex64")
     return astype(a, at_least_float(a.dtype), stream=s)
 
 

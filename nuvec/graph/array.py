@@ -243,8 +243,13 @@ class Array:
         return data.tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        # NumPy 2's protocol: a read-only view of the evaluated data unless a copy is asked
+        # for or needed (a dtype change); `copy=False` refuses a needed copy
         data = self._host()
-        if dtype is not None:
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: converting {self.dtype.name} to {np.dtype(dtype)} "
+                                 "needs a copy, but copy=False")
             return data.astype(dtype)
         if copy:
             return data.copy()
@@ -271,7 +276,8 @@ class Array:
         return bool(self.item())
 
     def __float__(self) -> float:
-        return float(self._scalar("float"))
+        value = self._scalar("float")
+        return float(value.real if isinstance(value, complex) else value)
 
     def __int__(self) -> int:
         return int(self._scalar("int"))

@@ -100,7 +100,7 @@ def _check_wide_ints(data: np.ndarray, target: dt.Dtype | None) -> None:
     """NumPy stores Python ints in [2**63, 2**64) as uint64; only a uint64 target takes them (a
     cast to int64 would wrap them silently)."""
     if data.dtype.kind == "u" and target is not dt.uint64:
-        raise ValueError(f"array: the integer {data.max()} does not fit in int64")
+        raise dt.IntegerOverflowError(f"array: the integer {data.max()} does not fit in int64")
 
 
 def _reject_wide_python_ints(a: Any) -> None:
@@ -110,7 +110,8 @@ def _reject_wide_python_ints(a: Any) -> None:
     except ValueError:  # ragged
         return
     if items and all(type(v) is int or type(v) is bool for v in items):
-        raise ValueError(f"array: the integer {max(items, key=abs)} does not fit in int64")
+        raise dt.IntegerOverflowError(f"array: the integer {max(items, key=abs)} does not fit "
+                                      "in int64")
 
 
 def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
@@ -164,7 +165,11 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
         data = np.asarray(val)
         inferred = _infer_dtype(data)
     else:
-        raise TypeError(f"array: cannot make an array from {type(val).__name__}")
+        try:  # bytes, bytearray, memoryview, array.array: anything with the buffer protocol
+            data = np.asarray(memoryview(val))
+        except TypeError:
+            raise dt.DtypeError(f"array: cannot make an array from {type(val).__name__}") from None
+        inferred = _infer_dtype(data)
     out = target or inferred
     if data.dtype.kind == "c" and out.kind in "iuf":  # a real number keeps the real part
         data = data.real
@@ -174,6 +179,8 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
                 converted = np.array(data, dtype=out.np, copy=True)
         else:
             converted = np.array(data, dtype=out.np, copy=True)
-    except (OverflowError, ValueError) as exc:
+    except OverflowError as exc:
+        raise dt.IntegerOverflowError(f"array: cannot convert data to {out.name}: {exc}") from None
+    except ValueError as exc:
         raise ValueError(f"array: cannot convert data to {out.name}: {exc}") from None
     return leaf(converted, out, upload=True)  # on a GPU default device: uploaded

@@ -13,6 +13,27 @@ import ml_dtypes
 import numpy as np
 
 
+class DtypeError(TypeError, ValueError):
+    """An unsupported dtype, or a value that cannot become an array of the needed type.
+
+    It is both a `TypeError` (nuvec's convention for dtypes) and a `ValueError` (what MLX
+    raises), so `except TypeError` and MLX code's `except ValueError` both catch it.
+
+    Example:
+        >>> import nuvec as mx
+        >>> try:
+        ...     mx.bitwise_and(mx.array([1.0]), mx.array([1.0]))
+        ... except ValueError as e:
+        ...     print(type(e).__name__, isinstance(e, TypeError))
+        DtypeError True
+    """
+
+
+class IntegerOverflowError(OverflowError, ValueError):
+    """A Python int that no integer dtype holds (past int64/uint64): an `OverflowError`, as
+    MLX raises, that is also a `ValueError` (nuvec's error for values)."""
+
+
 class DtypeCategory:
     """An abstract dtype category (`floating`, `integer`, ...) as in MLX.
 
@@ -155,7 +176,7 @@ def to_dtype(value: Any, op: str = "dtype") -> Dtype:
     if isinstance(value, Dtype):
         return value
     if value is None:  # NumPy reads None as float64; MLX rejects it
-        raise TypeError(f"{op}: dtype must be a dtype, got None")
+        raise DtypeError(f"{op}: dtype must be a dtype, got None")
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     if value is bool:
@@ -171,7 +192,7 @@ def to_dtype(value: Any, op: str = "dtype") -> Dtype:
     except TypeError:
         found = None
     if found is None:
-        raise TypeError(f"{op}: unsupported dtype {value!r}")
+        raise DtypeError(f"{op}: unsupported dtype {value!r}")
     return found
 
 
@@ -182,7 +203,7 @@ def from_numpy_dtype(np_dtype: np.dtype) -> Dtype:
         return found
     if np_dtype.kind == "c":
         return complex64
-    raise TypeError(f"array: unsupported NumPy dtype {np_dtype}")
+    raise DtypeError(f"array: unsupported NumPy dtype {np_dtype}")
 
 
 def issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory) -> bool:
@@ -254,7 +275,7 @@ def scalar_dtype(value: Any) -> Dtype:
         return float32
     if isinstance(value, complex):
         return complex64
-    raise TypeError(f"array: unsupported scalar type {type(value).__name__}")
+    raise DtypeError(f"array: unsupported scalar type {type(value).__name__}")
 
 
 def weak_scalar_result(dtype: Dtype, value: Any) -> Dtype:
@@ -267,7 +288,7 @@ def weak_scalar_result(dtype: Dtype, value: Any) -> Dtype:
         return dtype if dtype.kind in "fc" else float32
     if isinstance(value, complex):
         return complex64
-    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+    raise DtypeError(f"unsupported scalar type {type(value).__name__}")
 
 
 def result_type(*arrays_and_dtypes: Any) -> Dtype:

@@ -11,7 +11,8 @@ import numpy as np
 if TYPE_CHECKING:
     from nuvec.graph.array import Array
 
-_options: dict[str, int] = {"precision": -1, "threshold": 1000, "edgeitems": 3}
+# MLX prints the first and last 3 entries of any axis longer than 6 (a threshold of 6)
+_options: dict[str, int] = {"precision": -1, "threshold": 6, "edgeitems": 3}
 
 
 def _format_float(x: float, precision: int) -> str:
@@ -37,6 +38,7 @@ def format_array(a: Array) -> str:
             "complex_kind": lambda z: f"{_format_float(z.real, precision)}"
             f"{'+' if z.imag >= 0 else '-'}{_format_float(abs(z.imag), precision)}j",
             "bool": lambda b: str(bool(b)),
+            "int": lambda i: str(int(i)),  # unpadded, as MLX
         },
     )
     return f"array({body}, dtype={a.dtype.name})"
@@ -52,11 +54,11 @@ class PrintOptions:
     Example:
         >>> import nuvec as mx
         >>> mx.PrintOptions(precision=2)
-        PrintOptions(precision=2, threshold=1000, edgeitems=3)
+        PrintOptions(precision=2, threshold=6, edgeitems=3)
     """
 
     precision: int = -1
-    threshold: int = 1000
+    threshold: int = 6
     edgeitems: int = 3
 
 

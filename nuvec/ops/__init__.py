@@ -14,7 +14,9 @@ from nuvec.ops.fft import *  # noqa: F401,F403
 from nuvec.ops.fftn import *  # noqa: F401,F403
 from nuvec.ops.indexing import *  # noqa: F401,F403
 from nuvec.ops.join import *  # noqa: F401,F403
+from nuvec.ops.fp8 import *  # noqa: F401,F403
 from nuvec.ops.linalg import *  # noqa: F401,F403
+from nuvec.ops.masked import *  # noqa: F401,F403
 from nuvec.ops.matmul import *  # noqa: F401,F403
 from nuvec.ops.matrices import *  # noqa: F401,F403
 from nuvec.ops.misc import *  # noqa: F401,F403

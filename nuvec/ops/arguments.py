@@ -14,6 +14,7 @@ import numpy as np
 from numpy.exceptions import AxisError
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, handle
 from nuvec.graph.convert import cast, from_data, scalar_array
 from nuvec.graph.device import Stream
@@ -21,6 +22,11 @@ from nuvec.graph.device import Stream
 Scalar = (bool, int, float, complex)
 StreamLike = Any  # a Stream, a Device, or None for the default stream
 Shape = tuple[int, ...]
+
+
+class IndexOutOfRangeError(IndexError, ValueError):
+    """A Python int index outside its axis: an `IndexError` (NumPy) that is also a
+    `ValueError` (what MLX raises for bad indices)."""
 
 
 def fresh(a: Array) -> Array:
@@ -45,7 +51,7 @@ def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
             return creation.array(x, dtype)  # stacks the arrays
         return from_data(x, dtype)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
+        raise DtypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
 
 
 # the integer dtypes MLX checks weak Python ints against (uint64 is not checked there: it wraps)
@@ -174,6 +180,9 @@ def check_shape(shape: Any, op: str) -> Shape:
     out = int_tuple(shape, op, "shape")
     if any(d < 0 for d in out):
         raise ValueError(f"{op}: negative dimensions are not allowed, got {out}")
+    if any(d >= 2**31 for d in out):  # MLX's shapes are int32
+        raise ValueError(f"{op}: shape dimension falls outside the supported int32 range, "
+                         f"got {out}")
     if math.prod(out) >= 2**60:  # past what NumPy can index, even as a broadcast view
         raise ValueError(f"{op}: the shape {out} has more elements than an array can hold")
     return out
@@ -182,7 +191,7 @@ def check_shape(shape: Any, op: str) -> Shape:
 def require_float(op: str, a: Array) -> None:
     """Raises TypeError unless `a` has a floating dtype."""
     if not a.dtype.is_floating:
-        raise TypeError(f"{op}: expected a floating-point array, got {a.dtype.name}")
+        raise DtypeError(f"{op}: expected a floating-point array, got {a.dtype.name}")
 
 
 # The operations that build on this module, used at call time (imported last, as they import

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import comparison, creation
@@ -246,7 +247,7 @@ def _at_least_float(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
 
 def _real_only(op: str, *arrays: Array) -> None:
     if any(x.dtype is dt.complex64 for x in arrays):
-        raise TypeError(f"{op}: not supported for complex64 arrays")
+        raise DtypeError(f"{op}: not supported for complex64 arrays")
 
 
 def _binary_function(

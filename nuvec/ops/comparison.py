@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -231,7 +232,7 @@ def _bitwise(name: str, kind: str, summary: str):
         s = to_stream(stream)
         a, b = binary.binary_operands(name, a, b, s)
         if a.dtype.is_inexact:
-            raise TypeError(
+            raise DtypeError(
                 f"{name}: only integer and boolean arrays are supported, got {a.dtype.name}"
             )
         if kind.endswith("shift") and a.dtype is dt.bool_:
@@ -293,7 +294,7 @@ def bitwise_invert(a: Any, /, *, stream: Any = None) -> Array:
     """
     a = as_array(a, "bitwise_invert")
     if a.dtype.is_inexact:
-        raise TypeError(
+        raise DtypeError(
             f"bitwise_invert: only integer and boolean arrays are supported, got {a.dtype.name}"
         )
     return record1(BITWISE_INVERT, (a,), to_stream(stream))

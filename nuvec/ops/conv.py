@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
@@ -177,7 +178,7 @@ def conv_inputs(op: str, input: Any, weight: Any, nd: int | None, groups: Any, s
                              f"shape {x.shape}")
     for a, what in ((x, "input"), (w, "weight")):
         if not a.dtype.is_floating:
-            raise TypeError(f"{op}: {what} must be floating point, got {a.dtype.name}")
+            raise DtypeError(f"{op}: {what} must be floating point, got {a.dtype.name}")
     if x.ndim != nd + 2:
         raise ValueError(f"{op}: input must have {nd + 2} dimensions [N, ..., C_in], got "
                          f"shape {x.shape}")

@@ -18,16 +18,18 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary, join, unary
 from nuvec.ops import shape as shape_ops
+from nuvec.ops import sharing
 from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
 from nuvec.ops.families import apply
 
 __all__ = [
-    "array", "asarray", "full", "zeros", "ones", "zeros_like", "ones_like", "empty_like",
+    "array", "asarray", "full", "zeros", "ones", "zeros_like", "ones_like", "full_like",
+    "empty_like",
     "arange", "linspace", "meshgrid",
 ]  # fmt: skip
 
 
-def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
+def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) -> Array:
     """An array from a scalar, nested lists/tuples, NumPy data or another array.
 
     Python ints become int32 (int64 if they do not fit), floats float32, bools bool; NumPy
@@ -36,10 +38,12 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
     Args:
         val: the data.
         dtype: the dtype to store; default as above.
+        copy: for NumPy data and other buffers, True (the default) copies; None shares the
+            memory when the dtype allows and copies otherwise; False shares or raises.
 
     Raises:
         TypeError: if `dtype` is not a dtype or the data is not numeric.
-        ValueError: if nested sequences are ragged.
+        ValueError: if nested sequences are ragged, or `copy=False` and a copy is needed.
 
     Example:
         >>> import nuvec as mx
@@ -47,6 +51,10 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
         array([1, 2, 3], dtype=int32)
     """
     target = dt.to_dtype(dtype, "array") if dtype is not None else None
+    if copy is not True:
+        shared = sharing.shared_array(val, target, copy, "array")
+        if shared is not None:
+            return shared
     if isinstance(val, Array):
         if target is None or target is val.dtype:
             return fresh(val)
@@ -56,12 +64,17 @@ def array(val: Any, dtype: dt.Dtype | None = None) -> Array:
     return from_data(val, target)
 
 
-def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
-    """The same as `array`: an array of `dtype` comes back as a new handle on its value, no copy.
+def asarray(a: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = None) -> Array:
+    """`array` with the array API's `copy` default: memory is shared where the dtype allows.
+
+    An array of `dtype` comes back as a new handle on its value, no copy; NumPy data and other
+    buffers whose dtype is kept are shared (later writes to them show through).
 
     Args:
         a: the data.
         dtype: the dtype to store; default as in `array`.
+        copy: True always copies foreign data, None shares when possible, False shares or
+            raises.
 
     Returns:
         `a` itself, or a new array.
@@ -75,7 +88,7 @@ def asarray(a: Any, dtype: dt.Dtype | None = None) -> Array:
         >>> mx.asarray([1, 2], mx.float32).tolist()
         [1.0, 2.0]
     """
-    return array(a, dtype)
+    return array(a, dtype, copy=copy)
 
 
 def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = None) -> Array:
@@ -145,11 +158,12 @@ def ones(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None)
     return full(shape, 1, dtype or dt.float32, stream=stream)
 
 
-def zeros_like(a: Any, /, *, stream: Any = None) -> Array:
-    """Zeros with `a`'s shape and dtype.
+def zeros_like(a: Any, /, dtype: dt.Dtype | None = None, *, stream: Any = None) -> Array:
+    """Zeros with `a`'s shape and dtype (or `dtype`).
 
     Args:
         a: the array whose shape and dtype are used.
+        dtype: the dtype of the result; default `a`'s.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -164,14 +178,15 @@ def zeros_like(a: Any, /, *, stream: Any = None) -> Array:
         [0.0, 0.0]
     """
     a = as_array(a, "zeros_like")
-    return full(a.shape, 0, a.dtype, stream=stream)
+    return full(a.shape, 0, a.dtype if dtype is None else dtype, stream=stream)
 
 
-def ones_like(a: Any, /, *, stream: Any = None) -> Array:
-    """Ones with `a`'s shape and dtype.
+def ones_like(a: Any, /, dtype: dt.Dtype | None = None, *, stream: Any = None) -> Array:
+    """Ones with `a`'s shape and dtype (or `dtype`).
 
     Args:
         a: the array whose shape and dtype are used.
+        dtype: the dtype of the result; default `a`'s.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -186,7 +201,33 @@ def ones_like(a: Any, /, *, stream: Any = None) -> Array:
         [1, 1]
     """
     a = as_array(a, "ones_like")
-    return full(a.shape, 1, a.dtype, stream=stream)
+    return full(a.shape, 1, a.dtype if dtype is None else dtype, stream=stream)
+
+
+def full_like(a: Any, /, vals: Any, dtype: dt.Dtype | None = None, *,
+              stream: Any = None) -> Array:
+    """An array with `a`'s shape filled with `vals`, of `a`'s dtype (or `dtype`).
+
+    Args:
+        a: the array whose shape (and default dtype) are used.
+        vals: the fill value(s), a scalar or an array broadcast to `a`'s shape.
+        dtype: the dtype of the result; default `a`'s.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The filled array.
+
+    Raises:
+        TypeError: if `a` cannot be converted to an array or `dtype` is not a dtype.
+        ValueError: if `vals` does not broadcast to `a`'s shape.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.full_like(mx.array([1.5, 2.5]), 7, mx.int32).tolist()
+        [7, 7]
+    """
+    a = as_array(a, "full_like")
+    return full(a.shape, vals, a.dtype if dtype is None else dtype, stream=stream)
 
 
 def empty_like(a: Any, /, *, stream: Any = None) -> Array:
@@ -283,10 +324,13 @@ def arange(
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
             raise TypeError(f"arange: {name} must be an int or a float, got {type(v).__name__}")
-    if dtype is None:
-        out = dt.int32 if is_int(start) and is_int(stop) and is_int(step) else dt.float32
-    else:
+    if dtype is not None:
         out = dt.to_dtype(dtype, "arange")
+    elif is_int(start) and is_int(stop) and is_int(step):
+        wide = not all(-2**31 <= int(v) < 2**31 for v in (start, stop, step))
+        out = dt.int64 if wide else dt.int32  # bounds past int32 give int64 (MLX)
+    else:
+        out = dt.float32
     if out is dt.bool_:
         raise ValueError("arange: bool is not supported")
     if step == 0 or not all(math.isfinite(v) for v in (start, stop)) or math.isnan(step):
@@ -302,15 +346,18 @@ def arange(
 
 def linspace(
     start: float, stop: float, num: int = 50, dtype: dt.Dtype | None = dt.float32, *,
-    stream: Any = None,
+    endpoint: bool = True, stream: Any = None,
 ) -> Array:  # fmt: skip
     """`num` evenly spaced values from `start` to `stop`, both included (`dtype=None`: float32).
+
+    With `endpoint=False` the values step by `(stop - start) / num` and `stop` is left out.
 
     Args:
         start: the first value.
         stop: the last value.
         num: the number of values.
         dtype: the dtype of the result (None: float32).
+        endpoint: whether `stop` is the last value.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -333,7 +380,8 @@ def linspace(
     compute = dt.float64 if out is dt.float64 else dt.float32
     if num == 1:
         return unary.astype(full((1,), start, compute, stream=s), out, stream=s)
-    t = binary.divide(arange(0, num, 1, compute, stream=s), float(num - 1), stream=s)
+    steps = num - 1 if endpoint else num
+    t = binary.divide(arange(0, num, 1, compute, stream=s), float(steps), stream=s)
     values = binary.add(
         binary.multiply(binary.subtract(1.0, t, stream=s), float(start), stream=s),
         binary.multiply(t, float(stop), stream=s),
@@ -344,7 +392,7 @@ def linspace(
 
 def meshgrid(
     *arrays: Any, sparse: bool = False, indexing: str = "xy", stream: Any = None
-) -> list[Array]:
+) -> tuple[Array, ...]:
     """Coordinate grids from 1-D coordinate arrays (inputs are flattened), as NumPy.
 
     Args:
@@ -353,7 +401,7 @@ def meshgrid(
         indexing: "xy" (Cartesian: the first two outputs' axes swapped) or "ij" (matrix).
 
     Returns:
-        One array per input.
+        A tuple of one array per input.
 
     Raises:
         ValueError: if `indexing` is neither "xy" nor "ij".
@@ -377,9 +425,9 @@ def meshgrid(
         shape[order[i]] = sizes[i]
         outs.append(shape_ops.reshape(x, shape, stream=stream))
     if sparse:
-        return outs
+        return tuple(outs)
     full_shape = [1] * n
     for i in range(n):
         full_shape[order[i]] = sizes[i]
-    return [shape_ops.broadcast_to(o, full_shape, stream=stream) for o in outs]
+    return tuple(shape_ops.broadcast_to(o, full_shape, stream=stream) for o in outs)
 

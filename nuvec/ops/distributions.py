@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, normalize_axis
@@ -68,6 +69,8 @@ def normal(
         (2, 3)
     """
     s = to_stream(stream)
+    if dtype is not None and dt.to_dtype(dtype, "normal") is dt.complex64:
+        return _complex_normal(shape, loc, scale, key, s)
     dtype = float_dtype(dtype, "normal")
     params = [as_array(p, "normal", dtype) for p in (loc, scale) if p is not None]
     shape = sample_shape("normal", shape, *params)
@@ -81,6 +84,22 @@ def normal(
     if loc is not None:
         out = add(out, astype(as_array(loc, "normal", dtype), work, stream=s), stream=s)
     return astype(out, dtype, stream=s)
+
+
+def _complex_normal(shape: Any, loc: Any, scale: Any, key: Any, s: Any) -> Array:
+    """Complex normal samples (MLX): real and imaginary parts independent, each of variance
+    1/2, so that E|z|^2 = 1; then `loc + scale * z` (complex `loc`/`scale` allowed)."""
+    params = [as_array(p, "normal", dt.complex64) for p in (loc, scale) if p is not None]
+    shape = sample_shape("normal", shape, *params)
+    parts = normal(tuple(shape) + (2,), dt.float32, key=key, stream=s)
+    re, im = parts[..., 0], parts[..., 1]
+    z = add(astype(re, dt.complex64, stream=s), multiply(im, 1j, stream=s), stream=s)
+    z = multiply(z, math.sqrt(0.5), stream=s)
+    if scale is not None:
+        z = multiply(z, as_array(scale, "normal", dt.complex64), stream=s)
+    if loc is not None:
+        z = add(z, as_array(loc, "normal", dt.complex64), stream=s)
+    return z
 
 
 def randint(
@@ -118,7 +137,7 @@ def randint(
     s = to_stream(stream)
     dtype = dt.int32 if dtype is None else dt.to_dtype(dtype, "randint")
     if dtype.is_inexact:
-        raise TypeError(f"randint: dtype must be an integer or bool dtype, got {dtype.name}")
+        raise DtypeError(f"randint: dtype must be an integer or bool dtype, got {dtype.name}")
     lo, hi = as_array(low, "randint"), as_array(high, "randint")
     shape = sample_shape("randint", shape, lo, hi)
     k = resolve_key(key, "randint")
@@ -384,7 +403,7 @@ def multivariate_normal(
     s = to_stream(stream)
     dtype = dt.float32 if dtype is None else dt.to_dtype(dtype, "multivariate_normal")
     if dtype not in (dt.float32, dt.float64):
-        raise TypeError(f"multivariate_normal: dtype must be float32 or float64, got {dtype.name}")
+        raise DtypeError(f"multivariate_normal: dtype must be float32 or float64, got {dtype.name}")
     m = astype(as_array(mean, "multivariate_normal"), dtype, stream=s)
     c = astype(as_array(cov, "multivariate_normal"), dtype, stream=s)
     if m.ndim < 1 or c.ndim < 2 or c.shape[-1] != c.shape[-2] or c.shape[-1] != m.shape[-1]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes
@@ -36,7 +37,7 @@ def matrix_operands(op: str, a: Array, b: Array, s: Any) -> tuple[Array, Array, 
                          f"second-to-last axis of b (shape {b.shape})")
     out_type = dt.promote_types(a.dtype, b.dtype)
     if not out_type.is_floating:
-        raise TypeError(f"{op}: operands must be real floating, got {a.dtype.name} and "
+        raise DtypeError(f"{op}: operands must be real floating, got {a.dtype.name} and "
                         f"{b.dtype.name}")
     return astype(a, out_type, stream=s), astype(b, out_type, stream=s), drop
 
@@ -153,10 +154,10 @@ def segmented_mm(a: Any, b: Any, /, segments: Any, *, stream: Any = None) -> Arr
     if seg.ndim < 1 or seg.shape[-1] != 2:
         raise ValueError(f"{op}: segments must have shape [..., 2], got {seg.shape}")
     if not seg.dtype.is_integer:
-        raise TypeError(f"{op}: segments must be integers, got {seg.dtype.name}")
+        raise DtypeError(f"{op}: segments must be integers, got {seg.dtype.name}")
     out_type = dt.promote_types(a.dtype, b.dtype)
     if not out_type.is_floating:
-        raise TypeError(f"{op}: operands must be real floating, got {a.dtype.name} and "
+        raise DtypeError(f"{op}: operands must be real floating, got {a.dtype.name} and "
                         f"{b.dtype.name}")
     a, b = astype(a, out_type, stream=s), astype(b, out_type, stream=s)
     seg = astype(seg, dt.int64, stream=s)

@@ -16,12 +16,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.graph.primitive import Primitive
+from nuvec.graph.primitive import COPY, Primitive, TransformError
 from nuvec.ops import binary, comparison, creation, slicing
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import as_array, broadcast_shapes, normalize_axis
+from nuvec.ops.arguments import (IndexOutOfRangeError, as_array, broadcast_shapes,
+                                  normalize_axis)
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 
 __all__ = ["take", "take_along_axis", "put_along_axis"]
@@ -32,6 +34,17 @@ SCATTER_MODES = ("set", "add", "multiply", "max", "min")
 def index_shape(indices: Sequence[Array], op: str = "gather") -> tuple[int, ...]:
     """The shape the index arrays broadcast to (ValueError naming `op` if they do not)."""
     return broadcast_shapes(*(i.shape for i in indices), op=op)
+
+
+def _refuse_index_vjp(op: str, primals: Sequence[Array], argnums: Sequence[int],
+                      index_positions: range) -> None:
+    """MLX refuses a VJP with respect to indices that are themselves a differentiated input
+    (`vjp(f, [x, idx], ...)`); indices computed from the inputs (`argsort(x)`) get none."""
+    for i in argnums:
+        if i in index_positions and primals[i].primitive is COPY and primals[i]._node.keep:
+            raise TransformError(f"vjp: cannot compute the {op} VJP with respect to its "
+                                 f"indices ({primals[i].dtype.name}, shape {primals[i].shape}); "
+                                 "use stop_gradient on them or close over them")
 
 
 class Gather(Primitive):
@@ -48,6 +61,7 @@ class Gather(Primitive):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, idx = primals[0], primals[1:]
+        _refuse_index_vjp("gather", primals, argnums, range(1, len(primals)))
         if not x.dtype.is_inexact:
             return [None] * len(argnums)
         return [apply(SCATTER["add"], creation.zeros_like(x), *idx, cotangents[0]) if i == 0 else None
@@ -103,6 +117,7 @@ class Scatter(Primitive):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, idx, u = primals[0], primals[1:-1], primals[-1]
+        _refuse_index_vjp("scatter", primals, argnums, range(1, len(primals) - 1))
         if not x.dtype.is_inexact:
             return [None] * len(argnums)
         g = cotangents[0]
@@ -175,7 +190,7 @@ def check_index_array(op: str, idx: Any) -> Array:
     if idx.dtype is dt.bool_:
         raise ValueError(f"{op}: boolean indices are not supported (MLX); use where()")
     if not idx.dtype.is_integer:
-        raise TypeError(f"{op}: indices must be integers, got {idx.dtype.name}")
+        raise DtypeError(f"{op}: indices must be integers, got {idx.dtype.name}")
     return idx
 
 
@@ -195,7 +210,8 @@ def scatter(x: Array, indices: Sequence[Array], updates: Array, mode: str,
 
 def check_int_index(op: str, i: int, size: int, axis: int) -> int:
     if not -size <= i < size:
-        raise IndexError(f"{op}: index {i} is out of bounds for axis {axis} with size {size}")
+        raise IndexOutOfRangeError(f"{op}: index {i} is out of bounds for axis {axis} with "
+                                   f"size {size}")
     return i % size
 
 

@@ -204,6 +204,9 @@ def _pad_widths(op: str, pad_width: Any, ndim: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in widths.tolist()]
 
 
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+
+
 def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
         constant_values: Any = 0, *, stream: Any = None) -> Array:
     """`a` padded along each axis.
@@ -211,15 +214,16 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
     Args:
         a: the input array.
         pad_width: `n`, `(before, after)`, or one `(before, after)` pair per axis.
-        mode: "constant" (fill with `constant_values`) or "edge" (repeat the edge values).
+        mode: "constant" (fill with `constant_values`), "edge" (repeat the edge values),
+            "reflect" (mirror without the edge value) or "symmetric" (mirror with it).
         constant_values: a scalar or 0-d array, cast to `a`'s dtype.
 
     Returns:
         The padded array.
 
     Raises:
-        ValueError: for an unknown mode, negative or mismatched widths, or edge-padding an
-            empty axis.
+        ValueError: for an unknown mode, negative or mismatched widths, or edge, reflect or
+            symmetric padding of an empty axis.
 
     Example:
         >>> import nuvec as mx
@@ -227,20 +231,22 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
         [0, 1, 2, 0]
     """
     a = as_array(a, "pad")
-    if mode not in ("constant", "edge"):
-        raise ValueError(f"pad: mode must be 'constant' or 'edge', got {mode!r}")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {', '.join(map(repr, _PAD_MODES))}, "
+                         f"got {mode!r}")
     widths = _pad_widths("pad", pad_width, a.ndim)
     s = to_stream(stream)
     if not any(lo or hi for lo, hi in widths):
         return fresh(a)
-    if mode == "edge":
+    if mode != "constant":
         out = a
         for ax, (lo, hi) in enumerate(widths):
             if lo or hi:
                 n = a.shape[ax]
                 if n == 0:
-                    raise ValueError(f"pad: cannot edge-pad axis {ax} of size 0")
-                idx = np.clip(np.arange(-lo, n + hi), 0, n - 1).astype(np.int32)
+                    raise ValueError(f"pad: cannot {mode}-pad axis {ax} of size 0")
+                # which source element each output position reads, as NumPy's pad places them
+                idx = np.pad(np.arange(n, dtype=np.int32), (lo, hi), mode=mode)
                 out = indexing.take(out, as_array(idx, "pad"), axis=ax, stream=s)
         return out
     value = as_array(constant_values, "pad", a.dtype)

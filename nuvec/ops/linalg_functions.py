@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes
@@ -24,7 +25,7 @@ def check_float(op: str, a: Array, complex_ok: bool = False) -> None:
     if a.dtype in (dt.float32, dt.float64) or (complex_ok and a.dtype is dt.complex64):
         return
     kinds = "float32, float64 or complex64" if complex_ok else "float32 or float64"
-    raise TypeError(f"{op}: arrays must have type {kinds}, got {a.dtype.name}")
+    raise DtypeError(f"{op}: arrays must have type {kinds}, got {a.dtype.name}")
 
 
 def check_matrix(op: str, a: Any, square: bool = True, complex_ok: bool = False) -> Array:
@@ -239,7 +240,7 @@ def solve_batched(op: str, a: Any, b: Any, stream: Any, upper: bool | None = Non
                          f"the first must equal axis {row} of the second)")
     out = dt.promote_types(a.dtype, b.dtype)
     if out not in (dt.float32, dt.float64):
-        raise TypeError(f"{op}: inputs must promote to float32 or float64, got {a.dtype.name} "
+        raise DtypeError(f"{op}: inputs must promote to float32 or float64, got {a.dtype.name} "
                         f"and {b.dtype.name}")
     s = to_stream(stream)
     a = a if a.dtype is out else astype(a, out, stream=s)

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
@@ -77,10 +78,10 @@ def _matmul_dtype(op: str, a: Array, b: Array, *more: Array) -> dt.Dtype:
     out = dt.promote_types(a.dtype, b.dtype)
     for c in more:
         out = dt.promote_types(out, c.dtype)
-    if not out.is_floating:
+    if not out.is_inexact:  # float16 ... float64 and complex64, as MLX
         names = ", ".join(x.dtype.name for x in (a, b, *more))
-        raise TypeError(
-            f"{op}: only real floating-point types are supported, got {names} "
+        raise DtypeError(
+            f"{op}: only floating-point and complex types are supported, got {names} "
             f"(which promote to {out.name})"
         )
     return out

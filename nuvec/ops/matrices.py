@@ -61,7 +61,7 @@ def eye(
         An `n x m` array.
 
     Raises:
-        ValueError: if `n` or `m` is not positive (as MLX).
+        ValueError: if `n` or `m` is negative.
 
     Example:
         >>> import nuvec as mx
@@ -71,8 +71,8 @@ def eye(
     m = n if m is None else m
     if not (is_int(n) and is_int(m) and is_int(k)):
         raise TypeError("eye: n, m and k must be ints")
-    if n <= 0 or m <= 0:
-        raise ValueError(f"eye: n and m must be positive, got n={n}, m={m}")
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     out = dt.float32 if dtype is None else dt.to_dtype(dtype, "eye")
     return record1(Eye(int(n), int(m), int(k), out), (), to_stream(stream))
 

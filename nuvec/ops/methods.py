@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph.array import Array
+from nuvec.graph.dtypes import DtypeError
 from nuvec.ops import binary, comparison, matrices, misc, reduction, rounding, shape, statistics
 from nuvec.ops import complex_parts, creation, unary
 from nuvec.ops.arguments import fresh
 from nuvec.ops.matmul import matmul as _matmul
 
 
-def _construct(self: Array, val: Any, dtype: Any = None):
-    self._rebind(creation.array(val, dtype))
+def _construct(self: Array, val: Any, dtype: Any = None, *, copy: bool | None = True):
+    self._rebind(creation.array(val, dtype, copy=copy))
 
 
 Array.__init__ = _construct  # `mx.array(val, dtype)` is `creation.array` (see Array's summary)
@@ -68,9 +69,13 @@ Array.__itruediv__ = _in_place_divide
 
 def _comparison(op):
     def method(self: Array, other: Any) -> Any:
-        # `a == None` and the like are False (NotImplemented lets Python decide), as in MLX
-        if other is None or isinstance(other, str):
-            return NotImplemented
+        # `a == None`, `a == "x"` and `a == [1, 2]` are False (NotImplemented lets Python
+        # decide) and ordering them raises, as in MLX
+        if other is None or isinstance(other, (str, list, tuple)):
+            if op.__name__ in ("equal", "not_equal"):
+                return NotImplemented
+            raise DtypeError(f"{op.__name__}: cannot compare an array with "
+                             f"{type(other).__name__}")
         return op(self, other)
 
     return method

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, comparison, complex_parts, unary
@@ -101,7 +102,7 @@ def isneginf(a: Any, /, *, stream: StreamLike = None) -> Array:
 def _signed_inf(name: str, a: Any, value: float, stream: StreamLike) -> Array:
     a = as_array(a, name)
     if a.dtype is dt.complex64:
-        raise TypeError(f"{name}: not supported for complex64 arrays")
+        raise DtypeError(f"{name}: not supported for complex64 arrays")
     if not a.dtype.is_floating:
         return comparison.not_equal(a, a, stream=stream)
     return comparison.equal(a, value, stream=stream)

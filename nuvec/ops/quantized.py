@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -254,7 +255,7 @@ def quantize(
     group_size, bits = check_quantization_params("quantize", group_size, bits)
     w = as_array(w, "quantize")
     if not w.dtype.is_floating:
-        raise TypeError(f"quantize: only real floating arrays can be quantized, got {w.dtype.name}")
+        raise DtypeError(f"quantize: only real floating arrays can be quantized, got {w.dtype.name}")
     if w.ndim < 2:
         raise ValueError(f"quantize: w must have at least 2 dimensions, got shape {w.shape}")
     if w.shape[-1] % group_size:
@@ -270,7 +271,7 @@ def check_packed_weights(op: str, w: Array, scales: Array, biases: Array, group_
                          bits: int) -> None:
     """MLX's checks of a packed weight against its scales and biases."""
     if w.dtype is not dt.uint32:
-        raise TypeError(f"{op}: the quantized weights must be uint32, got {w.dtype.name}")
+        raise DtypeError(f"{op}: the quantized weights must be uint32, got {w.dtype.name}")
     if w.ndim < 2:
         raise ValueError(f"{op}: the quantized weights must have at least 2 dimensions, "
                          f"got shape {w.shape}")
@@ -287,7 +288,7 @@ def check_packed_weights(op: str, w: Array, scales: Array, biases: Array, group_
         )
     for name, a in (("scales", scales), ("biases", biases)):
         if not a.dtype.is_floating:
-            raise TypeError(f"{op}: {name} must be real floating, got {a.dtype.name}")
+            raise DtypeError(f"{op}: {name} must be real floating, got {a.dtype.name}")
 
 
 def promote_quantized_operands(op: str, x: Array, w: Array, scales: Array, biases: Array,
@@ -302,7 +303,7 @@ def promote_quantized_operands(op: str, x: Array, w: Array, scales: Array, biase
         )
     out_type = dt.promote_types(x.dtype, dt.promote_types(scales.dtype, biases.dtype))
     if not out_type.is_floating:
-        raise TypeError(f"{op}: x must be real floating, got {x.dtype.name}")
+        raise DtypeError(f"{op}: x must be real floating, got {x.dtype.name}")
     return tuple(astype(a, out_type, stream=s) for a in (x, scales, biases))
 
 

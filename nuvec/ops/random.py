@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record1, tracing
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -197,7 +198,7 @@ def float_dtype(dtype: Any, op: str) -> dt.Dtype:
     # MLX's samplers take `dtype=None` as their default, float32.
     d = dt.float32 if dtype is None else dt.to_dtype(dtype, op)
     if not d.is_floating:
-        raise TypeError(f"{op}: can only generate real floating-point numbers, got {d.name}")
+        raise DtypeError(f"{op}: can only generate real floating-point numbers, got {d.name}")
     return d
 
 

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, unary
@@ -29,7 +30,7 @@ FLOOR, CEIL, ROUND, TRUNC = Floor(), Ceil(), Round(), Trunc()
 def _rounding(name: str, primitive: Unary, a: Any, stream: StreamLike) -> Array:
     a = as_array(a, name)
     if a.dtype is dt.complex64:
-        raise TypeError(f"{name}: not supported for complex64 arrays")
+        raise DtypeError(f"{name}: not supported for complex64 arrays")
     if not a.dtype.is_floating:
         return fresh(a)
     return record1(primitive, (a,), to_stream(stream))

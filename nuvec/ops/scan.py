@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops import binary, comparison, creation, join, unary
+from nuvec.ops import binary, comparison, complex_parts, creation, join, nonfinite, reduction, unary
 from nuvec.ops import shape as shape_ops
 from nuvec.ops.arguments import as_array, normalize_axis
 from nuvec.ops.families import apply, move_batch_to_front
@@ -165,13 +166,12 @@ def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive
           stream: Any) -> Array:
     s = to_stream(stream)
     a = as_array(a, op)
+    if kind == "logaddexp" and a.dtype is dt.complex64:
+        return _complex_logcumsumexp(a, axis, reverse, inclusive, s)
     if kind == "logaddexp" and not a.dtype.is_floating:
-        if a.dtype is dt.complex64:
-            raise TypeError(f"{op}: complex64 is not supported")
-
         a = unary.astype(a, dt.float32, stream=s)
     if kind in ("max", "min") and a.dtype is dt.complex64:
-        raise TypeError(f"{op}: complex64 has no ordering")
+        raise DtypeError(f"{op}: complex64 has no ordering")
     if axis is None:
         a, ax = shape_ops.reshape(a, (a.size,), stream=s), 0
     else:
@@ -181,6 +181,20 @@ def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive
     return record1(Scan(kind, ax, bool(reverse), bool(inclusive)), (a,), s)
 
 
+
+
+def _complex_logcumsumexp(a: Array, axis: int | None, reverse: bool, inclusive: bool,
+                          s: Any) -> Array:
+    """log(cumsum(exp(a))) of complex `a` (MLX takes complex here), shifted by the largest
+    real part for range; the imaginary part is the principal branch of the log."""
+    if axis is None:
+        a, axis = shape_ops.reshape(a, (a.size,), stream=s), 0
+    real = complex_parts.real(a, stream=s)
+    shift = unary.stop_gradient(reduction.max(real, axis, True, stream=s))
+    shift = comparison.where(nonfinite.isfinite(shift), shift, 0.0, stream=s)
+    summed = cumsum(unary.exp(binary.subtract(a, shift, stream=s), stream=s), axis,
+                    reverse=reverse, inclusive=inclusive, stream=s)
+    return binary.add(unary.log(summed, stream=s), shift, stream=s)
 
 
 def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,

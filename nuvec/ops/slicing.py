@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Sequence
 
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -248,7 +249,7 @@ def fit_update(op: str, update: Array, shape: Shape, dtype: Any, s: Any) -> Arra
 def _dynamic_args(op: str, a: Array, start_indices: Any, axes: Sequence[int]):
     start = as_array(start_indices, op)
     if not start.dtype.is_integer:
-        raise TypeError(f"{op}: start_indices must be integers, got {start.dtype.name}")
+        raise DtypeError(f"{op}: start_indices must be integers, got {start.dtype.name}")
     axes = (axes,) if isinstance(axes, int) else tuple(axes)
     norm = tuple(normalize_axis(x, a.ndim, op) for x in axes)
     if len(set(norm)) != len(norm):

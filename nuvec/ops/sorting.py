@@ -6,9 +6,12 @@ back through the permutation they applied (recomputed with `argsort`/`argpartiti
 
 from __future__ import annotations
 
+import operator
+
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
@@ -158,9 +161,7 @@ class SearchSorted(Primitive):
 
 def _prepare(op: str, a: Any, axis: int | None, s: Stream) -> tuple[Array, int]:
     """`a` as an array and the normalized axis (None flattens)."""
-    a = as_array(a, op)
-    if a.dtype is dt.complex64:
-        raise TypeError(f"{op}: complex64 has no ordering")
+    a = as_array(a, op)  # complex64 orders lexicographically (real, then imaginary), as NumPy
     if axis is None:
         return reshape(a, (a.size,), stream=s), 0
     if a.ndim == 0:
@@ -301,8 +302,9 @@ def topk(a: Any, /, k: int, axis: int | None = -1, *, stream: Any = None) -> Arr
     s = to_stream(stream)
     a, ax = _prepare("topk", a, axis, s)
     n = a.shape[ax]
-    if not isinstance(k, int) or isinstance(k, bool):
+    if isinstance(k, bool) or not hasattr(k, "__index__"):
         raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
+    k = operator.index(k)  # a size-1 integer array works too (MLX)
     if not 0 <= k <= n:
         raise ValueError(f"topk: k {k} is out of range for an axis of size {n}")
     index = (slice(None),) * ax + (slice(n - k, None),)
@@ -340,5 +342,5 @@ def searchsorted(a: Any, v: Any, /, side: str = "left", *, stream: Any = None) -
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got shape {a.shape}")
     if a.dtype is dt.complex64:
-        raise TypeError("searchsorted: complex64 has no ordering")
+        raise DtypeError("searchsorted: complex64 has no ordering")
     return record1(SearchSorted(side), (a, v), s)

@@ -16,6 +16,7 @@ from nuvec.ops.arguments import as_array
 from nuvec.ops.arguments import normalize_axes
 from nuvec.ops.binary import add, multiply, subtract
 from nuvec.ops.comparison import where
+from nuvec.ops.complex_parts import conj, real
 from nuvec.ops.indexing import take
 from nuvec.ops.nonfinite import isnan
 from nuvec.ops.reduction import Axis, at_least_float, reduced_size
@@ -85,8 +86,12 @@ def var(
     axes = normalize_axes(axis, a.ndim, "var")
     _check_ddof(ddof, "var")
     centred = subtract(a, mean(a, axes, True, stream=stream), stream=stream)
-    total = reduce_sum(multiply(centred, centred, stream=stream), axes, keepdims,
+    if centred.dtype is dt.complex64:  # |x - mean|^2: the variance of complex data is real
+        squares = real(multiply(centred, conj(centred, stream=stream), stream=stream),
                        stream=stream)
+    else:
+        squares = multiply(centred, centred, stream=stream)
+    total = reduce_sum(squares, axes, keepdims, stream=stream)
     denominator = max(reduced_size(a, axes) - int(ddof), 0)
     return multiply(total, 1.0 / denominator if denominator else float("inf"), stream=stream)
 

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops import binary
+from nuvec.ops import binary, masked
 from nuvec.ops.arguments import as_array
 from nuvec.ops.indexing import (
     check_index_array,
@@ -51,7 +52,7 @@ def _static_array(op: str, value: Any) -> list[tuple]:
         if data.size == 0:
             data = data.astype(np.int32)
         else:
-            raise TypeError(f"{op}: indices must be integers, got {data.dtype}")
+            raise DtypeError(f"{op}: indices must be integers, got {data.dtype}")
     return [("array", as_array(data, op))]
 
 
@@ -112,7 +113,7 @@ def _items(op: str, shape: Shape, key: Any) -> list[tuple]:
 def _slice_params(op: str, s: slice, size: int) -> tuple[int, int, int]:
     for part in (s.start, s.stop, s.step):
         if part is not None and (isinstance(part, bool) or not isinstance(part, (int, np.integer))):
-            raise TypeError(f"{op}: slice indices must be integers or None, got {part!r}")
+            raise DtypeError(f"{op}: slice indices must be integers or None, got {part!r}")
     if s.step == 0:
         raise ValueError(f"{op}: slice step cannot be zero")
     return s.indices(size)
@@ -291,7 +292,7 @@ class ArrayAt:
             TypeError: for boolean arrays (bool has no subtraction to accumulate).
         """
         if self._array.dtype is dt.bool_:
-            raise TypeError("at.subtract: not supported for bool arrays")
+            raise DtypeError("at.subtract: not supported for bool arrays")
         return self._apply("add", negative(self._value(value, "subtract")), "subtract")
 
     def multiply(self, value: Any) -> Array:
@@ -305,7 +306,7 @@ class ArrayAt:
             TypeError: for integer or boolean arrays (division is defined for inexact dtypes).
         """
         if not self._array.dtype.is_inexact:
-            raise TypeError(f"at.divide: expected a floating-point array, got "
+            raise DtypeError(f"at.divide: expected a floating-point array, got "
                             f"{self._array.dtype.name}")
         return self._apply("multiply", reciprocal(self._value(value, "divide")), "divide")
 
@@ -324,5 +325,8 @@ class ArrayAt:
 
 def setitem(a: Array, key: Any, value: Any) -> None:
     """`a[key] = value`: rebinds `a` to the updated array (MLX's in-place semantics)."""
+    if isinstance(key, Array) and key.dtype is dt.bool_:
+        a._rebind(masked.mask_update(a, key, value))
+        return
     a._rebind(update(a, key, value, "set", "setitem"))
 

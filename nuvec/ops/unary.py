@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import AsType
 from nuvec.graph.device import Stream, to_stream
@@ -186,7 +187,7 @@ def float_input(a: Any, op: str, s: Stream, complex_ok: bool = True) -> Array:
     if not a.dtype.is_inexact:
         a = record1(AsType(dt.float32), (a,), s)
     elif a.dtype is dt.complex64 and not complex_ok:
-        raise TypeError(f"{op}: not supported for complex64 arrays")
+        raise DtypeError(f"{op}: not supported for complex64 arrays")
     return a
 
 
@@ -266,7 +267,7 @@ def negative(a: Any, /, *, stream: StreamLike = None) -> Array:
     """
     a = as_array(a, "negative")
     if a.dtype is dt.bool_:
-        raise TypeError("negative: not supported for bool arrays; use logical_not")
+        raise DtypeError("negative: not supported for bool arrays; use logical_not")
     return record1(NEGATIVE, (a,), to_stream(stream))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from nuvec.graph.array import Array, Node
+from nuvec.graph.array import Array, Node, handle
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
@@ -142,6 +142,12 @@ def _fit(op: str, value: Array | None, like: Array) -> Array:
     return value if value.dtype is like.dtype else astype(value, like.dtype)
 
 
+def _handles(starts: Sequence[Array]) -> list[Array]:
+    """New handles on the starts for the function to use: an in-place update inside it
+    (`a[0] = b`, `a += 1`) rebinds its handle, never the start the transform reads."""
+    return [handle(s._node, s._index) for s in starts]
+
+
 def vjp(
     fun: Callable[..., Any], primals: Sequence[Array], cotangents: Sequence[Array]
 ) -> tuple[list[Array], list[Array]]:
@@ -170,7 +176,7 @@ def vjp(
     primals = check_arrays("vjp", "primals", primals)
     cotangents = check_arrays("vjp", "cotangents", cotangents)
     starts = mark(primals)
-    outputs = _as_output_list("vjp", trace(fun, starts))
+    outputs = _as_output_list("vjp", trace(fun, _handles(starts)))
     if len(cotangents) != len(outputs):
         raise ValueError(f"vjp: got {len(cotangents)} cotangents for {len(outputs)} outputs")
     for o, c in zip(outputs, cotangents):
@@ -213,7 +219,7 @@ def jvp(
         if p.shape != t.shape:
             raise ValueError(f"jvp: tangent shape {t.shape} does not match primal {p.shape}")
     starts = mark(primals)
-    outputs = _as_output_list("jvp", trace(fun, starts))
+    outputs = _as_output_list("jvp", trace(fun, _handles(starts)))
     outs = forward(outputs, starts, tangents)
     release(outputs, starts)
     return outputs, [_fit("jvp", t, o) for t, o in zip(outs, outputs)]
@@ -281,15 +287,22 @@ def _value_and_grad(
         _select_args(op, args, kwargs, nums, names)
         selected = [args[n] for n in nums] + [kwargs[k] for k in names]
         leaves, treedef = flatten(selected)
-        for leaf in leaves:
-            if not isinstance(leaf, Array):
+        for arg in selected:
+            if not isinstance(arg, (Array, list, tuple, dict)):
                 raise TypeError(f"{op}: differentiated arguments must be arrays or trees of "
-                                f"arrays, got {type(leaf).__name__}")
-            if not leaf.dtype.is_inexact:
+                                f"arrays, got {type(arg).__name__}")
+        # non-array leaves of a tree pass through unchanged, into the gradient too (MLX)
+        where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Array)]
+        for i in where:
+            if not leaves[i].dtype.is_inexact:
                 raise TypeError(f"{op}: cannot differentiate with respect to an array of "
-                                f"{leaf.dtype.name} (shape {leaf.shape}); use a float dtype")
-        starts = mark(leaves)
-        rebuilt = unflatten(treedef, starts)
+                                f"{leaves[i].dtype.name} (shape {leaves[i].shape}); use a "
+                                "float dtype")
+        starts = mark([leaves[i] for i in where])
+        traced = list(leaves)
+        for i, start in zip(where, _handles(starts)):
+            traced[i] = start
+        rebuilt = unflatten(treedef, traced)
         call_args = list(args)
         for n, value in zip(nums, rebuilt):
             call_args[n] = value
@@ -300,7 +313,10 @@ def _value_and_grad(
         loss = _loss_of(op, value, aux_allowed)
         grads = backward([loss], [ones_like(loss)], starts)
         release(value, starts)
-        tree = unflatten(treedef, [_fit(op, g, p) for g, p in zip(grads, leaves)])
+        fitted = list(leaves)
+        for i, g in zip(where, grads):
+            fitted[i] = _fit(op, g, leaves[i])
+        tree = unflatten(treedef, fitted)
         by_pos = tree[0] if len(nums) == 1 else (tuple(tree[: len(nums)]) if nums else None)
         if not names:
             return value, by_pos

@@ -76,7 +76,7 @@ def test_printoptions():
     assert repr(mx.array([1.23456])) == "array([1.23456], dtype=float32)"
     with mx.printoptions(threshold=5, edgeitems=2):
         assert repr(mx.arange(10)) == "array([0, 1, ..., 8, 9], dtype=int32)"
-    assert repr(mx.arange(10)) == "array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], dtype=int32)"
+    assert repr(mx.arange(10)) == "array([0, 1, 2, ..., 7, 8, 9], dtype=int32)"  # MLX: axes over 6
     assert repr(mx.array([1.5, -2.0], mx.bfloat16)) == "array([1.5, -2], dtype=bfloat16)"
     for bad in (dict(precision=-2), dict(threshold=1.5), dict(edgeitems=True),
                 dict(precision=3, threshold=-1)):

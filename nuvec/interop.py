@@ -1,0 +1,237 @@
+"""Zero-copy exchange with NumPy, PyTorch, JAX and CuPy: DLPack, the buffer protocol and the
+array API namespace.
+
+Installs `__dlpack__`, `__dlpack_device__`, `__buffer__` and `__array_namespace__` on `Array`
+and defines `from_dlpack`. Evaluated CPU arrays are shared, never copied: NumPy's DLPack
+implementation makes the capsules, and a small ctypes patch of the capsule's dtype field
+carries bfloat16, which NumPy's DLPack cannot name.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from nuvec.graph import dtypes as dt
+from nuvec.graph.array import Array, leaf
+
+__all__ = ["from_dlpack"]
+
+# DLPack's device types and dtype codes (dlpack.h)
+CPU_DEVICE = 1
+CUDA_DEVICE = 2
+_UINT, _BFLOAT = 1, 4
+# Offsets of `DLTensor.dtype` in the two capsule layouts: `DLManagedTensor` starts with the
+# DLTensor; `DLManagedTensorVersioned` has a version, manager context, deleter and flags first.
+_DTYPE_OFFSET = {b"dltensor": 20, b"dltensor_versioned": 52}
+
+_get_name = ctypes.pythonapi.PyCapsule_GetName
+_get_name.restype = ctypes.c_char_p
+_get_name.argtypes = [ctypes.py_object]
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class _DataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+def _capsule_dtype(capsule: Any) -> _DataType:
+    """The `DLDataType` inside an unconsumed DLPack capsule, writable in place."""
+    name = _get_name(capsule)
+    if name not in _DTYPE_OFFSET:
+        raise BufferError(f"from_dlpack: not an unconsumed DLPack capsule (name {name!r})")
+    base = _get_pointer(capsule, name)
+    # the managed tensor's first field (versioned: after the version) points at the DLTensor
+    # only through the struct layout, so read the dtype at its fixed offset
+    return _DataType.from_address(base + _DTYPE_OFFSET[name])
+
+
+def _host_view(a: Array) -> np.ndarray:
+    """A writeable-flagged view of `a`'s host data where the buffer allows (DLPack consumers
+    such as PyTorch refuse read-only capsules); nuvec never writes through it."""
+    data = a._host()
+    view = data.view()
+    try:
+        view.flags.writeable = True
+    except ValueError:  # a read-only buffer (e.g. imported read-only) stays read-only
+        pass
+    return view
+
+
+def _dlpack(self: Array, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+            dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+    """A DLPack capsule sharing this array's evaluated data (no copy; evaluates first).
+
+    Args:
+        stream: the consumer's stream; must be None or -1 for CPU data.
+        max_version: the highest DLPack version the consumer understands.
+        dl_device: the device the consumer wants; only the array's own device works.
+        copy: True to export a copy, False to refuse a copy, None to share.
+
+    Returns:
+        A `PyCapsule` named "dltensor" (or "dltensor_versioned" when `max_version >= (1, 0)`).
+
+    Raises:
+        BufferError: if `dl_device` is another device.
+
+    Example:
+        >>> import nuvec as mx, numpy as np
+        >>> np.from_dlpack(mx.array([1, 2])).tolist()
+        [1, 2]
+    """
+    data = self._node.data
+    if data is not None and type(data[self._index]) is not np.ndarray:
+        return data[self._index].__dlpack__(stream=stream)  # a GPU buffer speaks for itself
+    if dl_device is not None and tuple(dl_device) != (CPU_DEVICE, 0):
+        raise BufferError(f"__dlpack__: the array is on the CPU, cannot export to {dl_device}")
+    view = _host_view(self)
+    if copy:
+        view = view.copy()
+    bfloat = self.dtype is dt.bfloat16
+    if bfloat:
+        view = view.view(np.uint16)
+    kwargs: dict[str, Any] = {}
+    if max_version is not None:
+        kwargs["max_version"] = max_version
+    capsule = view.__dlpack__(**kwargs)
+    if bfloat:
+        _capsule_dtype(capsule).code = _BFLOAT
+    return capsule
+
+
+def _dlpack_device(self: Array) -> tuple[int, int]:
+    """(device type, device id) in DLPack's codes: (1, 0) for the CPU, (2, n) for CUDA GPU n."""
+    data = self._node.data
+    if data is not None and type(data[self._index]) is not np.ndarray:
+        return tuple(data[self._index].__dlpack_device__())
+    return (CPU_DEVICE, 0)
+
+
+class _Capsule:
+    """Hands NumPy's `from_dlpack` a capsule that was already taken from the producer."""
+
+    def __init__(self, capsule: Any, device: tuple[int, int]):
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, **_: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+
+def _take_capsule(x: Any) -> Any:
+    try:
+        return x.__dlpack__(max_version=(1, 0))
+    except TypeError:  # a producer from before DLPack 1.0 takes no keywords
+        return x.__dlpack__()
+
+
+def _host_from_dlpack(x: Any, copy: bool | None) -> np.ndarray:
+    """NumPy data sharing the memory of CPU DLPack producer `x` (bfloat16 included)."""
+    if copy:
+        try:
+            return np.from_dlpack(x, copy=True)
+        except (TypeError, BufferError):
+            pass  # older producers or bfloat16: share, then copy below
+    capsule = _take_capsule(x)
+    code = _capsule_dtype(capsule)
+    bfloat = code.code == _BFLOAT and code.bits == 16
+    if bfloat:
+        code.code = _UINT
+    data = np.from_dlpack(_Capsule(capsule, (CPU_DEVICE, 0)))
+    if bfloat:
+        data = data.view(ml_dtypes.bfloat16)
+    return data.copy() if copy else data
+
+
+def from_dlpack(x: Any, /, *, copy: bool | None = None) -> Array:
+    """An array sharing the memory of any DLPack producer (NumPy, PyTorch, JAX, CuPy, ...).
+
+    CPU data is shared without a copy, strided and offset layouts included, in every dtype
+    nuvec has (bfloat16 included); the dtype is kept (float64 stays float64). Data on a CUDA
+    device is copied to the host (nuvec's arrays live on the host until the GPU backend lands)
+    unless `copy=False`, which then raises.
+
+    Args:
+        x: an object with `__dlpack__` and `__dlpack_device__`, or a nuvec array.
+        copy: True to copy, False to refuse a copy, None to share where possible.
+
+    Returns:
+        An evaluated array.
+
+    Raises:
+        DtypeError: if the data's dtype has no nuvec dtype (complex128 converts to complex64
+            unless `copy=False`).
+        BufferError: if the data cannot be shared and `copy=False`.
+
+    Example:
+        >>> import nuvec as mx, numpy as np
+        >>> x = np.arange(6, dtype=np.float64).reshape(2, 3)[:, ::2]
+        >>> mx.from_dlpack(x)
+        array([[0, 2],
+               [3, 5]], dtype=float64)
+    """
+    if isinstance(x, Array):
+        return x
+    if not hasattr(x, "__dlpack__"):
+        raise dt.DtypeError(f"from_dlpack: expected an object with __dlpack__, got "
+                            f"{type(x).__name__}")
+    device = tuple(x.__dlpack_device__()) if hasattr(x, "__dlpack_device__") else (CPU_DEVICE, 0)
+    if device[0] != CPU_DEVICE:
+        if copy is False:
+            raise BufferError(f"from_dlpack: data on device {device} cannot be shared with the "
+                              "CPU without a copy")
+        data = np.from_dlpack(x, device="cpu", copy=True)
+    else:
+        data = _host_from_dlpack(x, copy)
+    if data.dtype == np.complex128:
+        if copy is False:
+            raise BufferError("from_dlpack: complex128 data needs a copy to become complex64")
+        data = data.astype(np.complex64)
+    return leaf(data, dt.from_numpy_dtype(data.dtype))
+
+
+def _buffer(self: Array, flags: int) -> memoryview:
+    """The buffer protocol (Python 3.12+, `memoryview(a)`): a read-only view of the evaluated
+    data; bfloat16 shows as uint16 ("H"). On older Pythons use `np.asarray(a)`."""
+    data = self._host()
+    if self.dtype is dt.bfloat16:
+        data = data.view(np.uint16)
+    return memoryview(data).toreadonly()
+
+
+def _array_namespace(self: Array, /, *, api_version: str | None = None) -> Any:
+    """The array API namespace of nuvec arrays: the `nuvec` module itself (`xp.asarray`,
+    `xp.zeros`, `xp.exp`, ...)."""
+    import nuvec  # the namespace imports this module: read it at call time
+
+    return nuvec
+
+
+def _to_numpy(value: Any) -> Any:
+    if isinstance(value, Array):
+        return np.asarray(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_numpy(v) for k, v in value.items()}
+    return value
+
+
+def _array_function(self: Array, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+    """NumPy functions on nuvec arrays (`np.sum(a, axis=0)`, `np.all(a)`, `np.testing...`)
+    run on NumPy views of the evaluated data and return NumPy results."""
+    return func(*_to_numpy(args), **_to_numpy(kwargs))
+
+
+Array.__array_function__ = _array_function
+Array.__dlpack__ = _dlpack
+Array.__dlpack_device__ = _dlpack_device
+Array.__buffer__ = _buffer
+Array.__array_namespace__ = _array_namespace
