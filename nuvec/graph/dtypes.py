@@ -12,6 +12,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from nuvec.graph.caller import public_caller
+
 
 class DtypeCategory:
     """An abstract dtype category (`floating`, `integer`, ...) as in MLX.
@@ -171,7 +173,7 @@ def to_dtype(value: Any, op: str = "dtype") -> Dtype:
     except TypeError:
         found = None
     if found is None:
-        raise TypeError(f"{op}: unsupported dtype {value!r}")
+        raise TypeError(f"{public_caller(op)}: unsupported dtype {value!r}")
     return found
 
 

@@ -287,6 +287,8 @@ def arange(
             raise TypeError(f"arange: {name} must be an int or a float, got {type(v).__name__}")
     if dtype is None:
         out = dt.int32 if is_int(start) and is_int(stop) and is_int(step) else dt.float32
+        if out is dt.int32 and not all(-(2**31) <= v < 2**31 for v in (start, stop, step)):
+            out = dt.int64  # past int32 the values would wrap; MLX gives int64 too
     else:
         out = dt.to_dtype(dtype, "arange")
     if out is dt.bool_:
