@@ -33,42 +33,63 @@ def report(name: str, ours: float, peers: dict[str, float]) -> None:
     print(f"{name:44s} " + "  ".join(parts))
 
 
+def per_op(name: str, ops: int, repeats: int, chains: dict) -> None:
+    """Prints µs per op of each chain (`nuvec` first; `torch` is left out when absent)."""
+    times = {peer: best_of(fn, repeats) / ops for peer, fn in chains.items() if fn is not None}
+    ours = times.pop("nuvec")
+    parts = [f"nuvec {ours * 1e6:6.2f} us/op"]
+    parts += [f"{k} {v * 1e6:6.2f} us/op (ratio {ours / v:5.2f})" for k, v in times.items()]
+    print(f"{name:44s} " + "  ".join(parts))
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 def bench_overhead(repeats: int) -> None:
     """256 chained elementwise ops on a [16] array, recorded and evaluated: µs per op."""
     ops = 256
     x_np = np.linspace(0.1, 1.0, 16, dtype=np.float32)
     w_np = np.full(16, 0.999, np.float32)
     x, w = mx.array(x_np), mx.array(w_np)
+    torch = _torch()
 
-    def nuvec_chain():
-        y = x
+    def chain(mul, sin, y, w):
         for _ in range(ops // 2):
-            y = mx.sin(mx.multiply(y, w))
-        mx.eval(y)
+            y = sin(mul(y, w))
+        return y
 
-    def numpy_chain():
-        y = x_np
+    chains = {
+        "numpy": lambda: chain(np.multiply, np.sin, x_np, w_np),
+        "torch": torch and (lambda: chain(torch.mul, torch.sin, torch.from_numpy(x_np),
+                                          torch.from_numpy(w_np))),
+        "nuvec": lambda: mx.eval(chain(mx.multiply, mx.sin, x, w)),
+    }
+    per_op("overhead: 256 chained ops on [16]", ops, repeats, chains)
+
+
+def bench_dispatch(repeats: int) -> None:
+    """256 chained `x * 1.0001 + 0.5` on a [16] array (the issue's per-op figure): µs per op."""
+    ops = 256
+    x_np = np.linspace(0.1, 1.0, 16, dtype=np.float32)
+    x = mx.array(x_np)
+    torch = _torch()
+
+    def chain(y, scale, shift):
         for _ in range(ops // 2):
-            y = np.sin(np.multiply(y, w_np))
+            y = y * scale + shift
+        return y
 
-    peers = {"numpy": best_of(numpy_chain, repeats) / ops}
-    try:
-        import torch
-
-        xt, wt = torch.from_numpy(x_np), torch.from_numpy(w_np)
-
-        def torch_chain():
-            y = xt
-            for _ in range(ops // 2):
-                y = torch.sin(torch.mul(y, wt))
-
-        peers["torch"] = best_of(torch_chain, repeats) / ops
-    except ImportError:
-        pass
-    ours = best_of(nuvec_chain, repeats) / ops
-    parts = [f"nuvec {ours * 1e6:6.2f} us/op"]
-    parts += [f"{k} {v * 1e6:6.2f} us/op (ratio {ours / v:5.2f})" for k, v in peers.items()]
-    print(f"{'overhead: 256 chained ops on [16]':44s} " + "  ".join(parts))
+    chains = {
+        "numpy": lambda: chain(x_np, np.float32(1.0001), np.float32(0.5)),
+        "torch": torch and (lambda: chain(torch.from_numpy(x_np), 1.0001, 0.5)),
+        "nuvec": lambda: mx.eval(chain(x, 1.0001, 0.5)),
+    }
+    per_op("dispatch: 256 chained x*1.0001+0.5 on [16]", ops, repeats, chains)
 
 
 def bench_large(repeats: int, n: int) -> None:
@@ -130,6 +151,7 @@ def main() -> None:
     args = parser.parse_args()
     repeats = 3 if args.quick else 10
     bench_overhead(repeats * 5)
+    bench_dispatch(repeats * 5)
     bench_large(repeats, 512 if args.quick else 2048)
     bench_memory(16 if args.quick else 256)
     bench_streams(repeats, 256 if args.quick else 1024, 4)

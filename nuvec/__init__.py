@@ -11,6 +11,8 @@ from nuvec.graph.device import (
     cpu,
     default_device,
     default_stream,
+    device_count,
+    device_info,
     gpu,
     is_available,
     new_stream,
@@ -58,6 +60,9 @@ from nuvec.graph.memory import (
     get_cache_memory,
     get_peak_memory,
     reset_peak_memory,
+    set_cache_limit,
+    set_memory_limit,
+    set_wired_limit,
 )
 from nuvec.graph.printing import (
     PrintOptions,
@@ -87,6 +92,7 @@ import nuvec.random as random  # noqa: E402  (after the star import, which binds
 from nuvec.constants import e, euler_gamma, inf, nan, newaxis, pi
 from nuvec import utils  # noqa: E402
 from nuvec import fast  # noqa: E402
+from nuvec import cuda, metal  # noqa: E402
 from nuvec import distributed  # noqa: E402
 from nuvec.compilation import compile, disable_compile, enable_compile  # noqa: E402
 from nuvec.io import (  # noqa: E402

@@ -1,39 +1,223 @@
 """MLX's `compile`, `disable_compile` and `enable_compile`.
 
-In MLX, compiling is a pure optimization: the compiled function returns what the function
-returns, with its graph traced once and fused. nuvec does not fuse graphs, so a compiled function
-is a wrapper that calls the function; code written with `mx.compile` runs unchanged.
+The first call of a compiled function traces `fun` on placeholder arrays (as `vmap` does, with
+`nuvec.transforms.trace`) and turns the traced graph into a program: one step per primitive,
+common subexpressions merged (primitives compare by their parameters) and steps whose inputs
+are all constants evaluated once (constant folding). Each call, the first one included, replays
+the program on its arrays, recording the same primitives without running `fun`'s Python. The
+program is cached per argument structure, array shapes (ranks with `shapeless=True`) and dtypes,
+and non-array arguments; anything else retraces. The arrays named by `inputs` are traced as
+extra arguments and those named by `outputs` are rebound to their new values after each call,
+as MLX's captured state is. Elementwise fusion is not done: a replayed program evaluates one
+primitive at a time, like uncompiled code.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nuvec.graph.array import Array, Node, handle, placeholder, record
+from nuvec.graph.evaluator import eval as evaluate
+from nuvec.graph.primitive import COPY
+from nuvec.graph.tree import flatten, unflatten
+from nuvec.transforms.trace import Key, key_of, release, trace, traced_graph, untraced
 
 __all__ = ["compile", "disable_compile", "enable_compile"]
+
+_CONSTANTS = (bool, int, float, complex, str, type(None))
+_settings = {"enabled": True}
+
+# A reference to a value in a program: ("in", i) the i-th input, ("const", array), ("outer",
+# array) an array an enclosing transform traces, or ("op", step, output) an earlier output.
+Ref = tuple
+
+
+class _Program:
+    """A traced graph as steps, replayed on new inputs by recording the same primitives."""
+
+    def __init__(self, in_keys: Sequence[Key], outs: Sequence[Array]):
+        refs: dict[Key, Ref] = {key: ("in", i) for i, key in enumerate(in_keys)}
+        # False when the graph reads arrays an enclosing transform is tracing (placeholders
+        # of an outer trace): such a program holds that trace's arrays and is used once.
+        self.reusable = True
+        self.steps: list[tuple] = []  # (primitive, stream, input refs, shapes, dtypes)
+        seen: dict[Any, int] = {}
+        for node in traced_graph(list(outs), set()):
+            if node.primitive is COPY and node.keep and (node.sources[0],
+                                                         node.indices[0]) not in refs:
+                # where an enclosing transform starts tracing an array `fun` reads
+                refs[(node, 0)] = ("outer", handle(node, 0))
+                self.reusable = False
+                continue
+            inputs = tuple(refs.get(k) or self._constant(handle(*k)) for k in zip(node.sources,
+                                                                                   node.indices))
+            if all(r[0] == "const" for r in inputs):
+                self._fold(node, inputs, refs)
+                continue
+            step = self._merged(node, inputs, seen)
+            for i in range(len(node.shapes)):
+                refs[(node, i)] = ("op", step, i)
+        self.outs = [refs.get(key_of(o)) or self._constant(o) for o in outs]
+
+    def _constant(self, a: Array) -> Ref:
+        """A constant, or ("outer", a) for a placeholder of an enclosing trace (never folded)."""
+        if a.primitive is None and not a.is_evaluated:
+            self.reusable = False
+            return ("outer", a)
+        return ("const", a)
+
+    def _merged(self, node: Node, inputs: tuple[Ref, ...], seen: dict[Any, int]) -> int:
+        """The step computing `node`: an earlier equal step (primitive, inputs) or a new one."""
+        signature = (node.primitive, node.stream, tuple(_ref_id(r) for r in inputs))
+        try:
+            return seen[signature]
+        except KeyError:
+            pass
+        except TypeError:  # a primitive whose parameters do not hash is never merged
+            signature = None
+        self.steps.append((node.primitive, node.stream, inputs, node.shapes, node.dtypes))
+        if signature is not None:
+            seen[signature] = len(self.steps) - 1
+        return len(self.steps) - 1
+
+    @staticmethod
+    def _fold(node: Node, inputs: tuple[Ref, ...], refs: dict[Key, Ref]) -> None:
+        """Evaluates a step of constants once; its outputs become constants."""
+        values = untraced(lambda: record(node.primitive, [r[1] for r in inputs], node.stream))
+        evaluate(*values)
+        for i, v in enumerate(values):
+            refs[(node, i)] = ("const", v)
+
+    def __call__(self, inputs: Sequence[Array], shapeless: bool) -> list[Array]:
+        """Records the steps on `inputs`; with the traced shapes, or the primitives' own
+        shape rules if `shapeless`."""
+        values: list[list[Array]] = []
+
+        def get(ref: Ref) -> Array:
+            kind = ref[0]
+            if kind == "op":
+                return values[ref[1]][ref[2]]
+            return inputs[ref[1]] if kind == "in" else ref[1]
+
+        for primitive, stream, refs, shapes, dtypes in self.steps:
+            if shapeless:
+                values.append(record(primitive, [get(r) for r in refs], stream))
+                continue
+            node = Node(primitive, [get(r) for r in refs], stream, shapes, dtypes)
+            values.append([handle(node, i) for i in range(len(shapes))])
+        return [get(r) for r in self.outs]
+
+
+def _ref_id(ref: Ref) -> Any:
+    return ref if ref[0] in ("in", "op") else (ref[0], id(ref[1]._node), ref[1]._index)
+
+
+def _state_arrays(tree: Any) -> list[Array]:
+    """The array handles in a tree of captured state (lists, tuples, dicts and dict subclasses
+    such as modules); other leaves are ignored, as MLX does."""
+    found: list[Array] = []
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Array):
+            found.append(x)
+        elif isinstance(x, dict):
+            stack.extend(reversed(list(x.values())))
+        elif isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+    return found
+
+
+def _signature(arrays: Sequence[Array], shapeless: bool) -> tuple:
+    return tuple((a.ndim if shapeless else a.shape, a.dtype) for a in arrays)
+
+
+def _split_args(args: tuple, kwargs: dict) -> tuple[list[Array], Any, tuple]:
+    """The array leaves of the arguments, their tree structure and the non-array leaves."""
+    leaves, treedef = flatten([list(args), kwargs])
+    constants = []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Array):
+            continue
+        if not isinstance(leaf, _CONSTANTS):
+            raise TypeError(
+                "compile: function arguments must be trees of arrays or constants (bool, int, "
+                f"float, complex, str, None), got {type(leaf).__name__}"
+            )
+        constants.append((i, type(leaf), leaf))
+    return leaves, treedef, tuple(constants)
+
+
+def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[Array],
+           outputs: Any) -> tuple[_Program, Any, int]:
+    """Traces `fun` on placeholders for its arrays and the captured inputs; restores the state."""
+    stand_ins = [placeholder(a.shape, a.dtype, a.stream) if isinstance(a, Array) else a
+                 for a in leaves]
+    saved = [handle(a._node, a._index) for a in state_in]
+    state_stand_ins = [placeholder(a.shape, a.dtype, a.stream) for a in state_in]
+    for a, p in zip(state_in, state_stand_ins):
+        a._rebind(p)
+    try:
+        args, kwargs = unflatten(treedef, stand_ins)
+        try:
+            result = trace(fun, args, kwargs)
+        except ValueError as exc:
+            if str(exc).startswith("eval: cannot evaluate a placeholder"):
+                raise ValueError(
+                    "compile: attempting to evaluate an array inside a compiled function "
+                    "(eval, item, tolist, print or a conversion to NumPy of a traced array) "
+                    "is not allowed"
+                ) from exc
+            raise
+        outs, out_def = flatten(result)
+        for o in outs:
+            if not isinstance(o, Array):
+                raise TypeError("compile: fun must return arrays or trees of arrays, got "
+                                f"{type(o).__name__}")
+        state_out = [key_of(a) for a in _state_arrays(outputs)]
+    finally:
+        for a, s in zip(state_in, saved):
+            a._rebind(s)
+    keys = [key_of(p) for p in stand_ins if isinstance(p, Array)]
+    keys += [key_of(p) for p in state_stand_ins]
+    finals = outs + [handle(*k) for k in state_out]
+    program = _Program(keys, finals)
+    release(finals)
+    return program, out_def, len(state_out)
 
 
 def compile(
     fun: Callable[..., Any], inputs: Any = None, outputs: Any = None, shapeless: bool = False
 ) -> Callable[..., Any]:
-    """A function that returns the same outputs as `fun` (MLX's `compile`).
+    """Returns a compiled function which produces the same outputs as `fun` (MLX's `compile`).
 
-    MLX traces `fun` once and fuses its graph. nuvec runs `fun`'s operations as they come, so
-    the compiled function simply calls `fun`: the state named by `inputs` and `outputs` (model
-    parameters, optimizer state, `mx.random.state`) is read and updated by `fun` itself, exactly
-    as MLX's captured state is.
+    The first call traces `fun` into a graph, simplified (common subexpressions merged,
+    constants folded); later calls with the same argument structure, array shapes and dtypes
+    and equal non-array arguments replay that graph without running `fun`'s Python. Any other
+    call traces again. Arrays `fun` reads from enclosing scopes are constants frozen at the
+    trace unless named in `inputs`; arrays it replaces in enclosing state are lost unless
+    named in `outputs`. `fun` must not evaluate the arrays it computes (no `eval`, `item`,
+    printing): the trace has no values.
 
     Args:
-        fun: a function of arrays (or trees of arrays) returning arrays or trees of arrays.
-        inputs: trees of arrays `fun` reads implicitly (MLX captures them); any value.
-        outputs: trees of arrays `fun` updates implicitly (MLX writes them back); any value.
-        shapeless: MLX recompiles only on dtype or rank changes when True; must be a bool.
+        fun: takes arrays, trees of arrays or constants (bool, int, float, str, None) and
+            returns arrays or trees of arrays.
+        inputs: captured state read at each call: a list or dict (a module, an optimizer's
+            `state`, `mx.random.state`) of nested lists, dicts and arrays; other leaves are
+            ignored.
+        outputs: captured state written back after each call (same form as `inputs`).
+        shapeless: if True, a change of shape alone does not retrace (a change of rank or
+            dtype does); only correct for functions whose graph does not depend on shapes.
 
     Returns:
         A function with `fun`'s name, docstring and signature.
 
     Raises:
-        TypeError: if `fun` is not callable or `shapeless` is not a bool.
+        TypeError: if `fun` is not callable or `shapeless` is not a bool; at a call, if an
+            argument leaf is neither an array nor a constant, or an output is not an array.
+        ValueError: at a call, if `fun` evaluates an array it computes.
 
     Example:
         >>> import nuvec as mx
@@ -45,10 +229,29 @@ def compile(
         raise TypeError(f"compile: fun must be callable, got {type(fun).__name__}")
     if not isinstance(shapeless, bool):
         raise TypeError(f"compile: shapeless must be a bool, got {type(shapeless).__name__}")
+    cache: dict[Any, tuple[_Program, Any, int]] = {}
 
     @functools.wraps(fun)
     def compiled(*args: Any, **kwargs: Any) -> Any:
-        return fun(*args, **kwargs)
+        if not _settings["enabled"]:
+            return fun(*args, **kwargs)
+        leaves, treedef, constants = _split_args(args, kwargs)
+        arrays = [a for a in leaves if isinstance(a, Array)]
+        state_in = _state_arrays(inputs)
+        key = (treedef, constants, _signature(arrays, shapeless), _signature(state_in, shapeless))
+        entry = cache.get(key)
+        state_out = _state_arrays(outputs)
+        if entry is None or entry[2] != len(state_out):
+            entry = _trace(fun, leaves, treedef, state_in, outputs)
+            if entry[0].reusable:
+                cache[key] = entry
+            state_out = _state_arrays(outputs)
+        program, out_def, n_state = entry
+        results = program(arrays + state_in, shapeless)
+        returned = results[: len(results) - n_state]
+        for a, value in zip(state_out, results[len(returned):]):
+            a._rebind(value)
+        return unflatten(out_def, returned)
 
     return compiled
 
@@ -56,8 +259,7 @@ def compile(
 def disable_compile() -> None:
     """Turns compilation off globally (MLX's `disable_compile`, for debugging).
 
-    Compiled and plain functions run the same operations in nuvec, so there is no state to
-    change: this exists so that MLX code toggling compilation runs unchanged.
+    Compiled functions then call their function directly, running its Python at every call.
 
     Example:
         >>> import nuvec as mx
@@ -66,6 +268,7 @@ def disable_compile() -> None:
         6
         >>> mx.enable_compile()
     """
+    _settings["enabled"] = False
 
 
 def enable_compile() -> None:
@@ -77,3 +280,4 @@ def enable_compile() -> None:
         >>> mx.compile(lambda x: x * 2)(mx.array(3)).item()
         6
     """
+    _settings["enabled"] = True

@@ -86,6 +86,12 @@ def reference() -> Reference:
 
 
 @pytest.fixture(scope="module")
+def expected(reference) -> np.ndarray:
+    """The reference logits of PROMPT (computed once: they dequantize every weight)."""
+    return reference.logits(PROMPT)
+
+
+@pytest.fixture(scope="module")
 def quantized():
     llama = example("llama")
     return llama, *llama.load_model(PATH)
@@ -97,19 +103,19 @@ def _close(got: np.ndarray, want: np.ndarray) -> None:
     assert (got.argmax(-1) == want.argmax(-1)).all()
 
 
-def test_quantized_model_logits_match_the_float64_reference(reference, quantized):
+def test_quantized_model_logits_match_the_float64_reference(expected, quantized):
     _, model, _ = quantized
     got = np.asarray(model(mx.array([PROMPT])))[0]
-    _close(got, reference.logits(PROMPT))
+    _close(got, expected)
 
 
-def test_the_cache_gives_the_logits_of_the_whole_sequence(reference, quantized):
+def test_the_cache_gives_the_logits_of_the_whole_sequence(expected, quantized):
     _, model, _ = quantized
     caches = model.make_caches()
-    steps = [np.asarray(model(mx.array([PROMPT[:10]]), caches))[0]]
-    steps += [np.asarray(model(mx.array([[t]]), caches))[0] for t in PROMPT[10:]]
+    steps = [np.asarray(model(mx.array([PROMPT[:12]]), caches))[0]]
+    steps += [np.asarray(model(mx.array([[t]]), caches))[0] for t in PROMPT[12:]]
     assert caches[0].offset == len(PROMPT)
-    _close(np.concatenate(steps), reference.logits(PROMPT))
+    _close(np.concatenate(steps), expected)
 
 
 def test_dequantized_layers_match_the_reference(reference, quantized):
@@ -153,3 +159,10 @@ def test_generate_streams_a_reply_and_prints_speeds(monkeypatch, capsys):
     assert out[0].startswith("loaded SmolLM2-135M-Instruct")
     assert "Paris" in out[1]
     assert out[-1].startswith("prompt: ") and "tokens/s; generation: " in out[-1]
+
+
+def test_generate_without_the_device_exits_with_a_message(monkeypatch):
+    generate = example("generate")
+    monkeypatch.setattr(generate.mx, "is_available", lambda device: False)
+    with pytest.raises(SystemExit, match="the gpu device is not available here"):
+        generate.main(["--device", "gpu"])

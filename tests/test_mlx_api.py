@@ -61,6 +61,8 @@ SIGNATURES = {
     "ceil": "(a, /, *, stream=None)",
     "checkpoint": "(fun)",
     "clear_cache": "()",
+    "device_count": "(device_type)",
+    "device_info": "(device=None)",
     "clip": "(a, /, a_min, a_max, *, stream=None)",
     "compile": "(fun, inputs=None, outputs=None, shapeless=False)",
     "concat": "(arrays, axis=0, *, stream=None)",
@@ -131,6 +133,9 @@ SIGNATURES = {
         "group_size=None, bits=None, mode='affine', sorted_indices=False, *, stream=None)"
     ),
     "get_active_memory": "()",
+    "set_cache_limit": "(limit)",
+    "set_memory_limit": "(limit)",
+    "set_wired_limit": "(limit)",
     "get_cache_memory": "()",
     "get_peak_memory": "()",
     "get_printoptions": "()",
@@ -324,6 +329,10 @@ SIGNATURES = {
     "fft.rfftn": "(a, s=None, axes=None, *, stream=None)",
     "fast.add_rms_norm": "(x, residual, weight, eps, *, stream=None)",
     "fast.cross_entropy": "(logits, targets, *, stream=None)",
+    "fast.cuda_kernel": (
+        "(name, input_names, output_names, source, header='', ensure_row_contiguous=True, "
+        "shared_memory=0)"
+    ),
     "fast.gated_delta": "(q, k, v, g, beta, state, *, stream=None)",
     "fast.gated_delta_slots": "(q, k, v, g, beta, pool, slots, *, stream=None)",
     "fast.gated_delta_steps": "(q, k, v, g, beta, state, *, stream=None)",

@@ -7,6 +7,7 @@ ordinary operations (`record_or_fallback`); see `docs/fast.md`.
 from nuvec.fast.attention import plan_attention, scaled_dot_product_attention
 from nuvec.fast.base import FastOp, record_or_fallback, run_on_cpu
 from nuvec.fast.cross_entropy import cross_entropy
+from nuvec.fast.custom_kernel import cuda_kernel
 from nuvec.fast.gated_delta import (
     gated_delta,
     gated_delta_slots,
@@ -26,6 +27,7 @@ __all__ = [
     "FastOp",
     "add_rms_norm",
     "cross_entropy",
+    "cuda_kernel",
     "gated_delta",
     "gated_delta_slots",
     "gated_delta_steps",

@@ -223,8 +223,9 @@ def run_on_cpu(
         >>> mx.fast.run_on_cpu([np.array([1.0, 2.0])], lambda xs: [xs[0] * 2])[0].tolist()
         [2.0, 4.0]
     """
-    leaves = [leaf(np.ascontiguousarray(a), dt.from_numpy_dtype(np.asarray(a).dtype))
-              for a in operands]
+    # (np.ascontiguousarray alone would turn a 0-d operand into shape (1,).)
+    leaves = [leaf(np.ascontiguousarray(a).reshape(np.shape(a)),
+                   dt.from_numpy_dtype(np.asarray(a).dtype)) for a in operands]
     with stream_context(default_stream(DeviceType.cpu)):
         outputs = list(f(leaves))
     evaluate(outputs)

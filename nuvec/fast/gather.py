@@ -18,7 +18,7 @@ from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.ops import quantized
 from nuvec.ops.arguments import as_array, broadcast_shapes
-from nuvec.ops.binary import less
+from nuvec.ops.comparison import less
 from nuvec.ops.creation import arange
 from nuvec.ops.gathered import matrix_operands
 from nuvec.ops.matmul import matmul

@@ -314,8 +314,9 @@ def _shown(values: Sequence[int]) -> str:
     """A list of ints for a message, cut after 12 entries."""
     values = list(values)
     head = ", ".join(str(v) for v in values[:12])
-    return f"[{head}{', ...' if len(values) > 12 else ''}] ({len(values)} entries)" \
-        if len(values) > 12 else f"[{head}]"
+    if len(values) <= 12:
+        return f"[{head}]"
+    return f"[{head}, ...] ({len(values)} entries)"
 
 
 def check_lengths(lengths: Any, tokens: int) -> tuple[int, ...]:

@@ -43,12 +43,24 @@ def force(op: str, name: str | None) -> None:
 
 
 def forced(op: str) -> str | None:
-    """The schedule `force` set for `op`, if any."""
+    """The schedule `force` set for `op`, if any.
+
+    Example:
+        >>> from nuvec.fast import tuner
+        >>> tuner.forced("packed_attention") is None
+        True
+    """
     return _forced.get(op)
 
 
 def bucket(n: int) -> int:
-    """`n` rounded up to a power of two (0 stays 0), as the seed's `next_power_of_two`."""
+    """`n` rounded up to a power of two (0 stays 0), as the seed's `next_power_of_two`.
+
+    Example:
+        >>> from nuvec.fast.tuner import bucket
+        >>> bucket(4016), bucket(191), bucket(0)
+        (4096, 256, 0)
+    """
     return 0 if n <= 0 else 1 << (int(n) - 1).bit_length()
 
 
@@ -61,7 +73,13 @@ def cache_dir() -> Path:
 @dataclass
 class Pick:
     """The chosen schedule, whether it came from the cache (or was forced), and the times
-    measured for it (ms per launch; empty when nothing was timed)."""
+    measured for it (ms per launch; empty when nothing was timed).
+
+    Example:
+        >>> from nuvec.fast.tuner import Pick
+        >>> Pick("m64_c64", from_cache=True).forced
+        False
+    """
 
     name: str
     from_cache: bool

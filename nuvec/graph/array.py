@@ -14,7 +14,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph import memory
-from nuvec.graph.device import Stream, backend_for, host_stream, to_stream
+from nuvec.graph.device import DeviceType, Stream, host_stream, leaf_stream, to_stream
 from nuvec.graph.memory import counters
 from nuvec.graph.printing import format_array
 
@@ -218,8 +218,8 @@ class Array:
             evaluate(self)
             node = self._node
         data = node.data[self._index]
-        if type(data) is not np.ndarray:
-            data = backend_for(node.stream.device).to_host(data)
+        if type(data) is not np.ndarray:  # a device buffer: copied to the host
+            data = node.stream.backend.to_host(data, node.stream)
         return data
 
     def item(self) -> Any:
@@ -320,9 +320,16 @@ def handle(node: Node, index: int) -> Array:
     return out
 
 
-def leaf(data: np.ndarray, dtype: dt.Dtype) -> Array:
-    """An evaluated array over host `data` of `dtype` (the caller keeps no reference to it)."""
-    node = Node(None, (), host_stream(), (tuple(data.shape),), (dtype,), [data])
+def leaf(data: np.ndarray, dtype: dt.Dtype, upload: bool = False) -> Array:
+    """An evaluated array over host `data` of `dtype` (the caller keeps no reference to it).
+
+    With `upload`, on a GPU default stream the data is copied to the GPU (`nuvec.array` does
+    this); other leaves (cached scalars, constants) stay on the host and move when used.
+    """
+    s = leaf_stream() if upload else host_stream()
+    if s.device.type is not DeviceType.cpu:
+        data = s.backend.from_host(data, s)
+    node = Node(None, (), s, (tuple(data.shape),), (dtype,), [data])
     node.nbytes = memory.owned_bytes((data,), ())
     memory.allocate(node.nbytes)
     return handle(node, 0)

@@ -176,4 +176,4 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
             converted = np.array(data, dtype=out.np, copy=True)
     except (OverflowError, ValueError) as exc:
         raise ValueError(f"array: cannot convert data to {out.name}: {exc}") from None
-    return leaf(converted, out)
+    return leaf(converted, out, upload=True)  # on a GPU default device: uploaded

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import enum
 import importlib
+import importlib.util
+import os
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator
+
 from nuvec.graph.caller import public_caller
 
 
@@ -84,7 +87,7 @@ class Stream:
 
     @property
     def backend(self) -> Any:
-        """The backend module computing this stream's work."""
+        """The backend computing this stream's work (`nuvec.graph.backend.Backend`)."""
         found = self._backend
         if found is None:
             found = self._backend = backend_for(self.device)
@@ -100,31 +103,22 @@ class Stream:
         return f"Stream({self.device}, {self.index})"
 
 
-class Backend(Protocol):
-    """What a backend module provides to the evaluator."""
-
-    kernels: dict[type, Any]  # primitive class -> kernel(primitive, *inputs)
-    # optional: primitive classes whose kernel also takes `out=`, a buffer the evaluator gives up
-    writes_into: set[type]
-
-    def coerce(self, data: Any, dtype: Any) -> Any: ...
-
-    def to_host(self, data: Any) -> Any: ...
-
-    def from_host(self, data: Any) -> Any: ...
-
-    def synchronize(self) -> None: ...
-
-    def available(self) -> bool: ...
-
-    def unavailable_reason(self) -> str: ...
-
-
+# Each module defines `backend`, an object behind the protocol of `nuvec.graph.backend`.
 _BACKEND_MODULES = {DeviceType.cpu: "nuvec.backends.numpy", DeviceType.gpu: "nuvec.backends.cupy"}
 _backends: dict[DeviceType, Any] = {}
 _lock = threading.Lock()
 _streams: list[Stream] = []
 _default_streams: dict[Device, Stream] = {}
+
+
+class _BackendState:
+    """`asynchronous`: whether a backend whose kernels only enqueue work was ever loaded (until
+    then `eval` skips looking for streams to synchronize)."""
+
+    asynchronous = False
+
+
+backend_state = _BackendState()
 
 
 def register_backend(device_type: DeviceType, backend: Any | None) -> None:
@@ -133,31 +127,36 @@ def register_backend(device_type: DeviceType, backend: Any | None) -> None:
         _backends.pop(device_type, None)
     else:
         _backends[device_type] = backend
+        backend_state.asynchronous |= bool(backend.asynchronous)
     for s in _streams:
         s._backend = None
 
 
+def loaded_backends() -> list[Any]:
+    """The backends in use so far, one per device type."""
+    return list(_backends.values())
+
+
 def backend_for(device: Device | DeviceType) -> Any:
-    """The backend module of a device, imported on first use.
+    """The backend of a device, imported on first use.
 
     Raises:
-        RuntimeError: if the device has no available backend (no GPU here).
+        RuntimeError: if the device has no available backend; for the GPU the message says
+            whether CuPy or a CUDA device is missing and how to install CuPy.
     """
     kind = device if isinstance(device, DeviceType) else device.type
     found = _backends.get(kind)
     if found is not None:
         return found
-    try:
-        module = importlib.import_module(_BACKEND_MODULES[kind])
-    except ImportError as exc:
+    backend = importlib.import_module(_BACKEND_MODULES[kind]).backend
+    if not backend.available():
         raise RuntimeError(
-            f"the {kind.name} device is not available: {exc}. "
-            "Use the CPU (nuvec.set_default_device(nuvec.cpu))."
-        ) from None
-    if not module.available():
-        raise RuntimeError(f"the {kind.name} device is not available: {module.unavailable_reason()}")
-    _backends[kind] = module
-    return module
+            f"the {kind.name} device is not available: {backend.unavailable_reason()}"
+        )
+    with _lock:
+        if kind not in _backends:
+            register_backend(kind, backend)
+    return _backends[kind]
 
 
 def is_available(device: Device | DeviceType) -> bool:
@@ -198,12 +197,30 @@ class _ThreadState(threading.local):
 
 _state = _ThreadState()
 _scoped = 0  # `stream(...)` blocks open in any thread; while none is, `_state` is not read
-_global_device = Device(DeviceType.cpu, 0)
+_global_device: Device | None = None  # chosen on first use (`_initial_device`)
 _global_stream: Stream | None = None  # the default stream of _global_device, once made
 
 
+def _driver_present() -> bool:
+    """Whether an NVIDIA driver is installed (checked without importing CuPy)."""
+    return os.name == "nt" or os.path.exists("/proc/driver/nvidia/version")
+
+
+def _initial_device() -> Device:
+    """The GPU when CuPy finds one, else the CPU. CuPy is imported only where a driver is."""
+    global _global_device
+    if _global_device is None:
+        gpu_here = (
+            _driver_present()
+            and importlib.util.find_spec("cupy") is not None
+            and is_available(DeviceType.gpu)
+        )
+        _global_device = Device(DeviceType.gpu if gpu_here else DeviceType.cpu, 0)
+    return _global_device
+
+
 def default_device() -> Device:
-    """The device operations run on when no `stream=` is given.
+    """The device operations run on when no `stream=` is given: the GPU when one is present.
 
     Example:
         >>> import nuvec as mx
@@ -211,7 +228,7 @@ def default_device() -> Device:
         ...     print(mx.default_device())
         Device(cpu, 0)
     """
-    return _state.device or _global_device
+    return _state.device or _global_device or _initial_device()
 
 
 def set_default_device(device: Device | DeviceType) -> None:
@@ -293,7 +310,7 @@ def set_default_stream(s: Stream) -> None:
     backend_for(s.device)
     with _lock:
         _default_streams[s.device] = s
-    if s.device == _global_device:
+    if s.device == (_global_device or _initial_device()):
         _global_stream = s
 
 
@@ -307,8 +324,14 @@ def current_stream() -> Stream:
 
 def _init_global_stream() -> Stream:
     global _global_stream
-    _global_stream = default_stream(_global_device)
+    _global_stream = default_stream(_global_device or _initial_device())
     return _global_stream
+
+
+def leaf_stream() -> Stream:
+    """The stream arrays made from host data live on: the current default stream (on a GPU
+    default device they are uploaded)."""
+    return (_scoped and _state.stream) or _global_stream or _init_global_stream()
 
 
 def host_stream() -> Stream:
@@ -362,3 +385,38 @@ def stream(s: Stream | Device | DeviceType) -> Iterator[Stream]:
         _state.stream, _state.device = saved_stream, saved_device
         with _lock:
             _scoped -= 1
+
+
+def device_count(device_type: DeviceType) -> int:
+    """How many devices of `device_type` nuvec can compute on here (0 for an unavailable GPU).
+
+    Raises:
+        TypeError: if `device_type` is not a `DeviceType`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.device_count(mx.cpu)
+        1
+    """
+    if not isinstance(device_type, DeviceType):
+        raise TypeError(f"device_count: expected a DeviceType, got {type(device_type).__name__}")
+    if not is_available(device_type):
+        return 0
+    return backend_for(device_type).device_count()
+
+
+def device_info(device: Device | DeviceType | None = None) -> dict[str, Any]:
+    """Facts about a device (the default one if None), with MLX's keys where they apply:
+    `name` (also as `device_name`), `architecture` and `memory_size` in bytes.
+
+    Raises:
+        RuntimeError: if the device is not available here.
+        TypeError: if `device` is not a device.
+
+    Example:
+        >>> import nuvec as mx
+        >>> sorted(mx.device_info(mx.cpu))[:3]
+        ['architecture', 'device_name', 'memory_size']
+    """
+    dev = default_device() if device is None else _as_device(device)
+    return backend_for(dev).device_info(dev.index)

@@ -6,6 +6,11 @@ spanning streams runs each node on its stream's one-worker executor, a node wait
 inputs made on other streams. Claim order is a topological order of all claimed nodes, so no
 wait can form a cycle. An elementwise kernel may write its output into a large input buffer
 that nothing else can see any more (`_donor`), as NumPy reuses its temporaries.
+
+Everything that touches data goes through the stream's backend (`nuvec.graph.backend`): this
+module knows no array library. On an asynchronous backend (GPU streams) a kernel call only
+enqueues work: an input made on another stream of the device is ordered with an event, and
+`eval` synchronizes the roots' streams before it returns.
 """
 
 from __future__ import annotations
@@ -15,11 +20,9 @@ from sys import getrefcount
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
 from nuvec.graph.array import Array, Node, claim_lock
-from nuvec.graph.device import DeviceType, Stream, backend_for
-from nuvec.graph.memory import allocate, counters, owned_bytes
+from nuvec.graph.device import DeviceType, Stream, backend_state, loaded_backends
+from nuvec.graph.memory import allocate, counters
 from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
 
@@ -103,19 +106,30 @@ def _source_data(node: Node) -> list[Any]:
 
 
 def _input_data(node: Node) -> list[Any]:
-    """The data of `node`'s inputs, moved to its stream's device where needed."""
+    """The data of `node`'s inputs, moved to its stream's device where needed; an input made
+    on another stream of an asynchronous device is waited for with an event."""
     stream = node.stream
     out = _source_data(node)
+    waited: list[Stream] = []
     for k, source in enumerate(node.sources):
-        if source.stream is not stream and source.stream.device.type is not stream.device.type:
-            out[k] = _move(out[k], source.stream, stream)
+        other = source.stream
+        if other is stream:
+            continue
+        if other.device.type is not stream.device.type:
+            out[k] = _move(out[k], other, stream)
+        elif stream.backend.asynchronous and other not in waited:
+            waited.append(other)
+            backend = stream.backend
+            backend.wait_event(stream, backend.record_event(other))
     return out
 
 
 def _move(data: Any, source: Stream, target: Stream) -> Any:
     """Data made on `source`'s device, as the backend of `target` takes it."""
-    host = source.backend.to_host(data)
-    return host if target.device.type is DeviceType.cpu else target.backend.from_host(host)
+    host = source.backend.to_host(data, source)
+    if target.device.type is DeviceType.cpu:
+        return host
+    return target.backend.from_host(host, target)
 
 
 _REUSE_BYTES = 1 << 18  # inputs from this size may lend their buffer (NumPy elides from here)
@@ -134,6 +148,8 @@ def _donor(node: Node) -> int | None:
         return None
     sources, indices, stream = node.sources, node.indices, node.stream
     shape, dtype = node.shapes[0], node.dtypes[0].np
+    backend = stream.backend
+    array_type = backend.array_type
     for k in range(len(sources)):
         # two references: `node.sources` and getrefcount's argument
         if getrefcount(sources[k]) != 2 or sources[k].stream is not stream:
@@ -141,13 +157,10 @@ def _donor(node: Node) -> int | None:
         data = sources[k].data[indices[k]]
         # three references: the source's data list, `data` and getrefcount's argument
         if (
-            type(data) is np.ndarray
+            type(data) is array_type
             and getrefcount(data) == 3
-            and data.base is None
-            and data.flags.writeable
-            and data.dtype is dtype
-            and data.shape == shape
             and data.nbytes >= _REUSE_BYTES
+            and backend.can_donate(data, shape, dtype)
         ):
             return k
     return None
@@ -156,7 +169,7 @@ def _donor(node: Node) -> int | None:
 def _compute(node: Node, kernel: Any, backend: Any) -> Any:
     """Runs `kernel` on `node`'s inputs, moved where needed, into a donated buffer if any."""
     primitive = node.primitive
-    k = _donor(node) if type(primitive) in getattr(backend, "writes_into", ()) else None
+    k = _donor(node) if type(primitive) in backend.kernels.writes_into else None
     if k is None:
         return kernel(primitive, *_input_data(node))
     # if the kernel fails, `node` stays claimed by a failed batch: its input is never read again
@@ -207,19 +220,21 @@ def _run(node: Node, backend: Any) -> None:
     except Exception as exc:
         raise _failure(node, exc) from exc
     dtypes = node.dtypes
+    array_type = backend.array_type
     if len(dtypes) == 1:
         dtype = dtypes[0].np
-        if type(result) is not np.ndarray or result.dtype is not dtype:
-            result = backend.coerce(result, dtype)
+        if type(result) is not array_type or result.dtype is not dtype:
+            result = backend.coerce(result, dtype, node.shapes[0])
         outputs = [result]
         # a fresh buffer (the common case) needs no search through the inputs' buffers
-        nbytes = result.nbytes if result.base is None else owned_bytes(outputs, _source_data(node))
+        nbytes = (result.nbytes if result.base is None
+                  else backend.owned_bytes(outputs, _source_data(node)))
     else:
         outputs = [
-            out if type(out) is np.ndarray and out.dtype is d.np else backend.coerce(out, d.np)
-            for out, d in zip(result, dtypes)
+            out if type(out) is array_type and out.dtype is d.np else backend.coerce(out, d.np, s)
+            for out, d, s in zip(result, dtypes, node.shapes)
         ]
-        nbytes = owned_bytes(outputs, _source_data(node))
+        nbytes = backend.owned_bytes(outputs, _source_data(node))
     if nbytes:
         node.nbytes = nbytes
         allocate(nbytes)
@@ -273,16 +288,17 @@ def _run_streams(tape: list[Node | None]) -> None:
 def _run_after(node: Node, deps: list[Future]) -> None:
     for dep in deps:
         dep.result()
-    with np.errstate(all="ignore"):
-        _run(node, node.stream.backend)
+    stream = node.stream
+    backend = stream.backend
+    with backend.scope(stream):
+        _run(node, backend)
 
 
 def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None:
     error: BaseException | None = None
     try:
         _wait_for(waits)
-        with np.errstate(all="ignore"):  # kernels define their own results for 1/0, nan, ...
-            _run_tape(tape, batch.stream)
+        _run_tape(tape, batch.stream)
     except BaseException as exc:
         error = exc
         raise
@@ -296,10 +312,25 @@ def _run_tape(tape: list[Node | None], stream: Stream | None) -> None:
         _run_streams(tape)
         return
     backend = stream.backend
-    for i in range(len(tape)):
-        node = tape[i]
-        tape[i] = None  # so intermediates are freed once their consumers ran
-        _run(node, backend)  # type: ignore[arg-type]
+    with backend.scope(stream):  # kernels define their own results for 1/0, nan, ...
+        for i in range(len(tape)):
+            node = tape[i]
+            tape[i] = None  # so intermediates are freed once their consumers ran
+            _run(node, backend)  # type: ignore[arg-type]
+
+
+def _synchronize_roots(roots: list[Node]) -> None:
+    """Waits for the device work behind `roots` on asynchronous backends (GPU streams)."""
+    done: list[Stream] = []
+    for root in roots:
+        s = root.stream
+        if s in done or not s.backend.asynchronous:
+            continue
+        done.append(s)
+        try:
+            s.backend.synchronize(s)
+        except Exception as exc:
+            raise EvaluationError(f"eval: a kernel failed on {s}: {type(exc).__name__}: {exc}") from exc
 
 
 def eval(*arrays: Any) -> None:
@@ -317,10 +348,12 @@ def eval(*arrays: Any) -> None:
     """
     roots = _roots(arrays)
     tape, batch, waits = _claim(roots)
-    if not tape:
+    if tape:
+        _execute(tape, batch, waits)  # type: ignore[arg-type]
+    else:
         _wait_for(waits)
-        return
-    _execute(tape, batch, waits)  # type: ignore[arg-type]
+    if backend_state.asynchronous:
+        _synchronize_roots(roots)
 
 
 def async_eval(*arrays: Any) -> None:
@@ -335,7 +368,11 @@ def async_eval(*arrays: Any) -> None:
     """
     roots = _roots(arrays)
     tape, batch, waits = _claim(roots)
-    if tape:
+    if not tape:
+        return
+    if batch.stream is not None and batch.stream.backend.asynchronous and not waits:
+        _execute_quietly(tape, batch, waits)  # kernels only enqueue: return once they have
+    else:
         _async_runner.submit(_execute_quietly, tape, batch, waits)
 
 
@@ -361,4 +398,7 @@ def synchronize(stream: Stream | None = None) -> None:
     for batch in pending:
         batch.done.wait()
     if stream is not None:
-        backend_for(stream.device).synchronize()
+        stream.backend.synchronize(stream)
+        return
+    for backend in loaded_backends():
+        backend.synchronize(None)

@@ -1,12 +1,16 @@
-"""Memory figures: bytes held by evaluated arrays, as MLX's `get_active_memory` and friends.
+"""Memory figures and limits, as MLX's `get_active_memory`, `set_memory_limit` and friends.
 
 Each evaluated node adds the bytes of the buffers its kernel allocated (not views of its inputs)
-and gives them back when it is freed. The figures count nuvec's buffers, not Python objects.
+and gives them back when it is freed, on every device. The figures count nuvec's buffers, not
+Python objects. The cache figures and limits go to the backends in use (CuPy's memory pool on
+the GPU; the CPU has no cache).
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
+
+from nuvec.graph.device import backend_for, default_device, loaded_backends
 
 
 class _Counters:
@@ -86,21 +90,132 @@ def reset_peak_memory() -> None:
 
 
 def get_cache_memory() -> int:
-    """Bytes kept in a buffer cache; NumPy returns memory to the system, so always 0.
+    """Bytes kept in buffer caches: CuPy's pool on the GPU; 0 on the CPU, where NumPy returns
+    memory to the system.
 
     Example:
         >>> import nuvec as mx
-        >>> mx.get_cache_memory()
-        0
+        >>> mx.get_cache_memory() >= 0
+        True
     """
-    return 0
+    return sum(b.cache_memory() for b in loaded_backends())
 
 
 def clear_cache() -> None:
-    """Frees cached buffers (there is no cache on the CPU backend).
+    """Frees cached buffers (CuPy's pool on the GPU; there is no cache on the CPU).
 
     Example:
         >>> import nuvec as mx
         >>> mx.clear_cache(); mx.get_cache_memory()
         0
     """
+    for b in loaded_backends():
+        b.clear_cache()
+
+
+class _Limits:
+    memory: int | None = None  # None: not set yet (the default device's memory size)
+    cache: int | None = None
+    wired = 0
+
+
+limits = _Limits()
+
+
+def _check_limit(name: str, limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"{name}: limit must be a non-negative int of bytes, got {limit!r}")
+    return limit
+
+
+def _memory_size() -> int:
+    device = default_device()
+    return int(backend_for(device).device_info(device.index).get("memory_size", 0))
+
+
+def set_memory_limit(limit: int) -> int:
+    """Sets the bytes nuvec may allocate; returns the previous limit.
+
+    On the GPU the limit is enforced: CuPy's pool refuses allocations past it (an evaluation
+    then fails with an out-of-memory `EvaluationError`). On the CPU it is advisory, as MLX's
+    limit is a guideline: NumPy allocates from the system. The default is the default device's
+    memory size.
+
+    Args:
+        limit: bytes (a non-negative int).
+
+    Returns:
+        The previous limit.
+
+    Raises:
+        ValueError: if `limit` is not a non-negative int.
+
+    Example:
+        >>> import nuvec as mx
+        >>> old = mx.set_memory_limit(1 << 30)
+        >>> mx.set_memory_limit(old) == 1 << 30
+        True
+    """
+    limit = _check_limit("set_memory_limit", limit)
+    previous = _memory_size() if limits.memory is None else limits.memory
+    limits.memory = limit
+    for b in loaded_backends():
+        b.set_memory_limit(limit)
+    return previous
+
+
+def set_cache_limit(limit: int) -> int:
+    """Sets the bytes buffer caches may keep; returns the previous limit.
+
+    On the GPU, a cache above the limit is returned to the device when the limit is set and
+    after each `clear_cache`; 0 keeps no cache. The CPU has no cache, so the limit has no
+    effect there. The default is the memory limit.
+
+    Args:
+        limit: bytes (a non-negative int).
+
+    Returns:
+        The previous limit.
+
+    Raises:
+        ValueError: if `limit` is not a non-negative int.
+
+    Example:
+        >>> import nuvec as mx
+        >>> old = mx.set_cache_limit(0)
+        >>> mx.set_cache_limit(old)
+        0
+    """
+    limit = _check_limit("set_cache_limit", limit)
+    previous = limits.cache
+    if previous is None:
+        previous = _memory_size() if limits.memory is None else limits.memory
+    limits.cache = limit
+    for b in loaded_backends():
+        b.set_cache_limit(limit)
+    return previous
+
+
+def set_wired_limit(limit: int) -> int:
+    """Sets MLX's wired (resident) memory limit; returns the previous one.
+
+    Wired memory is a Metal concept (buffers kept resident on Apple silicon): no nuvec device
+    has it, so the value is kept and returned but changes nothing. The default is 0.
+
+    Args:
+        limit: bytes (a non-negative int).
+
+    Returns:
+        The previous limit.
+
+    Raises:
+        ValueError: if `limit` is not a non-negative int.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.set_wired_limit(0)
+        0
+    """
+    limit = _check_limit("set_wired_limit", limit)
+    previous, limits.wired = limits.wired, limit
+    return previous

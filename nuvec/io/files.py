@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import tempfile
 from typing import Any
 
 import ml_dtypes
@@ -45,7 +46,10 @@ def with_extension(file: Any, extension: str) -> Any:
 
 
 class writable:
-    """A context manager giving a binary file to write: opens a path, borrows a file object."""
+    """A context manager giving a binary file to write: a path is written to a temporary file
+    beside it that replaces it only when complete (so arrays still mapped from the old file,
+    such as weights saved back where they were loaded from, stay valid, and a failed write
+    leaves no partial file); a file object is borrowed."""
 
     def __init__(self, file: Any, extension: str, op: str):
         if not isinstance(file, (str, os.PathLike)) and not hasattr(file, "write"):
@@ -55,13 +59,29 @@ class writable:
 
     def __enter__(self) -> Any:
         if isinstance(self.file, (str, os.PathLike)):
-            self.handle = open(with_extension(self.file, self.extension), "wb")
+            self.path = with_extension(self.file, self.extension)
+            folder, name = os.path.split(os.path.abspath(self.path))
+            fd, self.temporary = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+            self.handle = os.fdopen(fd, "wb")
             return self.handle
         return self.file
 
-    def __exit__(self, *exc: object) -> None:
-        if self.handle is not None:
-            self.handle.close()
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if self.handle is None:
+            return
+        self.handle.close()
+        if kind is None:
+            os.chmod(self.temporary, 0o666 & ~_umask())
+            os.replace(self.temporary, self.path)
+        else:
+            os.unlink(self.temporary)
+
+
+def _umask() -> int:
+    """The process's file creation mask (mkstemp makes files private; saved files are not)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def read_buffer(file: Any, op: str) -> memoryview:

@@ -34,8 +34,9 @@ def load(
     """Loads arrays from a `.npy`, `.npz`, `.safetensors` or `.gguf` file (MLX's `load`).
 
     Arrays keep the file's dtypes (float64 and bfloat16 included) and are evaluated leaves in
-    host memory. Files given by path are memory-mapped: `.npy`, `.safetensors` and unquantized
-    `.gguf` tensors are views of the map (nothing is copied; each array keeps the map open).
+    host memory. Files given by path are memory-mapped: `.npy` files, uncompressed `.npz`
+    members, `.safetensors` files and unquantized `.gguf` tensors are views of the map
+    (nothing is copied; each array keeps the map open).
     GGUF tensors in Q4_0, Q4_1 or Q8_0 load as MLX loads them: the weight `name` as uint32
     codes plus `<prefix>.scales` and `<prefix>.biases` (float16; `prefix` is `name` without
     `.weight`), ready for `quantized_matmul(x, w, scales, biases, group_size=32, bits=4 or 8)`;

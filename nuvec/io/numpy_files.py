@@ -7,6 +7,7 @@ is stored as 2-byte void data (`<V2`), which is how MLX writes and recognizes it
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph.array import Array
-from nuvec.io.files import fail, host, to_array
+from nuvec.io.files import fail, host, read_buffer, to_array, view, writable
 
 __all__ = ["load_npy", "load_npz", "save", "savez", "savez_compressed"]
 
@@ -36,7 +37,9 @@ def save(file: Any, arr: Array) -> None:
         >>> mx.load(f, format="npy").tolist()
         [1, 2]
     """
-    np.save(file, host(arr, "save"), allow_pickle=False)
+    data = host(arr, "save")
+    with writable(file, "npy", "save") as f:
+        np.save(f, data, allow_pickle=False)
 
 
 def _named(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -67,7 +70,9 @@ def savez(file: Any, *args: Array, **kwargs: Array) -> None:
         >>> sorted((k, v.shape) for k, v in mx.load(f, format="npz").items())
         [('arr_0', (2,)), ('w', (3,))]
     """
-    np.savez(file, **_named("savez", args, kwargs))
+    named = _named("savez", args, kwargs)
+    with writable(file, "npz", "savez") as f:
+        np.savez(f, **named)
 
 
 def savez_compressed(file: Any, *args: Array, **kwargs: Array) -> None:
@@ -81,7 +86,9 @@ def savez_compressed(file: Any, *args: Array, **kwargs: Array) -> None:
         >>> mx.load(f, format="npz")["x"].shape
         (256,)
     """
-    np.savez_compressed(file, **_named("savez_compressed", args, kwargs))
+    named = _named("savez_compressed", args, kwargs)
+    with writable(file, "npz", "savez_compressed") as f:
+        np.savez_compressed(f, **named)
 
 
 def load_npy(file: Any) -> Array:
@@ -101,13 +108,21 @@ def load_npy(file: Any) -> Array:
 
 
 def load_npz(file: Any) -> dict[str, Array]:
-    """The arrays in `.npz` archive `file`, by name."""
+    """The arrays in `.npz` archive `file`, by name; the uncompressed members of an archive
+    given by path are views of its memory map (`savez` stores them so)."""
     try:
         archive = np.load(file, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise fail("load", file, "is a .npy file, not a .npz archive")
         with archive:
-            return {name: to_array(archive[name], "load", file) for name in archive.files}
+            buffer = read_buffer(file, "load") if isinstance(file, (str, os.PathLike)) else None
+            members = {n.removesuffix(".npy"): n for n in archive.zip.namelist()}
+            out = {}
+            for name in archive.files:
+                info = archive.zip.getinfo(members[name])
+                mapped = None if buffer is None else _stored_member(buffer, info)
+                out[name] = to_array(archive[name] if mapped is None else mapped, "load", file)
+            return out
     except OSError as exc:
         raise fail("load", file, f"cannot be opened ({exc.strerror or exc})") from None
     except (EOFError, zipfile.BadZipFile) as exc:
@@ -116,3 +131,27 @@ def load_npz(file: Any) -> dict[str, Array]:
         if str(exc).startswith("load: "):
             raise
         raise fail("load", file, f"is not a valid .npz archive ({exc})") from None
+
+
+def _stored_member(buffer: memoryview, info: zipfile.ZipInfo) -> np.ndarray | None:
+    """A view of the `.npy` member `info` inside the mapped archive, or None when it is
+    compressed (or its header is not one a view can follow)."""
+    if info.compress_type != zipfile.ZIP_STORED or info.file_size < 10:
+        return None
+    local = bytes(buffer[info.header_offset:info.header_offset + 30])
+    if len(local) < 30 or local[:4] != b"PK\x03\x04":
+        return None
+    start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(
+        local[28:30], "little")
+    head = io.BytesIO(bytes(buffer[start:start + min(info.file_size, 1 << 16)]))
+    version = np.lib.format.read_magic(head)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(head)
+    else:
+        return None
+    if dtype.hasobject or start + info.file_size > len(buffer):
+        return None
+    data = view(buffer, dtype, shape[::-1] if fortran else shape, start + head.tell())
+    return data.T if fortran else data

@@ -103,7 +103,10 @@ def glorot_normal(dtype: Any = mx.float32) -> Initializer:
 
 
 def glorot_uniform(dtype: Any = mx.float32) -> Initializer:
-    """Glorot (Xavier) uniform: `init(a, gain=1.0)` draws U(-l, l), l = gain*sqrt(6/(fan_in+fan_out)).
+    """Glorot (Xavier) uniform initializer.
+
+    Glorot (Xavier) uniform: `init(a, gain=1.0)` draws U(-l, l),
+    l = gain * sqrt(6 / (fan_in + fan_out)).
 
     Example:
         >>> import nuvec.nn as nn
@@ -141,7 +144,9 @@ def he_normal(dtype: Any = mx.float32) -> Initializer:
 
 
 def he_uniform(dtype: Any = mx.float32) -> Initializer:
-    """He (Kaiming) uniform: `init(a, mode="fan_in", gain=1.0)` draws U(-l, l),
+    """He (Kaiming) uniform initializer.
+
+    He (Kaiming) uniform: `init(a, mode="fan_in", gain=1.0)` draws U(-l, l),
     l = gain * sqrt(3 / fan).
 
     Example:
@@ -157,7 +162,9 @@ def he_uniform(dtype: Any = mx.float32) -> Initializer:
 
 def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
            dtype: Any = mx.float32) -> Initializer:
-    """Sparse normal: each row of a 2-D array gets `ceil(sparsity * columns)` zeros at random
+    """Sparse normal initializer.
+
+    Sparse normal: each row of a 2-D array gets `ceil(sparsity * columns)` zeros at random
     columns, the other entries drawn from N(`mean`, `std`**2).
 
     Raises (when called):
@@ -184,7 +191,9 @@ def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
 
 
 def orthogonal(gain: float = 1.0, dtype: Any = mx.float32) -> Initializer:
-    """Orthogonal: a 2-D array of orthonormal rows or columns (from the QR decomposition of a
+    """Orthogonal initializer.
+
+    Orthogonal: a 2-D array of orthonormal rows or columns (from the QR decomposition of a
     normal matrix, signs fixed by R's diagonal), times `gain`.
 
     Raises (when called):

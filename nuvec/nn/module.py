@@ -101,7 +101,7 @@ class Module(dict):
         if isinstance(value, (mx.array, dict, list, tuple)):
             if key in self.__dict__:
                 object.__delattr__(self, key)
-            self[key] = list(value) if isinstance(value, tuple) else value
+            self[key] = value
         else:
             if key in self:
                 del self[key]
@@ -424,11 +424,7 @@ class Module(dict):
         if file.endswith(".npz"):
             mx.savez(file, **params)
         elif file.endswith(".safetensors"):
-            save = getattr(mx, "save_safetensors", None)
-            if save is None:
-                raise ValueError("save_weights: .safetensors files need "
-                                 "nuvec.save_safetensors, which this build lacks")
-            save(file, params)
+            mx.save_safetensors(file, params)
         else:
             raise ValueError(f"save_weights: unsupported file extension for {file}; use "
                              "'.npz' or '.safetensors'")

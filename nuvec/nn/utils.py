@@ -51,7 +51,9 @@ def value_and_grad(model: Module, fn: Callable[..., Any]) -> Callable[..., tuple
 
 
 def checkpoint(module: Module, fn: Callable[..., Any] | None = None) -> Callable[..., Any]:
-    """`fn` (default: the module's `__call__`) recomputed in the backward pass instead of
+    """A module's function recomputed in the backward pass (`mx.checkpoint`).
+
+    `fn` (default: the module's `__call__`) recomputed in the backward pass instead of
     keeping its intermediates (`mx.checkpoint` over the module's trainable parameters).
 
     Args:

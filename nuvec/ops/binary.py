@@ -12,7 +12,7 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops import creation
+from nuvec.ops import comparison, creation
 from nuvec.ops import rounding as r
 from nuvec.ops import unary as u
 from nuvec.ops.arguments import as_array, broadcast_all, promote
@@ -149,7 +149,7 @@ class Power(_SmoothBinary):
     def partial(self, i, a, b, out):
         if i == 0:
             return multiply(power(a, subtract(b, 1.0)), b)
-        return where(out, multiply(u.log(a), out), 0.0)
+        return comparison.where(out, multiply(u.log(a), out), 0.0)
 
 
 class Maximum(_SmoothBinary):
@@ -158,7 +158,7 @@ class Maximum(_SmoothBinary):
     __slots__ = ()
 
     def partial(self, i, a, b, out):
-        mask = greater(a, b) if i == 0 else less_equal(a, b)
+        mask = comparison.greater(a, b) if i == 0 else comparison.less_equal(a, b)
         return u.astype(mask, out.dtype)
 
 
@@ -168,7 +168,7 @@ class Minimum(_SmoothBinary):
     __slots__ = ()
 
     def partial(self, i, a, b, out):
-        mask = less(a, b) if i == 0 else greater_equal(a, b)
+        mask = comparison.less(a, b) if i == 0 else comparison.greater_equal(a, b)
         return u.astype(mask, out.dtype)
 
 
@@ -202,11 +202,11 @@ class Clip(Primitive):
 
     def _masks(self, primals, out):
         a, lo, hi = primals
-        inside = less(out, hi)
-        above = greater(a, lo)
+        inside = comparison.less(out, hi)
+        above = comparison.greater(a, lo)
         return [
             u.astype(m, out.dtype)
-            for m in (logical_and(above, inside), logical_and(u.logical_not(above), inside),
+            for m in (comparison.logical_and(above, inside), comparison.logical_and(u.logical_not(above), inside),
                       u.logical_not(inside))
         ]
 
@@ -426,12 +426,3 @@ def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> Array:
     if not (x.shape == lo.shape == hi.shape):
         x, lo, hi = broadcast_all("clip", (x, lo, hi), s)
     return record1(CLIP, (x, lo, hi), s)
-
-
-# Imported last: nuvec.ops.comparison imports the definitions above. The rules above use some of
-# these; all stay importable from here, where they lived first.
-from nuvec.ops.comparison import (  # noqa: E402,F401
-    allclose, array_equal, bitwise_and, bitwise_invert, bitwise_or, bitwise_xor, equal, greater,
-    greater_equal, isclose, left_shift, less, less_equal, logical_and, logical_or, logical_xor,
-    not_equal, right_shift, where,
-)

@@ -14,10 +14,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops import binary
-from nuvec.ops import creation
-from nuvec.ops import nonfinite
-from nuvec.ops import reduction
+from nuvec.ops import binary, creation, nonfinite, reduction
 from nuvec.ops import unary as u
 from nuvec.ops.arguments import as_array, broadcast_all, promote
 from nuvec.ops.families import Binary, Unary, apply, batch_inputs

@@ -16,10 +16,8 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import cast, from_data
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops import binary
-from nuvec.ops import join
+from nuvec.ops import binary, join, unary
 from nuvec.ops import shape as shape_ops
-from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
 from nuvec.ops.families import apply
 

@@ -16,7 +16,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, normalize_axis
-from nuvec.ops.binary import add, clip, less, maximum, multiply
+from nuvec.ops.binary import add, clip, maximum, multiply
+from nuvec.ops.comparison import less
 from nuvec.ops.creation import zeros
 from nuvec.ops.indexing import take
 from nuvec.ops.linalg_functions import eigh

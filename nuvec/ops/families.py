@@ -6,6 +6,7 @@ A concrete primitive subclasses one and writes only what is special (usually `vj
 - `Binary`: elementwise on equal shapes; batching moves batch axes to the front and
   broadcasts an unbatched operand.
 - `Reduction`: reduces `axes` keeping them as size-1 dimensions (the public op squeezes).
+- `Flat`: elementwise, one input, no derivative (`flat_primitive` makes one by name).
 - `Linear`: a mixin whose `jvp` applies the primitive to the tangents (one input).
 """
 
@@ -99,6 +100,26 @@ class Reduction(Primitive):
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])
         return [apply(type(self)(tuple(a + 1 for a in self.axes)), x)], [0]
+
+
+class Flat(Unary):
+    """No derivative flows through: piecewise-constant functions (rounding, sign), boolean
+    results, and `stop_gradient`."""
+
+    abstract = True
+    __slots__ = ()
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [None]
+
+    def jvp(self, primals, tangents, outputs):
+        return [None]
+
+
+def flat_primitive(name: str, doc: str, module: str) -> type:
+    """A `Flat` primitive class (no gradient) named `name`, defined in `module`."""
+    return type(name, (Flat,), {"__slots__": (), "__doc__": doc, "__module__": module,
+                                 "__qualname__": name})
 
 
 class Linear:

@@ -12,7 +12,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, broadcast_shapes
-from nuvec.ops.binary import greater_equal, less, logical_and, multiply
+from nuvec.ops.binary import multiply
+from nuvec.ops.comparison import greater_equal, less, logical_and
 from nuvec.ops.creation import arange
 from nuvec.ops.matmul import matmul
 from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze

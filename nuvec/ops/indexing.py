@@ -19,10 +19,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops import comparison, slicing
+from nuvec.ops import binary, comparison, creation, slicing
 from nuvec.ops import shape as shape_ops
-from nuvec.ops import binary
-from nuvec.ops import creation
 from nuvec.ops.arguments import as_array, broadcast_shapes, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 

@@ -14,11 +14,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops import slicing
+from nuvec.ops import creation, indexing, slicing, unary
 from nuvec.ops import shape as shape_ops
-from nuvec.ops import creation
-from nuvec.ops import indexing
-from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, fresh, int_tuple, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
-from nuvec.graph.array import Array, leaf, record1
+from nuvec.graph.array import Array, leaf, record1, tracing
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape
@@ -79,6 +79,10 @@ class _KeyState:
         # The state is split eagerly on the host so that it stays a concrete leaf: samples
         # then depend on the order of calls only, never on when they are evaluated.
         with self.lock:
+            if tracing.depth and not self.state[0].is_evaluated:  # traced by `compile`
+                pair = split(self.state[0])
+                self.state[0] = pair[0]
+                return pair[1]
             pair = np.asarray(split(self.state[0]))
             self.state[0] = leaf(pair[0].copy(), dt.uint32)
             return leaf(pair[1].copy(), dt.uint32)

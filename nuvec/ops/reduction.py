@@ -14,11 +14,8 @@ import numpy as np
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops import comparison
-from nuvec.ops import binary
-from nuvec.ops import scan
+from nuvec.ops import binary, comparison, scan, unary
 from nuvec.ops import shape as shape_ops
-from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
 from nuvec.ops.families import Linear, Reduction, apply
 

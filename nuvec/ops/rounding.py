@@ -1,6 +1,6 @@
 """Elementwise rounding: `floor`, `ceil`, `trunc` and `round` (with `decimals`).
 
-The primitives are piecewise constant (`_Flat`: no gradient); integer and boolean inputs are
+The primitives are piecewise constant (`Flat`: no gradient); integer and boolean inputs are
 returned unchanged and complex inputs rejected.
 """
 
@@ -14,8 +14,7 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, unary
 from nuvec.ops.arguments import StreamLike, as_array, fresh
-from nuvec.ops.families import Unary
-from nuvec.ops.unary import flat_primitive
+from nuvec.ops.families import Unary, flat_primitive
 
 __all__ = ["floor", "ceil", "round", "trunc"]
 

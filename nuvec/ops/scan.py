@@ -13,12 +13,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops import comparison
-from nuvec.ops import binary
-from nuvec.ops import creation
-from nuvec.ops import join
+from nuvec.ops import binary, comparison, creation, join, unary
 from nuvec.ops import shape as shape_ops
-from nuvec.ops import unary
 from nuvec.ops.arguments import as_array, normalize_axis
 from nuvec.ops.families import apply, move_batch_to_front
 

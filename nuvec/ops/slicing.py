@@ -14,8 +14,7 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import shape as shape_ops
-from nuvec.ops import creation
-from nuvec.ops import unary
+from nuvec.ops import creation, unary
 from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axis
 from nuvec.ops.families import Linear, apply, batch_size, move_batch_to_front
 

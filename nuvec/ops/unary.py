@@ -17,7 +17,7 @@ from nuvec.graph.convert import AsType
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import binary, complex_parts
 from nuvec.ops.arguments import StreamLike, as_array, fresh
-from nuvec.ops.families import Linear, Unary, apply
+from nuvec.ops.families import Linear, Unary, apply, flat_primitive
 
 __all__ = [
     "abs", "negative", "sign", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
@@ -69,31 +69,11 @@ class _Smooth(Unary):
         return [binary.product(tangents[0], self.derivative(primals[0], outputs[0]))]
 
 
-class _Flat(Unary):
-    """No derivative flows through: piecewise-constant functions (rounding, sign), boolean
-    results, and `stop_gradient`."""
-
-    abstract = True
-    __slots__ = ()
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [None]
-
-    def jvp(self, primals, tangents, outputs):
-        return [None]
-
-
 def _smooth(name: str, doc: str, derivative) -> type:
     """A `_Smooth` primitive class whose derivative is `derivative(x, out)`."""
     members = {"__slots__": (), "__doc__": doc, "__module__": __name__, "__qualname__": name,
                "derivative": staticmethod(derivative)}
     return type(name, (_Smooth,), members)
-
-
-def flat_primitive(name: str, doc: str, module: str = __name__) -> type:
-    """A `_Flat` primitive class (no gradient), defined in `module`."""
-    return type(name, (_Flat,), {"__slots__": (), "__doc__": doc, "__module__": module,
-                                 "__qualname__": name})
 
 
 def _one_minus_square(x: Array) -> Array:
@@ -134,9 +114,10 @@ Erf = _smooth("Erf", "The error function; d/dx = 2/sqrt(pi) e**(-x**2).",
 ErfInv = _smooth("ErfInv", "The inverse error function; d/dx = sqrt(pi)/2 e**(out**2).",
                  lambda x, out: binary.multiply(exp(square(out)), math.sqrt(math.pi) / 2.0))
 
-Sign = flat_primitive("Sign", "-1, 0 or 1 (x/|x| for complex).")
-LogicalNot = flat_primitive("LogicalNot", "not x on booleans.")
-StopGradient = flat_primitive("StopGradient", "The identity, opaque to differentiation.")
+Sign = flat_primitive("Sign", "-1, 0 or 1 (x/|x| for complex).", __name__)
+LogicalNot = flat_primitive("LogicalNot", "not x on booleans.", __name__)
+StopGradient = flat_primitive("StopGradient", "The identity, opaque to differentiation.",
+                              __name__)
 
 
 class Log(_Smooth):

@@ -25,11 +25,10 @@ VARIANTS = ["scale<float, 128>", "scale<__half, 256>"]
 
 
 @pytest.fixture
-def fresh_cache(tmp_path):
-    cache.set_cache_dir(tmp_path)
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUVEC_KERNEL_CACHE", str(tmp_path))
     loader.clear_memory_cache()
     yield tmp_path
-    cache.set_cache_dir(None)
     loader.clear_memory_cache()
 
 
@@ -80,9 +79,15 @@ def test_damaged_entry_is_rebuilt(fresh_cache):
     assert loader.stats["compiled"] == before["compiled"] + 1
 
 
-def test_env_var_sets_the_directory(tmp_path, monkeypatch):
-    monkeypatch.setenv("NUVEC_KERNEL_CACHE", str(tmp_path / "k"))
-    assert cache.cache_dir() == tmp_path / "k" and (tmp_path / "k").is_dir()
+def test_env_var_and_function_set_the_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("NUVEC_KERNEL_CACHE", raising=False)
+    cache.set_cache_dir(tmp_path / "f")
+    try:
+        assert cache.cache_dir() == tmp_path / "f" and (tmp_path / "f").is_dir()
+        monkeypatch.setenv("NUVEC_KERNEL_CACHE", str(tmp_path / "k"))
+        assert cache.cache_dir() == tmp_path / "k" and (tmp_path / "k").is_dir()
+    finally:
+        cache.set_cache_dir(None)
 
 
 def test_compile_error_names_kernel_variant_and_log(fresh_cache):
@@ -98,7 +103,12 @@ def test_parse_resources():
 ptxas info    : Function properties for _Z1kv
 ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
 ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem
+ptxas info    : Compiling entry function '_Z1jv' for 'sm_90'
+ptxas         .     32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 1 barriers, 32 bytes cumulative stack size, 4224 bytes smem
 """
-    r = loader.parse_resources(log)["_Z1kv"]
+    found = loader.parse_resources(log)
+    r, j = found["_Z1kv"], found["_Z1jv"]
     assert (r.registers, r.spill_stores, r.spill_loads, r.stack, r.shared, r.barriers) == (
         40, 4, 12, 8, 2048, 1)
+    assert (j.registers, j.stack, j.shared) == (32, 32, 4224)

@@ -64,3 +64,32 @@ def test_thread_sanitizer_finds_the_race(tmp_path):
     assert "data race" not in clean.stderr and "finished" in clean.stdout, clean.stderr[-3000:]
     bad = run(tmp_path, "thread", "race", "false")
     assert "ThreadSanitizer: data race" in bad.stderr, bad.stderr[-3000:]
+
+
+KERNELS_SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from kernel_checks import cases, check
+    from nuvec.backends.cuda.runner import EmulatorRunner
+    import kernel_checks
+    kernel_checks.RUNNER = EmulatorRunner(sanitize=sys.argv[2])
+    for name, p, inputs in cases():
+        check(p, *inputs)
+    from nuvec.backends.cuda import emulator
+    assert all(m.path.read_bytes().count(b"__" + sys.argv[2][0].encode() + b"san")
+               for m in emulator.built())
+    print("finished")
+""")
+
+
+@pytest.mark.parametrize("sanitize", ["address", "thread"])
+def test_every_kernel_case_is_clean_under_the_sanitizers(tmp_path, sanitize):
+    script = tmp_path / "kernels.py"
+    script.write_text(KERNELS_SCRIPT)
+    env = dict(os.environ, LD_PRELOAD=emulator.sanitizer_runtime(sanitize),
+               ASAN_OPTIONS="detect_leaks=0", TSAN_OPTIONS="exitcode=66",
+               PYTHONPATH=os.getcwd())
+    done = subprocess.run([sys.executable, str(script), os.path.dirname(__file__), sanitize],
+                          capture_output=True, text=True, env=env, timeout=1200, check=False)
+    assert done.returncode == 0 and "finished" in done.stdout, done.stderr[-4000:]
+    assert "ERROR: AddressSanitizer" not in done.stderr and "data race" not in done.stderr

@@ -1,32 +1,26 @@
-"""Fixtures of the fused-op tests: a fake GPU backend computing with NumPy."""
+"""Fixtures of the fused-op tests: the NumPy-backed GPU double (`nuvec.backends.double`),
+whose fused nodes take the listed CPU route as on a GPU without their CUDA kernels."""
 
 from __future__ import annotations
-
-import types
 
 import pytest
 
 import nuvec as mx
-from nuvec.fast.base import FastOp, cpu_fallback_kernel
+from nuvec.backends.double import DoubleBackend
 from nuvec.graph.device import DeviceType, register_backend
 
 
 @pytest.fixture
 def fake_gpu():
-    """A GPU backend whose ordinary kernels are NumPy's and whose fused kernels cannot take
-    their inputs (they compute through the fallback on the CPU); yields the GPU stream."""
-    import nuvec.backends.numpy as cpu
-
-    kernels = {
-        cls: (cpu_fallback_kernel if issubclass(cls, FastOp) else fn)
-        for cls, fn in cpu.kernels.items()
-    }
-    backend = types.SimpleNamespace(
-        kernels=kernels, to_host=cpu.to_host, from_host=cpu.from_host, coerce=cpu.coerce,
-        synchronize=cpu.synchronize, available=lambda: True,
-    )
-    register_backend(DeviceType.gpu, backend)
+    """Installs the GPU double; yields the GPU stream."""
+    register_backend(DeviceType.gpu, DoubleBackend())
     try:
         yield mx.default_stream(mx.gpu)
     finally:
         register_backend(DeviceType.gpu, None)
+
+
+@pytest.fixture(autouse=True)
+def _on_each_device(device):
+    """Every test here runs on each available device (see `tests/conftest.py`)."""
+    yield device

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import pathlib
+import tracemalloc
 
 import ml_dtypes
 import numpy as np
 import pytest
 from helpers import ids, int_pair
+from io_helpers import mapped
 
 import nuvec as mx
 from nuvec.graph import dtypes as dt
@@ -141,3 +143,77 @@ def test_load_rejects_dtypes_nuvec_lacks(tmp_path: pathlib.Path, data):
     np.save(tmp_path / "a.npy", data)
     with pytest.raises(TypeError, match="^load: '.*a.npy': unsupported dtype"):
         mx.load(tmp_path / "a.npy")
+
+
+def test_npy_and_uncompressed_npz_files_are_memory_mapped(tmp_path: pathlib.Path):
+    big = np.arange(4 * 2**20, dtype=np.float32)  # 16 MiB
+    fortran = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    np.save(tmp_path / "big.npy", big)
+    np.savez(tmp_path / "plain.npz", big=big, f=fortran)
+    np.savez_compressed(tmp_path / "small.npz", c=big[:5])
+    tracemalloc.start()
+    try:
+        single, plain = mx.load(tmp_path / "big.npy"), mx.load(tmp_path / "plain.npz")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, f"loading allocated {peak} bytes"
+    assert mapped(single) and mapped(plain["big"]) and mapped(plain["f"])
+    assert_allclose(plain["f"], fortran, dtype=mx.float64, rtol=0, atol=0)
+    assert plain["big"][-1].item() == big[-1] and single[-1].item() == big[-1]
+    compressed = mx.load(tmp_path / "small.npz")["c"]  # compressed members are read
+    assert not mapped(compressed) and compressed.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("name, cut", [("a.npy", -8), ("a.npz", -30), ("a.npz", 40)])
+def test_truncated_numpy_files_raise(tmp_path: pathlib.Path, name, cut):
+    path = tmp_path / name
+    (np.save if name.endswith("npy") else np.savez)(path, np.arange(100.0))
+    path.write_bytes(path.read_bytes()[:cut])
+    with pytest.raises(ValueError, match=rf"^load: '.*{name}': is not a valid \.np[yz]"):
+        mx.load(path)
+
+
+def test_mislabelled_numpy_files_raise(tmp_path: pathlib.Path):
+    mx.save_safetensors(tmp_path / "w.safetensors", {"w": mx.ones((2,))})
+    for name in ("w.npy", "w.npz"):
+        (tmp_path / name).write_bytes((tmp_path / "w.safetensors").read_bytes())
+        with pytest.raises(ValueError, match=rf"^load: '.*{name}': is not a valid"):
+            mx.load(tmp_path / name)
+    np.save(tmp_path / "x.npy", np.ones(2))
+    (tmp_path / "x.npy").rename(tmp_path / "x.npz")
+    with pytest.raises(ValueError, match=r"^load: '.*x.npz': is a .npy file, not a .npz"):
+        mx.load(tmp_path / "x.npz")
+
+
+@pytest.mark.parametrize("fmt", ["npy", "npz", "safetensors", "gguf"])
+def test_saving_over_the_file_arrays_are_mapped_from(tmp_path: pathlib.Path, fmt):
+    """The old file stays intact under its mapped arrays until the new one replaces it."""
+    path = tmp_path / f"w.{fmt}"
+    x = np.arange(2**16, dtype=np.float32)
+    save = {"npy": lambda a: mx.save(path, a), "npz": lambda a: mx.savez(path, w=a),
+            "safetensors": lambda a: mx.save_safetensors(path, {"w": a}),
+            "gguf": lambda a: mx.save_gguf(path, {"w": a})}[fmt]
+    save(mx.array(x))
+    loaded = mx.load(path)
+    w = loaded if fmt == "npy" else loaded["w"]
+    save(w * 2)  # reads the mapped data while writing the same path
+    again = mx.load(path)
+    assert_allclose(again if fmt == "npy" else again["w"], 2 * x, dtype=mx.float32, rtol=0, atol=0)
+    assert_allclose(w, x, dtype=mx.float32, rtol=0, atol=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary left
+
+
+def test_a_failed_save_leaves_no_file(tmp_path: pathlib.Path):
+    with pytest.raises(TypeError):
+        mx.save_gguf(tmp_path / "w.gguf", {"a": mx.ones(2), "b": mx.ones(2, dtype=mx.uint8)})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("dtype", dt.ALL_DTYPES, ids=ids)
+@pytest.mark.parametrize("save", [mx.savez, mx.savez_compressed], ids=["plain", "compressed"])
+def test_every_dtype_round_trips_through_npz(tmp_path: pathlib.Path, dtype, save):
+    a, x = int_pair((3, 2), dtype)
+    save(tmp_path / "z.npz", a=a)
+    b = mx.load(tmp_path / "z.npz")["a"]
+    assert_allclose(b, x, dtype=dtype, rtol=0, atol=0)

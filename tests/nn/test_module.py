@@ -19,6 +19,7 @@ class Block(nn.Module):
         self.extra = {"scale": mx.ones((4,)), "layers": [nn.Linear(4, 4), nn.Identity()]}
         self._private = mx.zeros((2,))
         self.name = "block"
+        self.sizes = (3, 4)  # a tuple member is neither a parameter nor a child
 
     def __call__(self, x):
         x = self.norm(self.linear(x)) * self.extra["scale"]
@@ -145,3 +146,15 @@ def test_repr_lists_children() -> None:
     assert text.splitlines() == [
         "Sequential(", "  (layers.0): Linear(input_dims=2, output_dims=3, bias=True)",
         "  (layers.1): ReLU()", ")"]
+
+
+def test_save_weights_safetensors_round_trip(tmp_path) -> None:
+    model = nn.Sequential(nn.Linear(3, 2), nn.RMSNorm(2))
+    model.set_dtype(mx.bfloat16)
+    path = str(tmp_path / "w.safetensors")
+    model.save_weights(path)
+    other = nn.Sequential(nn.Linear(3, 2), nn.RMSNorm(2)).load_weights(path)
+    for (k, a), (_, b) in zip(tree_flatten(model.parameters()), tree_flatten(other.parameters())):
+        assert b.dtype == mx.bfloat16, k
+        np.testing.assert_array_equal(np.asarray(a.astype(mx.float32)),
+                                      np.asarray(b.astype(mx.float32)))

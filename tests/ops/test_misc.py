@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from nuvec.backends.numpy.misc import sloane_matrix
+from nuvec.backends.common.misc import sloane_matrix
 from nuvec.testing import assert_allclose
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from nuvec.backends.numpy.random import threefry2x32
+from nuvec.backends.common.random import threefry2x32
 
 N = 20_000
 
@@ -49,7 +49,7 @@ def _normal_cdf(x):
 def test_threefry_known_answers(key, counter, expected):
     # The known-answer vectors of Random123's threefry2x32_20.
     k0, k1, x0, x1 = (np.array([v], np.uint32) for v in (*key, *counter))
-    y0, y1 = threefry2x32(k0, k1, x0, x1)
+    y0, y1 = threefry2x32(np, k0, k1, x0, x1)
     assert (int(y0[0]), int(y1[0])) == expected
 
 

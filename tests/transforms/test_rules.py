@@ -21,7 +21,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.testing import OpSpec, run_grad_checks, run_vmap_checks
 
 HERE = Path(__file__).parent
-PACKAGES = ("nuvec.ops", "nuvec.fast", "nuvec.graph")
+PACKAGES = ("nuvec.graph", "nuvec.ops", "nuvec.transforms", "nuvec.fast")
 
 
 def _load_specs() -> list[tuple[str, OpSpec]]:

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_dir", "set_cache_dir", "digest", "read_entry", "write_entry"]
+__all__ = ["cache_dir", "digest", "read_entry", "set_cache_dir", "write_entry"]
 
 ENV = "NUVEC_KERNEL_CACHE"
 _chosen: list[Path | None] = [None]

@@ -14,9 +14,9 @@ compile nothing; a damaged entry is rebuilt.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from nuvec.backends.cuda import cache, nvrtc
 
@@ -72,7 +72,8 @@ def headers_text() -> str:
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?"
+                   r"(?:, \d+ bytes cumulative stack size)?(?:, (\d+) bytes smem)?")
 
 
 def parse_resources(log: str) -> dict[str, Resources]:

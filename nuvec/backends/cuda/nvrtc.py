@@ -10,9 +10,9 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 __all__ = ["NvrtcError", "available", "compile_program", "include_dir", "version"]
 

@@ -4,18 +4,23 @@
 
 A launcher computes the grid, block, dynamic shared memory and arguments of a kernel and calls
 `runner.launch(kernel_file, expression, grid, block, shared_mem, args)`; it allocates its
-outputs with `runner.empty(shape, dtype)` and reads input dtypes with `runner.dtype_of(a)`
-(`"float32"`, `"float16"`, `"bfloat16"`, `"int32"`, ...). Scalar arguments are NumPy scalars
+outputs with `runner.empty(shape, dtype)`, reads input dtypes with `runner.dtype_of(a)`
+(`"float32"`, `"float16"`, `"bfloat16"`, `"int32"`, ...), makes inputs C-contiguous with
+`runner.contiguous(a)` and reads buffer addresses (for alignment) with `runner.address(a)`;
+`runner.xp` is the array module (NumPy or CuPy) for copies and zero fills. Scalar arguments are NumPy scalars
 of the kernel parameter's type.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import ml_dtypes
 import numpy as np
+
+from nuvec.backends.cuda import emulator, loader
 
 __all__ = ["CupyRunner", "EmulatorRunner", "KernelFile", "Runner", "numpy_dtype"]
 
@@ -49,6 +54,8 @@ class Runner(Protocol):
 
     def contiguous(self, a: Any) -> Any: ...
 
+    def address(self, a: Any) -> int: ...
+
     def launch(self, kernel: KernelFile, expression: str, grid: Sequence[int],
                block: Sequence[int], shared_mem: int, args: Sequence[Any]) -> None: ...
 
@@ -78,11 +85,13 @@ class EmulatorRunner:
         return np.asarray(a).dtype.name
 
     def contiguous(self, a):
-        return np.ascontiguousarray(a)
+        a = np.asarray(a)
+        return a if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(a.shape)
+
+    def address(self, a):
+        return a.ctypes.data
 
     def launch(self, kernel, expression, grid, block, shared_mem, args):
-        from nuvec.backends.cuda import emulator  # it needs a C++ compiler: only when used
-
         module = emulator.build(kernel.name, kernel.variants, source=kernel.source,
                                 sanitize=self.sanitize)
         module.launch(expression, grid, block, shared_mem, args, seed=self.seed)
@@ -93,7 +102,7 @@ class CupyRunner:
     buffers, the GPU backend's convention), on CuPy's current stream."""
 
     def __init__(self):
-        import cupy  # optional: only GPU machines have CuPy
+        import cupy  # only when a GPU runner is made: `import nuvec` never imports CuPy
 
         self.xp = cupy
         self._functions: dict[tuple[str, str, str, str | None], Any] = {}
@@ -106,7 +115,10 @@ class CupyRunner:
         return "bfloat16" if name in ("uint16", "bfloat16") else name
 
     def contiguous(self, a):
-        return self.xp.ascontiguousarray(a)
+        return a if a.flags.c_contiguous else self.xp.ascontiguousarray(a).reshape(a.shape)
+
+    def address(self, a):
+        return a.data.ptr
 
     def arch(self) -> str:
         """The current device's target, `sm_90` for compute capability "90"."""
@@ -114,8 +126,6 @@ class CupyRunner:
 
     def function(self, kernel: KernelFile, expression: str) -> Any:
         """The `cupy.RawModule` function of one variant (compiled or fetched once)."""
-        from nuvec.backends.cuda import loader  # it loads NVRTC: only GPU launches need it
-
         arch = self.arch()
         key = (kernel.name, expression, arch, kernel.source)
         if key not in self._functions:

@@ -1,71 +1,112 @@
 """The CPU backend: every primitive computed with NumPy; the reference semantics.
 
-`kernels` maps a primitive class to `kernel(primitive, *inputs) -> output or outputs`. Kernels
-receive NumPy arrays of the node's input dtypes and may return views or NumPy scalars; the
-evaluator coerces results with `coerce`.
+Its table holds the shared bodies (`nuvec.backends.common`) bound to NumPy, plus the kernels
+only NumPy has (`unary`: `erf`/`erfinv`; `quantized`; `fast`, `fast_attention` and
+`fast_packed`: fused ops through their fallback graphs or row blocks). Kernels receive NumPy
+arrays of the node's input dtypes (bfloat16 as ml_dtypes) and may return views or NumPy
+scalars; the evaluator coerces results with `coerce`.
 """
 
 from __future__ import annotations
 
+import os
+import platform
 from typing import Any
 
 import numpy as np
 
-from nuvec.backends.numpy.registry import kernels, writes_into
-
+from nuvec.backends.numpy.registry import kernels, table, writes_into
 from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers its kernels)
-    binary,
-    comparison,
-    complex_parts,
-    contraction,
-    conv,
-    custom,
-    creation,
     fast,
     fast_attention,
     fast_packed,
-    fft,
-    indexing,
-    join,
-    linalg,
-    matmul,
-    matrices,
-    misc,
     quantized,
-    random,
-    reduction,
-    rounding,
-    scan,
-    shape,
-    slicing,
-    sorting,
+    user_kernels,
     unary,
 )
+from nuvec.graph.backend import KernelTable
+from nuvec.graph.device import DeviceType, Stream
+from nuvec.graph.memory import owned_bytes
+
+class NumpyBackend:
+    """The CPU: synchronous, one buffer type (`np.ndarray`), no buffer cache.
+
+    Example:
+        >>> import nuvec as mx
+        >>> from nuvec.backends.numpy import backend
+        >>> backend.device_type, backend.asynchronous, mx.Exp in backend.kernels
+        (DeviceType.cpu, False, False)
+    """
+
+    device_type = DeviceType.cpu
+    array_type = np.ndarray
+    asynchronous = False
+
+    def __init__(self, kernels: KernelTable):
+        self.kernels = kernels
+
+    def available(self) -> bool:
+        return True
+
+    def unavailable_reason(self) -> str:
+        return ""
+
+    def scope(self, stream: Stream) -> Any:
+        return np.errstate(all="ignore")  # kernels define their results for 1/0, NaN, ...
+
+    def coerce(self, data: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        """A kernel result as an ndarray of exactly `dtype`."""
+        return np.asarray(data).astype(dtype, copy=False)
+
+    def owned_bytes(self, outputs: list[Any], inputs: list[Any]) -> int:
+        return owned_bytes(outputs, inputs)
+
+    def can_donate(self, data: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+        return (
+            data.base is None
+            and data.flags.writeable
+            and data.dtype is dtype
+            and data.shape == shape
+        )
+
+    def to_host(self, data: Any, stream: Stream) -> np.ndarray:
+        return np.asarray(data)
+
+    def from_host(self, data: np.ndarray, stream: Stream) -> np.ndarray:
+        return data
+
+    def record_event(self, stream: Stream) -> None:
+        return None  # work on a CPU stream is done when its kernel returns
+
+    def wait_event(self, stream: Stream, event: Any) -> None:
+        return None
+
+    def synchronize(self, stream: Stream | None = None) -> None:
+        """NumPy computes synchronously; nothing to wait for."""
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_info(self, index: int) -> dict[str, Any]:
+        pages = os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+        size = pages * os.sysconf("SC_PAGE_SIZE") if pages else 0
+        name = platform.processor() or platform.machine()
+        return {"name": name, "device_name": name, "architecture": platform.machine(),
+                "memory_size": size}
+
+    def cache_memory(self) -> int:
+        return 0  # NumPy returns freed memory to the allocator: there is no cache
+
+    def clear_cache(self) -> None:
+        return None
+
+    def set_memory_limit(self, limit: int) -> None:
+        return None  # NumPy allocates from the system: a limit is advisory on the CPU
+
+    def set_cache_limit(self, limit: int) -> None:
+        return None
 
 
-def available() -> bool:
-    return True
+backend = NumpyBackend(table)
 
-
-def unavailable_reason() -> str:
-    return ""
-
-
-def to_host(data: Any) -> np.ndarray:
-    return np.asarray(data)
-
-
-def from_host(data: np.ndarray) -> np.ndarray:
-    return data
-
-
-def coerce(data: Any, dtype: np.dtype) -> np.ndarray:
-    """A kernel result as an ndarray of exactly `dtype`."""
-    return np.asarray(data).astype(dtype, copy=False)
-
-
-def synchronize() -> None:
-    """NumPy computes synchronously; nothing to wait for."""
-
-
-__all__ = ["kernels", "writes_into", "available", "to_host", "from_host", "coerce", "synchronize"]
+__all__ = ["backend", "kernels", "table", "writes_into", "NumpyBackend"]

@@ -99,18 +99,23 @@ def _scaled_planes(w: np.ndarray, scales: np.ndarray, group_size: int, bits: int
     """
     data = np.ascontiguousarray(w).astype("<u4", copy=False).view(np.uint8)
     per = 8 // bits
-    s_rep = np.repeat(scales.astype(work, copy=False), group_size // per, axis=-1)
+    group_bytes = group_size // per
     out = np.empty((*data.shape[:-1], per, data.shape[-1]), dtype=work)
-    if per == 1:
-        np.multiply(data, s_rep, out=out[..., 0, :], dtype=work, casting="unsafe")
-        return out
-    code = np.empty(data.shape, dtype=np.uint8)
+    if group_bytes >= 32:  # long enough rows: broadcast the scales over each group's bytes
+        shape = (*data.shape[:-1], scales.shape[-1], group_bytes)
+        s_rep = scales.astype(work, copy=False)[..., None]
+    else:  # short groups: one scale per byte, so the loops below stay long and flat
+        shape = data.shape
+        s_rep = np.repeat(scales.astype(work, copy=False), group_bytes, axis=-1)
+    code = data if per == 1 else np.empty(data.shape, dtype=np.uint8)
     mask = np.uint8((1 << bits) - 1)
     for j in range(per):
-        np.right_shift(data, np.uint8(j * bits), out=code)
-        np.bitwise_and(code, mask, out=code)
+        if per > 1:
+            np.right_shift(data, np.uint8(j * bits), out=code)
+            np.bitwise_and(code, mask, out=code)
         # Converts and scales in one pass.
-        np.multiply(code, s_rep, out=out[..., j, :], dtype=work, casting="unsafe")
+        np.multiply(code.reshape(shape), s_rep, out=out[..., j, :].reshape(shape), dtype=work,
+                    casting="unsafe")
     return out
 
 

@@ -1,28 +1,17 @@
-"""CPU kernels of `nuvec.ops.unary`.
-
-float16 and bfloat16 inputs of transcendental functions compute in float32 (the evaluator casts
-back). The evaluator runs kernels under `np.errstate(all="ignore")`: NaN and inf results of
-functions with domain limits are the answer, not a warning.
-"""
+"""CPU kernels of `nuvec.ops.unary` that only NumPy has: `erf` and `erfinv` to float64
+accuracy without SciPy (the GPU uses CuPy's special functions)."""
 
 from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 
+from nuvec.backends.common.unary import widen
 from nuvec.backends.numpy.registry import kernel
-from nuvec.graph.primitive import Copy
 from nuvec.ops import unary as u
 
-HALF = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))  # hashed: a fast `in`
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def widen(x: np.ndarray) -> np.ndarray:
-    """`x` in float32 if it is a 16-bit float, else unchanged."""
-    return x.astype(np.float32) if x.dtype in HALF else x
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -65,51 +54,6 @@ def erfinv(y: np.ndarray) -> np.ndarray:
     return out.astype(widen(np.asarray(y)).dtype, copy=False)
 
 
-@kernel(Copy, u.StopGradient)
-def identity(p, x):
-    return x.view()  # a view, so the memory figures count no second buffer
-
-
-@kernel(u.AsType)
-def astype(p, x):
-    if x.dtype.kind == "c" and p.dtype.kind != "c":
-        x = x.real  # a cast to a real type keeps the real part (without NumPy's warning)
-    return x.astype(p.dtype.np)
-
-
-def plain(fn):
-    """A kernel applying the ufunc `fn` as it is: exact in every dtype, never warns."""
-    return lambda p, x, out=None: fn(x, out=out)
-
-
-for _cls, _fn in (
-    (u.Negative, np.negative), (u.Abs, np.abs), (u.Sign, np.sign),
-    (u.LogicalNot, np.logical_not),
-):  # fmt: skip
-    kernel(_cls, out=True)(plain(_fn))
-
-
-@kernel(u.Log)
-def log(p, x):
-    fn = {2.0: np.log2, 10.0: np.log10}.get(p.base, np.log)
-    return fn(widen(x))
-
-
-@kernel(u.Rsqrt)
-def rsqrt(p, x):
-    return 1.0 / np.sqrt(widen(x))
-
-
-@kernel(u.Sigmoid)
-def sigmoid(p, x):
-    x = widen(x)
-    if x.dtype.kind == "c":
-        return 1.0 / (1.0 + np.exp(-x))
-    # e**-|x| never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0, e) / (1.0 + e)
-
-
 @kernel(u.Erf)
 def erf_(p, x):
     return erf(x)
@@ -118,22 +62,3 @@ def erf_(p, x):
 @kernel(u.ErfInv)
 def erfinv_(p, x):
     return erfinv(x)
-
-
-def widened(fn):
-    """A kernel applying `fn` to 16-bit floats in float32, with IEEE results and no warnings."""
-
-    def compute(p, x, out=None):
-        return fn(widen(x)) if x.dtype in HALF else fn(x, out=out)
-
-    return compute
-
-
-for _cls, _fn in (
-    (u.Square, np.square), (u.Exp, np.exp), (u.Expm1, np.expm1), (u.Log1p, np.log1p),
-    (u.Sqrt, np.sqrt), (u.Sin, np.sin), (u.Cos, np.cos), (u.Tan, np.tan),
-    (u.ArcSin, np.arcsin), (u.ArcCos, np.arccos), (u.ArcTan, np.arctan), (u.Sinh, np.sinh),
-    (u.Cosh, np.cosh), (u.Tanh, np.tanh), (u.ArcSinh, np.arcsinh), (u.ArcCosh, np.arccosh),
-    (u.ArcTanh, np.arctanh),
-):  # fmt: skip
-    kernel(_cls, out=True)(widened(_fn))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 
+from typing import Callable
+
 import nuvec as mx
 from nuvec.nn.layers.activations import (
     celu, elu, gelu, gelu_approx, gelu_fast_approx, glu, hard_shrink, hard_tanh, hardswish,
@@ -19,56 +21,8 @@ __all__ = [
 ]
 
 
-class Sigmoid(Module):
-    """The layer form of `sigmoid`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Sigmoid()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return sigmoid(x)
 
 
-class ReLU(Module):
-    """The layer form of `relu`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.ReLU()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return relu(x)
-
-
-class ReLU2(Module):
-    """The layer form of `relu2`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.ReLU2()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return relu2(x)
-
-
-class ReLU6(Module):
-    """The layer form of `relu6`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.ReLU6()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return relu6(x)
 
 
 class LeakyReLU(Module):
@@ -88,18 +42,6 @@ class LeakyReLU(Module):
         return leaky_relu(x, self._negative_slope)
 
 
-class LogSoftmax(Module):
-    """The layer form of `log_softmax`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.LogSoftmax()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return log_softmax(x)
-
 
 class ELU(Module):
     """The layer form of `elu` (`alpha` as there).
@@ -118,43 +60,7 @@ class ELU(Module):
         return elu(x, self._alpha)
 
 
-class Softmax(Module):
-    """The layer form of `softmax`.
 
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Softmax()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return softmax(x)
-
-
-class Softplus(Module):
-    """The layer form of `softplus`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Softplus()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return softplus(x)
-
-
-class Softsign(Module):
-    """The layer form of `softsign`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Softsign()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return softsign(x)
 
 
 class Softshrink(Module):
@@ -191,30 +97,6 @@ class CELU(Module):
         return celu(x, self._alpha)
 
 
-class SiLU(Module):
-    """The layer form of `silu`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.SiLU()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return silu(x)
-
-
-class LogSigmoid(Module):
-    """The layer form of `log_sigmoid`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.LogSigmoid()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return log_sigmoid(x)
 
 
 class GLU(Module):
@@ -251,98 +133,16 @@ class Step(Module):
         return step(x, self._threshold)
 
 
-class SELU(Module):
-    """The layer form of `selu`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.SELU()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return selu(x)
 
 
-class Mish(Module):
-    """The layer form of `mish`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Mish()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return mish(x)
 
 
-class Hardswish(Module):
-    """The layer form of `hardswish`.
 
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Hardswish()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return hardswish(x)
-
-
-class HardTanh(Module):
-    """The layer form of `hard_tanh`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.HardTanh()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return hard_tanh(x)
-
-
-class HardShrink(Module):
-    """The layer form of `hard_shrink`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.HardShrink()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return hard_shrink(x)
-
-
-class Softmin(Module):
-    """The layer form of `softmin`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Softmin()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return softmin(x)
-
-
-class Tanh(Module):
-    """The layer form of `tanh`.
-
-    Example:
-        >>> import nuvec.nn as nn
-        >>> nn.Tanh()(mx.zeros((2,))).shape
-        (2,)
-    """
-
-    def __call__(self, x: mx.array) -> mx.array:
-        return tanh(x)
 
 class GELU(Module):
-    """The layer form of `gelu`; `approx` chooses `"none"` (exact), `"precise"` or `"tanh"`
+    """The layer form of `gelu` and its approximations.
+
+    The layer form of `gelu`; `approx` chooses `"none"` (exact), `"precise"` or `"tanh"`
     (`gelu_approx`), or `"fast"` (`gelu_fast_approx`).
 
     Raises:
@@ -384,3 +184,32 @@ class PReLU(Module):
         return prelu(x, self.weight)
 
 
+def _activation_layer(name: str, fn: Callable[[mx.array], mx.array]) -> type:
+    """A parameterless layer class `name` whose `__call__` is `fn`."""
+    doc = (f"The layer form of `{fn.__name__}`.\n\n    Example:\n"
+           "        >>> import nuvec.nn as nn\n"
+           f"        >>> nn.{name}()(mx.zeros((2,))).shape\n        (2,)\n    ")
+
+    def call(self: Module, x: mx.array) -> mx.array:
+        return fn(x)
+
+    return type(name, (Module,), {"__call__": call, "__doc__": doc, "__module__": __name__})
+
+
+Sigmoid = _activation_layer("Sigmoid", sigmoid)
+ReLU = _activation_layer("ReLU", relu)
+ReLU2 = _activation_layer("ReLU2", relu2)
+ReLU6 = _activation_layer("ReLU6", relu6)
+LogSoftmax = _activation_layer("LogSoftmax", log_softmax)
+Softmax = _activation_layer("Softmax", softmax)
+Softplus = _activation_layer("Softplus", softplus)
+Softsign = _activation_layer("Softsign", softsign)
+SiLU = _activation_layer("SiLU", silu)
+LogSigmoid = _activation_layer("LogSigmoid", log_sigmoid)
+SELU = _activation_layer("SELU", selu)
+Mish = _activation_layer("Mish", mish)
+Hardswish = _activation_layer("Hardswish", hardswish)
+HardTanh = _activation_layer("HardTanh", hard_tanh)
+HardShrink = _activation_layer("HardShrink", hard_shrink)
+Softmin = _activation_layer("Softmin", softmin)
+Tanh = _activation_layer("Tanh", tanh)

@@ -1,5 +1,5 @@
-"""Activation functions, as `mlx.nn`'s (each a function here and a layer in
-`activation_layers.py`). Written with nuvec ops, so they differentiate and batch."""
+"""Activation functions, as `mlx.nn`'s: elementwise unless an `axis` is named, results of the
+input's shape. Each has a layer form in `activation_layers.py`."""
 
 from __future__ import annotations
 
@@ -18,12 +18,6 @@ __all__ = [
 def sigmoid(x: mx.array) -> mx.array:
     """The logistic sigmoid `1 / (1 + exp(-x))`.
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.sigmoid(mx.array([0.0])).tolist()
@@ -34,12 +28,6 @@ def sigmoid(x: mx.array) -> mx.array:
 
 def relu(x: mx.array) -> mx.array:
     """The rectified linear unit `max(x, 0)`.
-
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
 
     Example:
         >>> import nuvec.nn as nn
@@ -52,12 +40,6 @@ def relu(x: mx.array) -> mx.array:
 def relu2(x: mx.array) -> mx.array:
     """The squared ReLU `max(x, 0) ** 2`.
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.relu2(mx.array([-1.0, 2.0])).tolist()
@@ -68,12 +50,6 @@ def relu2(x: mx.array) -> mx.array:
 
 def relu6(x: mx.array) -> mx.array:
     """ReLU capped at 6: `min(max(x, 0), 6)`.
-
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
 
     Example:
         >>> import nuvec.nn as nn
@@ -158,12 +134,6 @@ def softmax(x: mx.array, axis: int = -1) -> mx.array:
 def softplus(x: mx.array) -> mx.array:
     """The softplus `log(1 + exp(x))`.
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.softplus(mx.array([0.0])).tolist()
@@ -174,12 +144,6 @@ def softplus(x: mx.array) -> mx.array:
 
 def softsign(x: mx.array) -> mx.array:
     """The softsign `x / (1 + |x|)`.
-
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
 
     Example:
         >>> import nuvec.nn as nn
@@ -228,12 +192,6 @@ def celu(x: mx.array, alpha: float = 1.0) -> mx.array:
 def silu(x: mx.array) -> mx.array:
     """The sigmoid linear unit (swish) `x * sigmoid(x)`.
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.silu(mx.array([0.0])).tolist()
@@ -244,12 +202,6 @@ def silu(x: mx.array) -> mx.array:
 
 def log_sigmoid(x: mx.array) -> mx.array:
     """The log of the sigmoid: `-softplus(-x)`.
-
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
 
     Example:
         >>> import nuvec.nn as nn
@@ -262,12 +214,6 @@ def log_sigmoid(x: mx.array) -> mx.array:
 def gelu(x: mx.array) -> mx.array:
     """The Gaussian error linear unit `x * Phi(x)` (exact, with `erf`).
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.gelu(mx.array([0.0])).tolist()
@@ -279,12 +225,6 @@ def gelu(x: mx.array) -> mx.array:
 def gelu_approx(x: mx.array) -> mx.array:
     """GELU's tanh approximation `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))`.
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.gelu_approx(mx.array([0.0])).tolist()
@@ -295,12 +235,6 @@ def gelu_approx(x: mx.array) -> mx.array:
 
 def gelu_fast_approx(x: mx.array) -> mx.array:
     """GELU's sigmoid approximation `x * sigmoid(1.702 x)`.
-
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
 
     Example:
         >>> import nuvec.nn as nn
@@ -350,12 +284,6 @@ def step(x: mx.array, threshold: float = 0.0) -> mx.array:
 def selu(x: mx.array) -> mx.array:
     """The scaled ELU `1.0507 * elu(x, 1.67326)`.
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.selu(mx.array([0.0])).tolist()
@@ -385,12 +313,6 @@ def prelu(x: mx.array, alpha) -> mx.array:
 def mish(x: mx.array) -> mx.array:
     """Mish: `x * tanh(softplus(x))`.
 
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
-
     Example:
         >>> import nuvec.nn as nn
         >>> nn.mish(mx.array([0.0])).tolist()
@@ -401,12 +323,6 @@ def mish(x: mx.array) -> mx.array:
 
 def hardswish(x: mx.array) -> mx.array:
     """The hard swish `x * min(max(x + 3, 0), 6) / 6`.
-
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
 
     Example:
         >>> import nuvec.nn as nn
@@ -473,12 +389,6 @@ def softmin(x: mx.array, axis: int = -1) -> mx.array:
 
 def tanh(x: mx.array) -> mx.array:
     """The hyperbolic tangent.
-
-    Args:
-        x: the input array.
-
-    Returns:
-        An array of the input's shape.
 
     Example:
         >>> import nuvec.nn as nn

@@ -37,7 +37,9 @@ class Embedding(Module):
 
     def as_linear(self, x: mx.array) -> mx.array:
         """`x @ weight.T`: the table used as an output projection (tied embeddings)."""
-        return x @ self["weight"].T
+        lead = x.shape[:-1]
+        y = x.reshape(-1, x.shape[-1]) @ self["weight"].T  # one 2-D product (see Linear)
+        return y.reshape(*lead, y.shape[-1])
 
     def to_quantized(self, group_size: int = 64, bits: int = 4, mode: str = "affine") -> Module:
         """This layer as a `QuantizedEmbedding` (its table quantized)."""

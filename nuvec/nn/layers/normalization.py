@@ -21,8 +21,8 @@ class RMSNorm(Module):
 
     Example:
         >>> import nuvec.nn as nn
-        >>> nn.RMSNorm(4)(mx.ones((2, 4))).tolist()[0]
-        [1.0, 1.0, 1.0, 1.0]
+        >>> nn.RMSNorm(4)(mx.full((2, 4), 2.0)).tolist()[0]
+        [0.99999..., 0.99999..., 0.99999..., 0.99999...]
     """
 
     def __init__(self, dims: int, eps: float = 1e-5) -> None:
@@ -69,7 +69,9 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Group normalization: features split into `num_groups` groups normalized over the
+    """Group normalization.
+
+    Group normalization: features split into `num_groups` groups normalized over the
     spatial axes and the group's features (batch first, features last).
 
     Args:
@@ -123,7 +125,9 @@ class GroupNorm(Module):
 
 
 class InstanceNorm(Module):
-    """Instance normalization: each feature normalized over the spatial axes (all but the
+    """Instance normalization.
+
+    Instance normalization: each feature normalized over the spatial axes (all but the
     first and last) of each example.
 
     Args:

@@ -40,7 +40,9 @@ class RoPE(Module):
 
 
 class SinusoidalPositionalEncoding(Module):
-    """Sinusoidal encoding: `sin` and `cos` of `x * sigma` for `dims // 2` geometrically
+    """Sinusoidal positional encoding.
+
+    Sinusoidal encoding: `sin` and `cos` of `x * sigma` for `dims // 2` geometrically
     spaced frequencies `sigma` from `max_freq` down to `min_freq`.
 
     Args:

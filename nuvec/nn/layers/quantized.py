@@ -135,7 +135,9 @@ class QuantizedEmbedding(Module):
 
 def quantize(model: Module, group_size: int = 64, bits: int = 4, *, mode: str = "affine",
              class_predicate: Callable[[str, Module], Any] | None = None) -> None:
-    """Replaces, in place, the leaf modules of `model` that have `to_quantized` by their
+    """Quantizes a model's layers in place (as `mlx.nn.quantize`).
+
+    Replaces, in place, the leaf modules of `model` that have `to_quantized` by their
     quantized form (as `mlx.nn.quantize`).
 
     Args:

@@ -18,16 +18,17 @@ import ctypes
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from nuvec.backends.cuda import cache
 from nuvec.backends.cuda.loader import KERNEL_DIR, headers_text, kernel_source
 
-__all__ = ["EmulatorError", "EmulatedModule", "build", "sanitizer_runtime"]
+__all__ = ["EmulatedModule", "EmulatorError", "build", "sanitizer_runtime"]
 
 PRELUDE = Path(__file__).with_name("prelude.h")
 SHARED_CAPACITY = 227 * 1024  # the largest dynamic shared memory of one block (sm_90)
@@ -141,7 +142,7 @@ def build(
     """
     text = kernel_source(name) if source is None else source
     expressions = tuple(expressions)
-    flags = ["-std=c++17", "-shared", "-fPIC", *_SANITIZE_FLAGS[sanitize]]
+    flags = ["-std=c++17", "-shared", "-fPIC", "-fno-strict-aliasing", *_SANITIZE_FLAGS[sanitize]]
     key = cache.digest(_FORMAT, PRELUDE.read_text(), headers_text(), text, *expressions,
                        *flags, _compiler_version())
     if key not in _modules:
@@ -151,6 +152,11 @@ def build(
             path = _compile(key, name, translation_unit(text, name, expressions), flags)
         _modules[key] = EmulatedModule(name, expressions, path, _STACK[sanitize])
     return _modules[key]
+
+
+def built() -> list[EmulatedModule]:
+    """The modules built or loaded in this process."""
+    return list(_modules.values())
 
 
 def _compile(key: str, name: str, unit: str, flags: list[str]) -> Path:

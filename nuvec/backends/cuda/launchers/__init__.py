@@ -1,2 +1,102 @@
 """One launcher per fused operation: grid, block, shared memory and arguments of its CUDA
-kernels, written against a `nuvec.backends.cuda.runner.Runner`."""
+kernels, written against a `nuvec.backends.cuda.runner.Runner`, so the same launcher drives
+CuPy on a GPU and the kernel emulator on the CPU.
+
+`LAUNCHERS` maps each fused primitive class to `launcher(runner, primitive, *inputs)`;
+`takes(primitive, inputs)` says whether the kernels cover the inputs (else the node computes
+through its fallback); the launchers of `WRITES_INTO` also take `out=` (a donated buffer) and
+then update a cache in place; `KERNEL_FILES` lists every kernel file with its variants (the compile
+check compiles them all); `register(table, runner, fallback)` fills a backend's kernel table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any
+
+from nuvec.backends.cuda.custom import custom_kernel
+from nuvec.backends.cuda.launchers import elementwise, norms, packed_attention, rope, softmax
+from nuvec.backends.cuda.launchers.rows import fits
+from nuvec.backends.cuda.runner import KernelFile, Runner
+from nuvec.fast.conv import DepthwiseConv1d
+from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+from nuvec.fast.custom_kernel import CustomKernel
+from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
+from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
+from nuvec.fast.paged import PagedWrite
+from nuvec.fast.rope import NormRope, Rope
+from nuvec.fast.softmax import LogSumExp, Softmax
+
+__all__ = ["KERNEL_FILES", "LAUNCHERS", "WRITES_INTO", "register", "takes"]
+
+LAUNCHERS: dict[type, Callable[..., Any]] = {
+    RmsNorm: norms.rms_norm,
+    AddRmsNorm: norms.add_rms_norm,
+    RmsNormVjp: norms.rms_norm_vjp,
+    LayerNorm: norms.layer_norm,
+    LayerNormVjp: norms.layer_norm_vjp,
+    Softmax: softmax.softmax,
+    LogSumExp: softmax.logsumexp,
+    CrossEntropy: softmax.cross_entropy,
+    CrossEntropyVjp: softmax.cross_entropy_vjp,
+    Rope: rope.rope,
+    NormRope: rope.norm_rope,
+    DepthwiseConv1d: elementwise.depthwise_conv1d,
+    PagedWrite: elementwise.paged_write,
+    PackedAttention: packed_attention.forward_node,
+    PackedAttentionVjp: packed_attention.backward_node,
+}
+KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
+                                  softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
+                                  elementwise.CONV1D, elementwise.PAGED_WRITE,
+                                  packed_attention.KERNEL]
+# The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
+# as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
+WRITES_INTO = frozenset({PagedWrite, NormRope})
+# Extra conditions beyond 32-bit offsets, per primitive class: (primitive, inputs) -> bool.
+_CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
+    PackedAttention: packed_attention.takes,
+    PackedAttentionVjp: packed_attention.takes,
+}
+
+
+def takes(p: Any, inputs: Sequence[Any]) -> bool:
+    """Whether the kernels of `p` take `inputs` (float16/bfloat16/float32 data whose offsets
+    fit in 32 bits, and the op's own bounds)."""
+    if type(p) not in LAUNCHERS or not inputs or not fits(*inputs):
+        return False
+    if str(inputs[0].dtype) not in ("float32", "float16", "bfloat16", "uint16"):
+        return False
+    check = _CONDITIONS.get(type(p))
+    return check is None or check(p, inputs)
+
+
+def register(table: MutableMapping[type, Callable[..., Any]], runner: Runner,
+             fallback: Callable[..., Any]) -> None:
+    """Installs a kernel for every launcher, and for `mx.fast.cuda_kernel` nodes, into a
+    backend's kernel `table`.
+
+    Args:
+        table: primitive class -> kernel `(primitive, *inputs) -> output(s)`.
+        runner: the runner the launchers use (`CupyRunner()` on a GPU).
+        fallback: the kernel for inputs the launchers do not take (the GPU backend's
+            route through `cpu_fallback_kernel`).
+    """
+    for cls, launcher in LAUNCHERS.items():
+        table[cls] = _kernel(launcher, runner, fallback)
+
+    def user_kernel(p, *inputs):
+        outputs = custom_kernel(runner, p, *inputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    table[CustomKernel] = user_kernel
+
+
+def _kernel(launcher, runner, fallback):
+    def kernel(p, *inputs, **out):
+        if not takes(p, inputs):
+            return fallback(p, *inputs)
+        return launcher(runner, p, *inputs, **out)
+
+    kernel.__name__ = launcher.__name__
+    return kernel

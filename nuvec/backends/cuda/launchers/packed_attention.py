@@ -13,13 +13,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from nuvec.backends.cuda.launchers.rows import CTYPES, ITEMSIZE
 from nuvec.backends.cuda.runner import KernelFile
 from nuvec.fast.packed_attention import KERNEL_DIMS, positions
 from nuvec.fast.tuner import Tuner, bucket, forced
 
-CTYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
 HALF_TYPES = ("float16", "bfloat16")
-_I32_MAX = 2**31 - 1
+# The kernels' offsets are signed 32-bit ints.
+OFFSET_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -69,17 +70,15 @@ def attend_back_shared(back: Back, d: int, itemsize: int) -> int:
 def usable_tiles(dtype: str, d: int, shared_limit: int, mma: bool = True) -> dict[str, Tile]:
     """The forward schedules that fit `shared_limit` bytes (mma ones for half types on
     sm_80+ only, `mma` says whether the device has them)."""
-    itemsize = 4 if dtype == "float32" else 2
     return {name: t for name, t in TILES.items()
-            if attend_shared(t, d, itemsize) <= shared_limit
+            if attend_shared(t, d, ITEMSIZE[dtype]) <= shared_limit
             and (not t.mma or (mma and dtype in HALF_TYPES))}
 
 
 def usable_backs(dtype: str, d: int, shared_limit: int, mma: bool = True) -> dict[str, Back]:
     """The backward schedules that fit, as `usable_tiles`."""
-    itemsize = 4 if dtype == "float32" else 2
     return {name: b for name, b in BACKS.items()
-            if attend_back_shared(b, d, itemsize) <= shared_limit
+            if attend_back_shared(b, d, ITEMSIZE[dtype]) <= shared_limit
             and (not b.mma or (mma and dtype in HALF_TYPES))}
 
 
@@ -105,6 +104,12 @@ def variants() -> tuple[str, ...]:
 KERNEL = KernelFile("packed_attention", variants())
 
 
+def takes(p: Any, inputs: Sequence[Any]) -> bool:
+    """Whether the kernels take a node's inputs: D = 64 or 128, offsets within int32."""
+    qkv = inputs[0]
+    return qkv.shape[1] // (3 * p.heads) in KERNEL_DIMS and qkv.size <= OFFSET_LIMIT
+
+
 def layout(lengths: Sequence[int], rows: int) -> tuple[np.ndarray, np.ndarray]:
     """Each sequence's first token `cu [S + 1]` and each `rows`-row tile as `[sequence, first
     row]` pairs `tiles [NT, 2]`, int32 (the seed's `layout`)."""
@@ -123,9 +128,6 @@ class Call:
         self.ctype = CTYPES[self.dtype]
         self.t, width = qkv.shape
         self.d = width // (3 * p.heads)
-        if self.t * width > _I32_MAX:
-            raise ValueError(f"packed_attention: {self.t}·{width} elements overflow the "
-                             f"kernels' 32-bit offsets")
         self.scalars = (np.int32(p.heads), np.int32(0 if p.window is None else p.window + 1),
                         np.int32(self.t))
 
@@ -146,9 +148,8 @@ def attend(runner: Any, p: Any, qkv: Any, cos: Any, sin: Any, tile: Tile):
         return out, lse
     grid, cu, tiles = c.grid(p.lengths, tile.br)
     name = "attend_mma" if tile.mma else "attend"
-    itemsize = 4 if c.dtype == "float32" else 2
     runner.launch(KERNEL, f"{name}<{c.ctype}, {c.d}, {tile.br}, {tile.bc}>", grid,
-                  (2 * tile.br,), attend_shared(tile, c.d, itemsize),
+                  (2 * tile.br,), attend_shared(tile, c.d, ITEMSIZE[c.dtype]),
                   [qkv, cos, sin, cu, tiles, out, lse, *c.scalars, np.float32(p.scale)])
     return out, lse
 
@@ -171,9 +172,8 @@ def attend_back(runner: Any, p: Any, qkv: Any, cos: Any, sin: Any, out: Any, lse
     dq = xp.zeros((t, heads * d), np.float32)
     grid, cu, tiles = c.grid(p.lengths, back.bc)
     name = "attend_back_mma" if back.mma else "attend_back"
-    itemsize = 4 if c.dtype == "float32" else 2
     runner.launch(KERNEL, f"{name}<{c.ctype}, {d}, {back.bc}>", grid, (2 * back.bc,),
-                  attend_back_shared(back, d, itemsize),
+                  attend_back_shared(back, d, ITEMSIZE[c.dtype]),
                   [qkv, cos, sin, cu, tiles, dout, lse, delta, dq, dqkv, *c.scalars,
                    np.float32(p.scale)])
     pairs = t * heads * (d // 2)

@@ -1,0 +1,57 @@
+"""Shared bodies of `nuvec.ops.reduction`: one reduction each, half types in float32."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nuvec.backends.common.registry import SHARED, body
+from nuvec.graph.dtypes import from_numpy_dtype
+from nuvec.ops import reduction as r
+
+
+def is_half(dtype: np.dtype) -> bool:
+    """float16 or bfloat16: NumPy computes these slowly and imprecisely, so kernels widen them."""
+    return dtype == np.float16 or dtype.name == "bfloat16"
+
+
+def accumulator(dtype: np.dtype) -> np.dtype:
+    """The dtype a sum or product accumulates in: float32 for half types, else the output's."""
+    if is_half(dtype):
+        return np.dtype(np.float32)
+    return r.sum_dtype(from_numpy_dtype(dtype)).np
+
+
+@body(r.Sum)
+def sum_(xp, p, x):
+    return xp.sum(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
+
+
+@body(r.Prod)
+def prod(xp, p, x):
+    return xp.prod(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
+
+
+def _reduce(name: str):
+    """A factory of kernels applying the reduction `name` over the primitive's axes."""
+
+    def make(xp):
+        fn = getattr(xp, name)
+        return lambda p, x: fn(x, axis=p.axes, keepdims=True)
+
+    return make
+
+
+def _arg_reduce(name: str):
+    """A factory of kernels applying `argmax`/`argmin` along the primitive's one axis."""
+
+    def make(xp):
+        fn = getattr(xp, name)
+        return lambda p, x: fn(x, axis=p.axes[0], keepdims=True)
+
+    return make
+
+
+for _cls, _name in ((r.Max, "max"), (r.Min, "min"), (r.AllTrue, "all"), (r.AnyTrue, "any")):
+    SHARED.add_factory(_cls, _reduce(_name))
+SHARED.add_factory(r.ArgMax, _arg_reduce("argmax"))
+SHARED.add_factory(r.ArgMin, _arg_reduce("argmin"))

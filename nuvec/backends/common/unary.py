@@ -1,0 +1,95 @@
+"""Shared bodies of `nuvec.ops.unary` (NumPy and CuPy agree on these ufuncs).
+
+float16 and bfloat16 inputs of transcendental functions compute in float32 (the evaluator casts
+back). Kernels run in their backend's error scope: NaN and inf results of functions with domain
+limits are the answer, not a warning. (On the GPU bfloat16 reaches bodies as float32.)
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from nuvec.backends.common.registry import SHARED, body
+from nuvec.graph.primitive import Copy
+from nuvec.ops import unary as u
+
+HALF = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))  # hashed: a fast `in`
+
+
+def widen(x):
+    """`x` in float32 if it is a 16-bit float, else unchanged."""
+    return x.astype(np.float32) if x.dtype in HALF else x
+
+
+@body(Copy, u.StopGradient)
+def identity(xp, p, x):
+    return x.view()  # a view, so the memory figures count no second buffer
+
+
+@body(u.AsType)
+def astype(xp, p, x):
+    if x.dtype.kind == "c" and p.dtype.kind != "c":
+        x = x.real  # a cast to a real type keeps the real part (without NumPy's warning)
+    return x.astype(p.dtype.np)
+
+
+def plain(name: str):
+    """A factory of kernels applying the ufunc `name` as it is: exact in every dtype."""
+
+    def make(xp):
+        fn = getattr(xp, name)
+        return lambda p, x, out=None: fn(x, out=out)
+
+    return make
+
+
+def widened(name: str):
+    """A factory of kernels applying the ufunc `name`, 16-bit floats in float32."""
+
+    def make(xp):
+        fn = getattr(xp, name)
+
+        def compute(p, x, out=None):
+            return fn(widen(x)) if x.dtype in HALF else fn(x, out=out)
+
+        return compute
+
+    return make
+
+
+for _cls, _name in (
+    (u.Negative, "negative"), (u.Abs, "abs"), (u.Sign, "sign"), (u.LogicalNot, "logical_not"),
+):  # fmt: skip
+    SHARED.add_factory(_cls, plain(_name), out=True)
+
+
+@body(u.Log)
+def log(xp, p, x):
+    fn = {2.0: xp.log2, 10.0: xp.log10}.get(p.base, xp.log)
+    return fn(widen(x))
+
+
+@body(u.Rsqrt)
+def rsqrt(xp, p, x):
+    return 1.0 / xp.sqrt(widen(x))
+
+
+@body(u.Sigmoid)
+def sigmoid(xp, p, x):
+    x = widen(x)
+    if x.dtype.kind == "c":
+        return 1.0 / (1.0 + xp.exp(-x))
+    # e**-|x| never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+for _cls, _name in (
+    (u.Square, "square"), (u.Exp, "exp"), (u.Expm1, "expm1"), (u.Log1p, "log1p"),
+    (u.Sqrt, "sqrt"), (u.Sin, "sin"), (u.Cos, "cos"), (u.Tan, "tan"),
+    (u.ArcSin, "arcsin"), (u.ArcCos, "arccos"), (u.ArcTan, "arctan"), (u.Sinh, "sinh"),
+    (u.Cosh, "cosh"), (u.Tanh, "tanh"), (u.ArcSinh, "arcsinh"), (u.ArcCosh, "arccosh"),
+    (u.ArcTanh, "arctanh"),
+):  # fmt: skip
+    SHARED.add_factory(_cls, widened(_name), out=True)

@@ -1,0 +1,35 @@
+"""The one list of primitives a GPU stream computes on the CPU, each with its reason.
+
+A node of one of these classes on a GPU stream copies its inputs to the host, runs the CPU
+kernel there and uploads the outputs. Every other primitive has a GPU body (a shared body bound
+to CuPy, or a GPU override); `tests/backends/test_tables.py` checks both halves.
+"""
+
+from __future__ import annotations
+
+from nuvec.fast.attention import Attention, AttentionRows
+from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
+from nuvec.fast.gather import GatherMm, GatherQmm
+from nuvec.fast.paged import PagedAttention
+from nuvec.ops import quantized as q
+
+_ROWS = (
+    "the row block of the CPU's attention composition (the planner records it for CPU streams "
+    "only; on a GPU it picks an attention kernel): its NumPy body masks in place with copyto"
+)
+_FALLBACK = (
+    "a fused op: its CUDA kernel (nuvec/fast/kernels) is not written yet; its fallback graph "
+    "runs on the CPU stream (run_on_cpu)"
+)
+_PACKED = (
+    "bit-stream packing of quantized weights: the NumPy body is written for NumPy's in-place "
+    "bit views; its CUDA kernel belongs with the quantized matmul kernels"
+)
+
+CPU_ROUTE: dict[type, str] = {
+    AttentionRows: _ROWS,
+    **{cls: _FALLBACK for cls in (
+        Attention, PagedAttention, GatherMm, GatherQmm, GatedDelta, GatedDeltaSlots,
+    )},
+    **{cls: _PACKED for cls in (q.Quantize, q.Dequantize, q.QuantizedMatmul)},
+}  # fmt: skip

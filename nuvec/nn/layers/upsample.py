@@ -1,0 +1,165 @@
+"""`Upsample` and the interpolations it uses (`upsample_nearest`, `upsample_linear`,
+`upsample_cubic`), as `mlx.nn`: channels last, any number of spatial axes, each interpolated
+separately (so linear is bilinear/trilinear and cubic bicubic in 2-D).
+
+Source coordinates: `i * (N - 1) / (M - 1)` with `align_corners`, else the half-pixel
+`(i + 0.5) / scale - 0.5`; nearest takes `floor(i / scale)`; cubic uses Keys' kernel with
+`a = -0.75` and clamps indices at the edges.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+import nuvec as mx
+from nuvec.nn.module import Module
+
+__all__ = ["Upsample", "upsample_nearest", "upsample_linear", "upsample_cubic"]
+
+
+def _coordinates(n: int, scale: float, align_corners: bool) -> np.ndarray:
+    m = int(scale * n)
+    if align_corners:
+        return np.arange(m) * ((n - 1) / max(m - 1, 1))
+    return (np.arange(m) + 0.5) / scale - 0.5
+
+
+def _resample(x: mx.array, axis: int, taps: list[tuple[np.ndarray, np.ndarray]]) -> mx.array:
+    """`sum_t weight_t * take(x, index_t, axis)` with weights broadcast along `axis`."""
+    shape = [1] * x.ndim
+    out = None
+    for index, weight in taps:
+        shape[axis] = len(index)
+        w = mx.array(weight.reshape(shape), dtype=x.dtype)
+        term = mx.take(x, mx.array(index.astype(np.int32)), axis=axis) * w
+        out = term if out is None else out + term
+    return out
+
+
+def _scales(x: mx.array, scale_factor: Any, name: str) -> tuple[float, ...]:
+    spatial = x.ndim - 2
+    if isinstance(scale_factor, (int, float)):
+        return (float(scale_factor),) * spatial
+    scales = tuple(float(s) for s in scale_factor)
+    if len(scales) != spatial:
+        raise ValueError(f"{name}: got {len(scales)} scale factors for an input of shape "
+                         f"{x.shape} ({spatial} spatial axes)")
+    return scales
+
+
+def upsample_nearest(x: mx.array, scale_factor: Sequence[float]) -> mx.array:
+    """Nearest-neighbour upsampling: output `i` copies input `floor(i / scale)`.
+
+    Args:
+        x: `(N, *spatial, C)`.
+        scale_factor: one factor per spatial axis (or one for all).
+
+    Returns:
+        `(N, *(int(s * n) for each spatial n), C)`.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.upsample_nearest(mx.array([[[1], [2]]]), (2,)).reshape(-1).tolist()
+        [1, 1, 2, 2]
+    """
+    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_nearest"), start=1):
+        n = x.shape[axis]
+        index = np.minimum(np.floor(np.arange(int(scale * n)) / scale), n - 1)
+        x = mx.take(x, mx.array(index.astype(np.int32)), axis=axis)
+    return x
+
+
+def upsample_linear(x: mx.array, scale_factor: Sequence[float],
+                    align_corners: bool = False) -> mx.array:
+    """Linear (bilinear, trilinear) upsampling.
+
+    Linear (bilinear, trilinear) upsampling; coordinates as the module docstring says,
+    clipped to the input.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.upsample_linear(mx.array([[[1.0], [2.0]]]), (2,)).reshape(-1).tolist()
+        [1.0, 1.25, 1.75, 2.0]
+    """
+    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_linear"), start=1):
+        n = x.shape[axis]
+        src = np.clip(_coordinates(n, scale, align_corners), 0, n - 1)
+        low = np.floor(src)
+        frac = src - low
+        high = np.minimum(low + 1, n - 1)
+        x = _resample(x, axis, [(low, 1 - frac), (high, frac)])
+    return x
+
+
+def _cubic_weights(t: np.ndarray, a: float = -0.75) -> list[np.ndarray]:
+    """Keys' cubic convolution weights of the taps at offsets -1, 0, 1, 2 from `floor`."""
+    def near(d: np.ndarray) -> np.ndarray:
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d: np.ndarray) -> np.ndarray:
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def upsample_cubic(x: mx.array, scale_factor: Sequence[float],
+                   align_corners: bool = False) -> mx.array:
+    """Cubic (bicubic) upsampling with Keys' kernel (`a = -0.75`), edge indices clamped.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.upsample_cubic(mx.ones((1, 2, 2, 1)), 2).shape
+        (1, 4, 4, 1)
+    """
+    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_cubic"), start=1):
+        n = x.shape[axis]
+        src = _coordinates(n, scale, align_corners)
+        low = np.floor(src)
+        weights = _cubic_weights(src - low)
+        taps = [(np.clip(low + offset, 0, n - 1), w)
+                for offset, w in zip((-1, 0, 1, 2), weights)]
+        x = _resample(x, axis, taps)
+    return x
+
+
+class Upsample(Module):
+    """Upsamples the spatial axes of `(N, *spatial, C)` inputs.
+
+    Args:
+        scale_factor: one factor for every spatial axis, or one per axis.
+        mode: `"nearest"`, `"linear"` or `"cubic"`.
+        align_corners: for linear and cubic: map the corner pixels' centres onto each other
+            (otherwise half-pixel coordinates).
+
+    Raises:
+        ValueError: for another mode.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.Upsample(2, mode="linear")(mx.ones((1, 3, 3, 2))).shape
+        (1, 6, 6, 2)
+    """
+
+    def __init__(self, scale_factor: float | tuple, mode: str = "nearest",
+                 align_corners: bool = False) -> None:
+        super().__init__()
+        if mode not in ("nearest", "linear", "cubic"):
+            raise ValueError(f"Upsample: got unsupported upsampling algorithm: {mode!r}; "
+                             "use 'nearest', 'linear' or 'cubic'")
+        self.scale_factor = (tuple(map(float, scale_factor))
+                             if isinstance(scale_factor, (list, tuple)) else float(scale_factor))
+        self.mode, self.align_corners = mode, align_corners
+
+    def _extra_repr(self) -> str:
+        return (f"scale_factor={self.scale_factor}, mode={self.mode!r}, "
+                f"align_corners={self.align_corners}")
+
+    def __call__(self, x: mx.array) -> mx.array:
+        if x.ndim < 3:
+            raise ValueError(f"Upsample: expected (N, *spatial, C) input, got shape {x.shape}")
+        if self.mode == "nearest":
+            return upsample_nearest(x, self.scale_factor)
+        interpolate = upsample_linear if self.mode == "linear" else upsample_cubic
+        return interpolate(x, self.scale_factor, self.align_corners)

@@ -1,0 +1,84 @@
+"""Running a fused node through its launcher in the kernel emulator and through its fallback
+graph on the CPU (the reference), compared with per-dtype tolerances."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from nuvec.backends.cuda.launchers import LAUNCHERS
+from nuvec.backends.cuda.runner import EmulatorRunner
+from nuvec.fast.base import run_on_cpu
+
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+# (rtol, atol) per input dtype of a kernel (float32 sums) against the fallback (which rounds
+# each step to the input dtype); atol is relative to the reference's largest magnitude.
+TOL = {"float32": (2e-5, 2e-5), "float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2)}
+RUNNER = EmulatorRunner()
+
+
+def as_tuple(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def emulate(p, *inputs, runner=None):
+    """The node's outputs from its launcher in the emulator (default: `RUNNER`)."""
+    return as_tuple(LAUNCHERS[type(p)](runner or RUNNER, p, *inputs))
+
+
+def check(p, *inputs, tol=None):
+    """Asserts that the emulated kernel matches the fallback graph; returns both."""
+    got = emulate(p, *inputs)
+    want = run_on_cpu(list(inputs), p.fallback)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        rtol, atol = tol or TOL.get(np.asarray(inputs[0]).dtype.name, TOL["float32"])
+        w64, g64 = w.astype(np.float64), g.astype(np.float64)
+        scale = max(float(np.max(np.abs(w64[np.isfinite(w64)]), initial=0.0)), 1.0)
+        np.testing.assert_allclose(g64, w64, rtol=rtol, atol=atol * scale)
+    return got, want
+
+
+def random(shape, dtype, seed=0, scale=1.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(DTYPES[dtype])
+
+
+def cases():
+    """(id, primitive, inputs): one small case of every launcher per dtype, for the GPU
+    comparison (the emulator tests cover more shapes)."""
+    from nuvec.fast.conv import DepthwiseConv1d
+    from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+    from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
+    from nuvec.fast.paged import PagedWrite
+    from nuvec.fast.rope import NormRope, Rope
+    from nuvec.fast.softmax import LogSumExp, Softmax
+
+    out = []
+    for dt in DTYPES:
+        x, r, g = random((5, 200), dt), random((5, 200), dt, 1), random((5, 200), dt, 2)
+        w, b = random((200,), dt, 3), random((200,), dt, 4)
+        targets = np.array([0, 199, -1, 7, -200], np.int32)
+        (loss,) = run_on_cpu([x, targets], CrossEntropy().fallback)
+        q = random((2, 3, 4, 16), dt)
+        out += [
+            (f"rms_norm-{dt}", RmsNorm(1e-5), [x, w]),
+            (f"add_rms_norm-{dt}", AddRmsNorm(1e-5), [x, r, w]),
+            (f"rms_norm_vjp-{dt}", RmsNormVjp(1e-5), [x, w, g]),
+            (f"layer_norm-{dt}", LayerNorm(1e-5), [x, w, b]),
+            (f"layer_norm_vjp-{dt}", LayerNormVjp(1e-5), [x, w, b, g]),
+            (f"softmax-{dt}", Softmax(), [x]),
+            (f"softmax_long-{dt}", Softmax(), [random((2, 70000), dt, 5)]),
+            (f"logsumexp_long-{dt}", LogSumExp(), [random((2, 70000), dt, 6)]),
+            (f"cross_entropy-{dt}", CrossEntropy(), [x, targets]),
+            (f"cross_entropy_vjp-{dt}", CrossEntropyVjp(),
+             [x, targets, loss, np.linspace(-1, 1, 5).astype(np.float32)]),
+            (f"rope-{dt}", Rope(12, False, 10000.0, 1.0), [q, np.array(3, np.int32)]),
+            (f"norm_rope-{dt}", NormRope(1e-5, 16, True, 10000.0, 1.0, 2, True),
+             [random((2, 3, 8, 16), dt, 7), q, random((16,), dt, 8)]),
+            (f"conv1d-{dt}", DepthwiseConv1d(2, 1, 2), [random((2, 19, 7), dt),
+                                                       random((7, 3, 1), dt, 9)]),
+            (f"paged_write-{dt}", PagedWrite(), [random((4, 3, 8, 5), dt), random((3, 3, 5), dt),
+                                                np.array([0, 31, 40], np.int32)]),
+        ]
+    return out

@@ -1,0 +1,104 @@
+"""The launchers installed into a backend's kernel table (`register`), end to end: a stand-in
+GPU backend whose fused kernels are the launchers running in the emulator, so
+`record_or_fallback` records GPU nodes and the evaluator launches the CUDA C kernels."""
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.backends.cuda.launchers import LAUNCHERS, register, takes
+from nuvec.backends.cuda.runner import EmulatorRunner
+from nuvec.backends.numpy import NumpyBackend
+from nuvec.backends.numpy import table as cpu_table
+from nuvec.fast.base import FastOp, cpu_fallback_kernel
+from nuvec.fast.custom_kernel import CustomKernel
+from nuvec.fast.norms import RmsNorm
+from nuvec.graph.backend import KernelTable
+from nuvec.graph.device import DeviceType, register_backend
+
+
+class CountingRunner(EmulatorRunner):
+    def __init__(self):
+        super().__init__()
+        self.launched = []
+
+    def launch(self, kernel, expression, grid, block, shared_mem, args):
+        self.launched.append(expression)
+        super().launch(kernel, expression, grid, block, shared_mem, args)
+
+
+class EmulatedGpu(NumpyBackend):
+    """The CPU backend standing in for a GPU: NumPy buffers, the emulator's kernels."""
+
+    device_type = DeviceType.gpu
+
+
+@pytest.fixture
+def emulated_gpu():
+    runner = CountingRunner()
+    kernels = {cls: (cpu_fallback_kernel if issubclass(cls, FastOp) else fn)
+               for cls, fn in cpu_table.kernels.items()}
+    register(kernels, runner, cpu_fallback_kernel)
+    table = KernelTable("emulated-gpu")
+    for cls, fn in kernels.items():
+        table.add(cls, fn)
+    backend = EmulatedGpu(table)
+    register_backend(DeviceType.gpu, backend)
+    try:
+        yield runner
+    finally:
+        register_backend(DeviceType.gpu, None)
+
+
+def test_forward_and_gradient_launch_the_kernels(emulated_gpu):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((3, 40)).astype(np.float32), rng.standard_normal(40).astype(
+        np.float32)
+
+    def loss(x, w):
+        return mx.sum(mx.fast.rms_norm(x, w, 1e-5) ** 2)
+
+    with mx.stream(mx.gpu):
+        value, grads = mx.value_and_grad(loss, argnums=(0, 1))(mx.array(x), mx.array(w))
+        value, gx, gw = value.item(), np.asarray(grads[0]), np.asarray(grads[1])
+    assert any(e.startswith("rms_norm<float") for e in emulated_gpu.launched)
+    assert any(e.startswith("rms_norm_vjp<float") for e in emulated_gpu.launched)
+    with mx.stream(mx.cpu):
+        want, wgrads = mx.value_and_grad(loss, argnums=(0, 1))(mx.array(x), mx.array(w))
+    np.testing.assert_allclose(value, want.item(), rtol=1e-5)
+    np.testing.assert_allclose(gx, np.asarray(wgrads[0]), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(gw, np.asarray(wgrads[1]), rtol=1e-4, atol=1e-5)
+
+
+def test_bfloat16_softmax_and_cross_entropy(emulated_gpu):
+    x = mx.array(np.random.default_rng(1).standard_normal((4, 33)), mx.bfloat16)
+    with mx.stream(mx.gpu):
+        s = np.asarray(mx.fast.softmax(x)).astype(np.float32)
+        ce = np.asarray(mx.fast.cross_entropy(x, mx.array([0, 5, -1, 32])))
+    assert "softmax<__nv_bfloat16, 1>" in emulated_gpu.launched
+    assert any(e.startswith("cross_entropy<__nv_bfloat16") for e in emulated_gpu.launched)
+    np.testing.assert_allclose(s.sum(-1), 1.0, atol=2e-2)
+    with mx.stream(mx.cpu):
+        np.testing.assert_allclose(ce, np.asarray(mx.fast.cross_entropy(x, mx.array(
+            [0, 5, -1, 32]))), rtol=2e-2, atol=2e-2)
+
+
+def test_inputs_the_kernels_do_not_take_use_the_fallback(emulated_gpu):
+    x = np.ones((2, 4), np.float64)
+    assert not takes(RmsNorm(1e-5), [x, np.ones(4)])
+    assert takes(RmsNorm(1e-5), [x.astype(np.float32), np.ones(4, np.float32)])
+    calls = []
+    table = {}
+    register(table, emulated_gpu, lambda p, *a: calls.append(p) or "fallback")
+    assert table[RmsNorm](RmsNorm(1e-5), x, np.ones(4)) == "fallback" and calls
+    assert set(table) == set(LAUNCHERS) | {CustomKernel}
+
+
+def test_user_kernels_on_the_gpu_stream(emulated_gpu):
+    k = mx.fast.cuda_kernel("negate", ["x"], ["y"],
+                            "if (threadIdx.x < 4) y[threadIdx.x] = -x[threadIdx.x];")
+    with mx.stream(mx.gpu):
+        (y,) = k(inputs=[mx.arange(4, dtype=mx.float32)], output_shapes=[(4,)],
+                 output_dtypes=[mx.float32], grid=(4,), threadgroup=(32,))
+        assert y.tolist() == [0.0, -1.0, -2.0, -3.0]
+    assert emulated_gpu.launched == ["custom_kernel_negate"]

@@ -1,0 +1,221 @@
+"""Convolution, pooling and upsampling layers against float64 NumPy loops: forward values,
+gradients, weight layouts and initial ranges as MLX's."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from nn_refs import check_layer_grads, f64, params64, rand64
+
+import nuvec as mx
+import nuvec.nn as nn
+
+
+def conv_ref(x, w, b, stride, padding, dilation, groups):
+    """Cross-correlation over channels-last `x` (N, *S, C), `w` (O, *K, C/groups)."""
+    n, *spatial, c = x.shape
+    o, *kernel, cg = w.shape
+    d = len(spatial)
+    x = np.pad(x, [(0, 0)] + [(p, p) for p in padding] + [(0, 0)])
+    out_size = [(x.shape[1 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                for i in range(d)]
+    y = np.zeros((n, *out_size, o))
+    per_group = o // groups
+    for pos in itertools.product(*(range(s) for s in out_size)):
+        for k in itertools.product(*(range(s) for s in kernel)):
+            src = tuple(pos[i] * stride[i] + k[i] * dilation[i] for i in range(d))
+            patch = x[(slice(None), *src)]  # (N, C)
+            for g in range(groups):
+                wk = w[(slice(g * per_group, (g + 1) * per_group), *k)]  # (O/g, C/g)
+                y[(slice(None), *pos, slice(g * per_group, (g + 1) * per_group))] += (
+                    patch[:, g * cg:(g + 1) * cg] @ wk.T)
+    return y + b
+
+
+def conv_transpose_ref(x, w, b, stride, padding, dilation, output_padding):
+    """Transposed 1-D convolution: input `i` and tap `k` add into output `i*s + k*d - p`."""
+    n, length, c = x.shape
+    o, kernel, _ = w.shape
+    out = (length - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+    y = np.zeros((n, out, o))
+    for i in range(length):
+        for k in range(kernel):
+            j = i * stride + k * dilation - padding
+            if 0 <= j < out:
+                y[:, j] += x[:, i] @ w[:, k].T
+    return y + b
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 2),
+                                                            (1, 2, 2, 1)])
+def test_conv1d(stride, padding, dilation, groups) -> None:
+    layer = f64(nn.Conv1d(4, 6, 3, stride=stride, padding=padding, dilation=dilation,
+                          groups=groups))
+    assert layer.weight.shape == (6, 3, 4 // groups) and layer.bias.shape == (6,)
+    layer.bias = rand64(6, seed=2)
+    x = rand64(2, 9, 4)
+    p = params64(layer)
+    expected = conv_ref(np.asarray(x), p["weight"], p["bias"], (stride,), (padding,),
+                        (dilation,), groups)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-10, atol=1e-12)
+    check_layer_grads(layer, x)
+
+
+def test_conv2d_conv3d_and_init() -> None:
+    mx.random.seed(0)
+    big = nn.Conv2d(16, 32, 3)
+    bound = 1 / math.sqrt(16 * 9)
+    w = np.asarray(big.weight)
+    assert w.shape == (32, 3, 3, 16) and np.abs(w).max() <= bound
+    np.testing.assert_allclose(w.std(), bound / math.sqrt(3), rtol=0.05)
+    assert np.asarray(big.bias).tolist() == [0.0] * 32
+    layer = f64(nn.Conv2d(2, 3, (2, 3), stride=(1, 2), padding=(1, 0)))
+    x = rand64(2, 4, 5, 2)
+    p = params64(layer)
+    expected = conv_ref(np.asarray(x), p["weight"], p["bias"], (1, 2), (1, 0), (1, 1), 1)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-10, atol=1e-12)
+    check_layer_grads(layer, x)
+    layer3 = f64(nn.Conv3d(2, 2, 2, bias=False))
+    assert "bias" not in layer3
+    x3 = rand64(1, 3, 3, 3, 2)
+    expected = conv_ref(np.asarray(x3), params64(layer3)["weight"], 0.0, (1,) * 3, (0,) * 3,
+                        (1,) * 3, 1)
+    np.testing.assert_allclose(np.asarray(layer3(x3)), expected, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match=r"Conv2d: the number of input channels \(3\) must be "
+                                         r"divisible by the number of groups \(2\)"):
+        nn.Conv2d(3, 4, 3, groups=2)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,output_padding", [(1, 0, 1, 0), (2, 1, 1, 1),
+                                                                    (2, 0, 2, 0)])
+def test_conv_transpose1d(stride, padding, dilation, output_padding) -> None:
+    layer = f64(nn.ConvTranspose1d(3, 4, 3, stride=stride, padding=padding, dilation=dilation,
+                                   output_padding=output_padding))
+    assert layer.weight.shape == (4, 3, 3)
+    layer.bias = rand64(4, seed=3)
+    x = rand64(2, 5, 3)
+    p = params64(layer)
+    expected = conv_transpose_ref(np.asarray(x), p["weight"], p["bias"], stride, padding,
+                                  dilation, output_padding)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-10, atol=1e-12)
+    check_layer_grads(layer, x)
+
+
+def test_conv_transpose2d_3d_shapes_and_gradients() -> None:
+    layer = f64(nn.ConvTranspose2d(2, 3, 2, stride=2))
+    assert layer.weight.shape == (3, 2, 2, 2)
+    x = rand64(1, 3, 3, 2)
+    y = np.asarray(layer(x))
+    assert y.shape == (1, 6, 6, 3)
+    w, b = params64(layer)["weight"], params64(layer)["bias"]
+    # stride 2 with a 2x2 kernel: each input pixel paints its own 2x2 block
+    np.testing.assert_allclose(y[0, 2:4, 4:6], np.einsum("c,oijc->ijo", np.asarray(x)[0, 1, 2],
+                                                         w) + b, rtol=1e-10)
+    check_layer_grads(layer, x)
+    assert nn.ConvTranspose3d(2, 4, 3)(mx.ones((1, 2, 2, 2, 2))).shape == (1, 4, 4, 4, 4)
+
+
+def pool_ref(x, kernel, stride, padding, op):
+    n, *spatial, c = x.shape
+    fill = -np.inf if op is np.max else 0.0
+    x = np.pad(x, [(0, 0)] + [(p, p) for p in padding] + [(0, 0)], constant_values=fill)
+    out = [(x.shape[1 + i] - kernel[i]) // stride[i] + 1 for i in range(len(spatial))]
+    y = np.zeros((n, *out, c))
+    for pos in itertools.product(*(range(s) for s in out)):
+        window = tuple(slice(p * s, p * s + k) for p, s, k in zip(pos, stride, kernel))
+        y[(slice(None), *pos)] = op(x[(slice(None), *window)],
+                                    axis=tuple(range(1, 1 + len(spatial))))
+    return y
+
+
+@pytest.mark.parametrize("cls,op", [(nn.MaxPool1d, np.max), (nn.AvgPool1d, np.mean)])
+def test_pool1d(cls, op) -> None:
+    x = rand64(2, 9, 3)
+    for kernel, stride, padding in [(2, None, 0), (3, 2, 1), (3, 1, 0)]:
+        layer = cls(kernel, stride, padding)
+        expected = pool_ref(np.asarray(x), (kernel,), (stride or kernel,), (padding,), op)
+        np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-12)
+    check_layer_grads(cls(3, 2), x)
+    np.testing.assert_allclose(np.asarray(cls(2)(x[0])), pool_ref(np.asarray(x), (2,), (2,),
+                                                                 (0,), op)[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls,op", [(nn.MaxPool2d, np.max), (nn.AvgPool2d, np.mean),
+                                    (nn.MaxPool3d, np.max), (nn.AvgPool3d, np.mean)])
+def test_pool_2d_3d(cls, op) -> None:
+    dims = 2 if "2d" in cls.__name__ else 3
+    x = rand64(2, *([5] * dims), 2)
+    layer = cls(kernel_size=(2,) * dims, stride=(2, 1, 1)[:dims], padding=(1,) + (0,) * (dims - 1))
+    expected = pool_ref(np.asarray(x), (2,) * dims, (2, 1, 1)[:dims], (1,) + (0,) * (dims - 1), op)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-12)
+    check_layer_grads(cls(2), x)
+    with pytest.raises(ValueError, match=f"{cls.__name__}: expected an input of {dims + 2}"):
+        cls(2)(mx.ones((2,) * (dims + 3)))
+
+
+def _src(n, m, scale, align):
+    i = np.arange(m)
+    return i * (n - 1) / (m - 1) if align else (i + 0.5) / scale - 0.5
+
+
+def _linear_ref(x, scale, align):
+    n, h, w, c = x.shape
+    ys = np.clip(_src(h, int(h * scale), scale, align), 0, h - 1)
+    xs = np.clip(_src(w, int(w * scale), scale, align), 0, w - 1)
+    out = np.zeros((n, len(ys), len(xs), c))
+    for i, sy in enumerate(ys):
+        for j, sx in enumerate(xs):
+            y0, x0 = int(np.floor(sy)), int(np.floor(sx))
+            y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
+            fy, fx = sy - y0, sx - x0
+            out[:, i, j] = ((1 - fy) * (1 - fx) * x[:, y0, x0] + (1 - fy) * fx * x[:, y0, x1]
+                            + fy * (1 - fx) * x[:, y1, x0] + fy * fx * x[:, y1, x1])
+    return out
+
+
+def _keys(d, a=-0.75):
+    d = abs(d)
+    if d <= 1:
+        return (a + 2) * d**3 - (a + 3) * d**2 + 1
+    if d < 2:
+        return a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a
+    return 0.0
+
+
+def _cubic_ref_1d(x, scale, align):
+    n = x.shape[1]
+    src = _src(n, int(n * scale), scale, align)
+    out = np.zeros((x.shape[0], len(src), x.shape[2]))
+    for i, s in enumerate(src):
+        base = int(np.floor(s))
+        for k in range(base - 1, base + 3):
+            out[:, i] += _keys(s - k) * x[:, min(max(k, 0), n - 1)]
+    return out
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_upsample(align) -> None:
+    x = rand64(2, 3, 4, 2)
+    xs = np.asarray(x)
+    nearest = np.asarray(nn.Upsample(2)(x))
+    np.testing.assert_array_equal(nearest, xs.repeat(2, axis=1).repeat(2, axis=2))
+    odd = np.asarray(nn.Upsample((1.5, 2.5))(x))
+    rows, cols = np.floor(np.arange(4) / 1.5).astype(int), np.floor(np.arange(10) / 2.5).astype(int)
+    np.testing.assert_array_equal(odd, xs[:, rows][:, :, cols])
+    linear = nn.Upsample(2, mode="linear", align_corners=align)
+    np.testing.assert_allclose(np.asarray(linear(x)), _linear_ref(xs, 2, align), rtol=1e-10)
+    check_layer_grads(linear, x)
+    x1 = rand64(2, 5, 3)
+    cubic = nn.Upsample(2.5, mode="cubic", align_corners=align)
+    np.testing.assert_allclose(np.asarray(cubic(x1)), _cubic_ref_1d(np.asarray(x1), 2.5, align),
+                               rtol=1e-10, atol=1e-12)
+    check_layer_grads(cubic, x1)
+    with pytest.raises(ValueError, match="Upsample: got unsupported upsampling algorithm: "
+                                         "'area'"):
+        nn.Upsample(2, mode="area")
+    with pytest.raises(ValueError, match=r"upsample_linear: got 1 scale factors for an input of "
+                                         r"shape \(2, 3, 4, 2\)"):
+        nn.upsample_linear(x, (2.0,))

@@ -1,0 +1,229 @@
+"""Core layers against float64 NumPy references: forward values, gradients (finite
+differences through inputs and parameters), parameter shapes and initial statistics as MLX's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from nn_refs import check_layer_grads, f64, params64, rand64
+
+import nuvec as mx
+import nuvec.nn as nn
+
+
+def test_linear_forward_gradient_and_init() -> None:
+    mx.random.seed(0)
+    layer = nn.Linear(64, 200)
+    assert layer.weight.shape == (200, 64) and layer.bias.shape == (200,)
+    w = np.asarray(layer.weight)
+    bound = 1 / math.sqrt(64)
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.95 * bound
+    np.testing.assert_allclose(w.std(), bound / math.sqrt(3), rtol=0.05)  # U(-k, k)
+    small = f64(nn.Linear(3, 4))
+    x = rand64(2, 5, 3)
+    p = params64(small)
+    np.testing.assert_allclose(np.asarray(small(x)),
+                               np.asarray(x) @ p["weight"].T + p["bias"], rtol=1e-12)
+    check_layer_grads(small, x)
+    no_bias = f64(nn.Linear(3, 2, bias=False))
+    assert "bias" not in no_bias.parameters()
+    check_layer_grads(no_bias, rand64(4, 3))
+
+
+def test_bilinear_and_identity() -> None:
+    layer = f64(nn.Bilinear(2, 3, 4))
+    assert layer.weight.shape == (4, 3, 2)
+    x1, x2 = rand64(5, 2), rand64(5, 3, seed=1)
+    p = params64(layer)
+    expected = np.einsum("ni,oji,nj->no", np.asarray(x1), p["weight"], np.asarray(x2)) + p["bias"]
+    np.testing.assert_allclose(np.asarray(layer(x1, x2)), expected, rtol=1e-12)
+    check_layer_grads(layer, x1, x2)
+    x = rand64(2, 3)
+    assert nn.Identity(3, foo=1)(x) is x
+
+
+def test_embedding_lookup_gradient_and_init() -> None:
+    mx.random.seed(1)
+    table = nn.Embedding(1000, 16)
+    np.testing.assert_allclose(np.asarray(table.weight).std(), 1 / 4, rtol=0.05)
+    layer = f64(nn.Embedding(10, 4))
+    idx = mx.array([[1, 2], [2, 9]])
+    w = params64(layer)["weight"]
+    np.testing.assert_array_equal(np.asarray(layer(idx)), w[np.asarray(idx)])
+    h = rand64(3, 4)
+    np.testing.assert_allclose(np.asarray(layer.as_linear(h)), np.asarray(h) @ w.T, rtol=1e-12)
+    check_layer_grads(layer, call=lambda m: m(idx) * 2)
+
+
+def _norm64(x: np.ndarray, axes, eps: float) -> np.ndarray:
+    mean = x.mean(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
+
+
+def test_rms_norm_and_layer_norm() -> None:
+    x = rand64(2, 3, 8)
+    xs = np.asarray(x)
+    rms = f64(nn.RMSNorm(8, eps=1e-6))
+    rms.weight = rand64(8, seed=3)
+    expected = xs / np.sqrt((xs**2).mean(-1, keepdims=True) + 1e-6) * np.asarray(rms.weight)
+    np.testing.assert_allclose(np.asarray(rms(x)), expected, rtol=1e-10)
+    check_layer_grads(rms, x)
+    ln = f64(nn.LayerNorm(8))
+    ln.update({"weight": rand64(8, seed=4), "bias": rand64(8, seed=5)})
+    p = params64(ln)
+    np.testing.assert_allclose(np.asarray(ln(x)), _norm64(xs, -1, 1e-5) * p["weight"] + p["bias"],
+                               rtol=1e-10)
+    check_layer_grads(ln, x)
+    assert nn.LayerNorm(8, affine=False).parameters() == {}
+    assert set(nn.LayerNorm(8, bias=False).parameters()) == {"weight"}
+    np.testing.assert_allclose(np.asarray(nn.LayerNorm(8, affine=False)(x.astype(mx.float32))),
+                               _norm64(xs, -1, 1e-5), atol=1e-5)
+
+
+@pytest.mark.parametrize("pytorch_compatible", [False, True])
+def test_group_norm(pytorch_compatible: bool) -> None:
+    layer = f64(nn.GroupNorm(2, 6, pytorch_compatible=pytorch_compatible))
+    layer.update({"weight": rand64(6, seed=1), "bias": rand64(6, seed=2)})
+    x = rand64(2, 4, 6)
+    xs = np.asarray(x)
+    if pytorch_compatible:  # consecutive features form a group
+        grouped = xs.reshape(2, 4, 2, 3)
+        normed = _norm64(grouped, (1, 3), 1e-5).reshape(2, 4, 6)
+    else:  # features f with equal f % groups form a group
+        grouped = xs.reshape(2, 4, 3, 2)
+        normed = _norm64(grouped, (1, 2), 1e-5).reshape(2, 4, 6)
+    p = params64(layer)
+    np.testing.assert_allclose(np.asarray(layer(x)), normed * p["weight"] + p["bias"], rtol=1e-9)
+    check_layer_grads(layer, x)
+
+
+def test_instance_norm() -> None:
+    x = rand64(2, 3, 4, 5)
+    np.testing.assert_allclose(np.asarray(nn.InstanceNorm(5)(x)),
+                               _norm64(np.asarray(x), (1, 2), 1e-5), rtol=1e-9)
+    layer = f64(nn.InstanceNorm(5, affine=True))
+    assert set(layer.parameters()) == {"weight", "bias"}
+    check_layer_grads(layer, x)
+
+
+def test_batch_norm_training_running_stats_and_eval() -> None:
+    layer = f64(nn.BatchNorm(3, momentum=0.25))
+    assert set(layer.trainable_parameters()) == {"weight", "bias"}
+    assert set(layer.parameters()) == {"weight", "bias", "running_mean", "running_var"}
+    x = rand64(4, 5, 3)
+    xs = np.asarray(x)
+    np.testing.assert_allclose(np.asarray(layer(x)), _norm64(xs, (0, 1), 1e-5), rtol=1e-9)
+    mean, var = xs.mean((0, 1)), xs.var((0, 1))
+    np.testing.assert_allclose(np.asarray(layer.running_mean), 0.25 * mean, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(layer.running_var), 0.75 + 0.25 * var, rtol=1e-12)
+    layer.eval()
+    expected = (xs - 0.25 * mean) / np.sqrt(0.75 + 0.25 * var + 1e-5)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-9)
+    layer.unfreeze()
+    assert set(layer.trainable_parameters()) == {"weight", "bias"}
+    layer.train()
+    check_layer_grads(f64(nn.BatchNorm(3, track_running_stats=False)), x)
+    with pytest.raises(ValueError, match=r"BatchNorm: expected input to have 2, 3 or 4 "
+                                         r"dimensions, but got shape \(3,\)"):
+        layer(mx.ones((3,)))
+
+
+def test_dropout_variants() -> None:
+    mx.random.seed(3)
+    x = mx.ones((200, 50))
+    y = np.asarray(nn.Dropout(0.25)(x))
+    kept = y != 0
+    np.testing.assert_allclose(y[kept], 1 / 0.75, rtol=1e-6)
+    assert abs(kept.mean() - 0.75) < 0.02
+    assert np.asarray(nn.Dropout(0.25).eval()(x)).tolist() == np.ones((200, 50)).tolist()
+    y2 = np.asarray(nn.Dropout2d(0.5)(mx.ones((8, 4, 4, 16))))
+    assert all(len(set(y2[n, :, :, c].ravel())) == 1 for n in range(8) for c in range(16))
+    y3 = np.asarray(nn.Dropout3d(0.5)(mx.ones((4, 2, 3, 3, 8))))
+    assert all(len(set(y3[n, ..., c].ravel())) == 1 for n in range(4) for c in range(8))
+    with pytest.raises(ValueError, match=r"Dropout: the dropout probability 1 is not in \[0, 1\)"):
+        nn.Dropout(1)
+    with pytest.raises(ValueError, match="Dropout2d: received input with 2 dimensions. "
+                                         "Expected 3 or 4"):
+        nn.Dropout2d()(mx.ones((2, 2)))
+    with pytest.raises(ValueError, match="Dropout3d: received input with 3 dimensions. "
+                                         "Expected 4 or 5"):
+        nn.Dropout3d()(mx.ones((2, 2, 2)))
+
+
+def _rope64(x: np.ndarray, dims: int, base: float, offset: int, traditional: bool):
+    length = x.shape[-2]
+    pos = (offset + np.arange(length))[:, None]
+    freqs = base ** (-np.arange(0, dims, 2) / dims)
+    angle = pos * freqs
+    cos, sin = np.cos(angle), np.sin(angle)
+    out = x.copy()
+    if traditional:
+        a, b = x[..., 0:dims:2], x[..., 1:dims:2]
+        out[..., 0:dims:2], out[..., 1:dims:2] = a * cos - b * sin, a * sin + b * cos
+    else:
+        half = dims // 2
+        a, b = x[..., :half], x[..., half:dims]
+        out[..., :half], out[..., half:dims] = a * cos - b * sin, a * sin + b * cos
+    return out
+
+
+@pytest.mark.parametrize("traditional", [False, True])
+def test_rope(traditional: bool) -> None:
+    x = rand64(2, 3, 5, 8)
+    layer = nn.RoPE(6, traditional=traditional, base=100.0)
+    np.testing.assert_allclose(np.asarray(layer(x, offset=3)),
+                               _rope64(np.asarray(x), 6, 100.0, 3, traditional), rtol=1e-9)
+    check_layer_grads(layer, x, call=lambda m, x: m(x, offset=2))
+
+
+def test_sinusoidal_positional_encoding_and_alibi() -> None:
+    layer = nn.SinusoidalPositionalEncoding(8, min_freq=0.01, max_freq=1.0)
+    x = mx.array([0.0, 1.0, 5.0])
+    sigmas = np.exp(np.linspace(0, 1, 4)[::-1] * (np.log(1.0) - np.log(0.01)) + np.log(0.01))
+    y = np.asarray(x)[:, None] * sigmas
+    expected = np.concatenate([np.sin(y), np.cos(y)], -1) * math.sqrt(2 / 8)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-5, atol=1e-6)
+    cos_first = nn.SinusoidalPositionalEncoding(8, 0.01, 1.0, scale=1.0, cos_first=True)
+    np.testing.assert_allclose(np.asarray(cos_first(x))[:, :4], np.cos(y), atol=1e-5)
+    scores = rand64(1, 4, 3, 5)
+    slopes = 2.0 ** (-8 * np.arange(1, 5) / 4)
+    distance = -np.abs(np.arange(2, 5)[:, None] - np.arange(5)[None])
+    expected = np.asarray(scores) + slopes[:, None, None] * distance
+    np.testing.assert_allclose(np.asarray(nn.ALiBi()(scores, offset=2)), expected, rtol=1e-6)
+
+
+def test_quantized_linear_and_embedding_match_dequantized_weights() -> None:
+    mx.random.seed(4)
+    linear = nn.Linear(64, 8)
+    q = linear.to_quantized(group_size=32, bits=8)
+    assert isinstance(q, nn.QuantizedLinear) and q.weight.dtype == mx.uint32
+    assert q.weight.shape == (8, 64 * 8 // 32) and q.scales.shape == (8, 2)
+    assert list(q.trainable_parameters()) == ["bias"]  # set after the freeze, as in MLX
+    q.unfreeze()
+    assert list(q.trainable_parameters()) == []  # unfreeze keeps the layer's own frozen
+    w = np.asarray(mx.dequantize(q.weight, q.scales, q.biases, 32, 8), np.float64)
+    assert np.abs(w - np.asarray(linear.weight)).max() < 0.01
+    x = mx.random.normal((3, 64))
+    np.testing.assert_allclose(np.asarray(q(x)), np.asarray(x) @ w.T + np.asarray(q.bias),
+                               rtol=1e-4, atol=1e-4)
+    emb = nn.Embedding(5, 64).to_quantized(group_size=64, bits=4)
+    table = np.asarray(mx.dequantize(emb.weight, emb.scales, emb.biases, 64, 4), np.float64)
+    np.testing.assert_allclose(np.asarray(emb(mx.array([[4, 0]]))), table[[[4, 0]]], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(emb.as_linear(x)), np.asarray(x) @ table.T,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_quantize_model_with_predicate() -> None:
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32), nn.Embedding(4, 64))
+    nn.quantize(model, group_size=32, bits=4,
+                class_predicate=lambda path, m: path != "layers.2" and hasattr(m, "to_quantized"))
+    kinds = [type(layer).__name__ for layer in model.layers]
+    assert kinds == ["QuantizedLinear", "ReLU", "Linear", "QuantizedEmbedding"]
+    assert model.layers[0].bits == 4 and model.layers[0].group_size == 32
+    nn.quantize(model, class_predicate=lambda path, m: {"bits": 8} if path == "layers.2" else False)
+    assert model.layers[2].bits == 8
+    with pytest.raises(ValueError, match="quantize: unable to quantize the layer layers.1 of type "
+                                         "ReLU"):
+        nn.quantize(model, class_predicate=lambda path, m: path == "layers.1")

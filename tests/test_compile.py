@@ -1,0 +1,279 @@
+"""`compile`, `disable_compile`, `enable_compile`: compiled functions return what the function
+returns, compose with the transforms, and update captured state as MLX's do."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec import nn, optimizers
+from nuvec.testing import assert_allclose
+
+
+def test_compile_returns_the_function_outputs():
+    def f(x, y):
+        """Doc of f."""
+        return mx.exp(x) * y, {"s": mx.sum(x)}
+
+    g = mx.compile(f)
+    x = np.array([0.0, 1.0, 2.0], dtype=np.float32)
+    out, tree = g(mx.array(x), y=mx.array(2.0))
+    assert_allclose(out, np.exp(x) * 2, dtype=mx.float32)
+    assert_allclose(tree["s"], x.sum(), dtype=mx.float32)
+    assert g.__name__ == "f" and g.__doc__ == "Doc of f."
+
+
+def test_compile_as_decorator_with_shapeless():
+    @partial(mx.compile, shapeless=True)
+    def gelu(x):
+        return x * (1 + mx.erf(x / np.sqrt(2))) / 2
+
+    for n in (1, 5):
+        x = np.linspace(-2, 2, n).astype(np.float32)
+        want = x * (1 + np.vectorize(math.erf)(x / np.sqrt(2))) / 2
+        assert_allclose(gelu(mx.array(x)), want, dtype=mx.float32)
+
+
+def test_compiled_function_composes_with_grad_and_vmap():
+    f = mx.compile(lambda x: mx.sum(mx.sin(x) ** 2))
+    x = np.array([0.1, 0.7, -1.3], dtype=np.float32)
+    assert_allclose(mx.grad(f)(mx.array(x)), 2 * np.sin(x) * np.cos(x), dtype=mx.float32)
+    g = mx.vmap(mx.compile(lambda r: r * 2))
+    assert_allclose(g(mx.array(x.reshape(3, 1))), x.reshape(3, 1) * 2, dtype=mx.float32)
+
+
+def test_compile_with_captured_state_updates_it():
+    state = [mx.array(0.0)]
+
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step(x):
+        state[0] = state[0] + x
+        return state[0] * 2
+
+    assert step(mx.array(1.0)).item() == 2.0
+    assert step(mx.array(2.0)).item() == 6.0
+    assert state[0].item() == 3.0
+
+
+def test_compile_with_the_random_state_draws_fresh_numbers():
+    f = mx.compile(lambda: mx.random.uniform(shape=(4,)), inputs=mx.random.state,
+                   outputs=mx.random.state)
+    mx.random.seed(7)
+    a, b = f().tolist(), f().tolist()
+    mx.random.seed(7)
+    assert a != b and f().tolist() == a
+
+
+def test_disable_and_enable_compile_keep_results():
+    f = mx.compile(lambda x: x + 1)
+    mx.disable_compile()
+    try:
+        assert f(mx.array(1)).item() == 2
+    finally:
+        mx.enable_compile()
+    assert f(mx.array(1)).item() == 2
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [((3,), "^compile: fun must be callable, got int"),
+     ((lambda x: x, None, None, "yes"), "^compile: shapeless must be a bool, got str")],
+    ids=["not-callable", "shapeless-str"],
+)
+def test_compile_rejects(args, message):
+    with pytest.raises(TypeError, match=message):
+        mx.compile(*args)
+
+
+def _counted(fun):
+    """`fun` and a list whose length counts the Python calls of it."""
+    calls = []
+
+    def wrapped(*args, **kwargs):
+        calls.append(1)
+        return fun(*args, **kwargs)
+
+    return wrapped, calls
+
+
+def test_later_calls_replay_without_running_python():
+    f, calls = _counted(lambda x, y: mx.tanh(x @ y) * 2 + mx.sum(y))
+    g = mx.compile(f)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, y = rng.standard_normal((2, 3, 4))
+        want = np.tanh(x[:, :3] @ y[:3]) * 2 + y[:3].sum()
+        out = g(mx.array(x[:, :3], mx.float64), mx.array(y[:3], mx.float64))
+        assert_allclose(out, want, dtype=mx.float64)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "second",
+    [lambda: (mx.ones((3, 2)),), lambda: (mx.ones((2, 2), mx.float64),),
+     lambda: (mx.ones((2, 2)), 3.0), lambda: ([mx.ones((2, 2))],)],
+    ids=["shape", "dtype", "constant", "structure"],
+)
+def test_changed_calls_retrace(second):
+    def fun(x, c=2.0):
+        return (x[0] if isinstance(x, list) else x) * c
+
+    f, calls = _counted(fun)
+    g = mx.compile(f)
+    assert_allclose(g(mx.ones((2, 2)), 2.0), np.full((2, 2), 2.0), dtype=mx.float32)
+    args = second()
+    want = fun(*[[np.ones(a[0].shape)] if isinstance(a, list) else
+                 np.ones(a.shape) if isinstance(a, mx.array) else a for a in args])
+    got = g(*args)
+    assert len(calls) == 2
+    assert_allclose(got, want, dtype=got.dtype)
+
+
+def test_shapeless_replays_across_shapes_but_not_ranks():
+    f, calls = _counted(lambda x: mx.exp(x) - x)
+    g = mx.compile(f, shapeless=True)
+    for shape in [(2,), (5,), (3, 2)]:
+        x = np.linspace(-1, 1, int(np.prod(shape))).reshape(shape)
+        assert_allclose(g(mx.array(x, mx.float64)), np.exp(x) - x, dtype=mx.float64)
+    assert len(calls) == 2
+
+
+def test_common_subexpressions_and_constants_are_simplified():
+    def fun(x):
+        c = mx.exp(mx.array(1.0, mx.float64)) * 2  # constants only: folded
+        a, b = mx.sin(x), mx.sin(x)  # equal: merged
+        return a + b + c
+
+    g = mx.compile(fun)
+    x = np.array([0.2, 1.5])
+    assert_allclose(g(mx.array(x, mx.float64)), 2 * np.sin(x) + 2 * np.e, dtype=mx.float64)
+    out = g(mx.array(x, mx.float64))
+    names, seen = [], set()
+    stack = [out]
+    while stack:  # the distinct nodes of the replayed graph
+        a = stack.pop()
+        if a.primitive is not None and id(a._node) not in seen:
+            seen.add(id(a._node))
+            names.append(a.primitive.name)
+            stack.extend(a.inputs)
+    assert len(names) == 3, names  # sin, add, add: one sin, no exp or multiply
+
+
+def test_transforms_compose_with_compile():
+    def f(x):
+        return mx.sum(mx.sin(x) * x ** 2)
+
+    x = np.array([0.3, -1.1, 2.0])
+    want = np.cos(x) * x ** 2 + 2 * x * np.sin(x)
+    xa = mx.array(x, mx.float64)
+    assert_allclose(mx.grad(mx.compile(f))(xa), want, dtype=mx.float64)
+    assert_allclose(mx.compile(mx.grad(f))(xa), want, dtype=mx.float64)
+    assert_allclose(mx.compile(mx.grad(f))(xa), want, dtype=mx.float64)  # replayed
+    rows = mx.array(np.stack([x, 2 * x]), mx.float64)
+    got = mx.vmap(mx.compile(f))(rows)
+    assert_allclose(got, [np.sum(np.sin(r) * r ** 2) for r in (x, 2 * x)], dtype=mx.float64)
+
+
+def test_captured_model_and_optimizer_state_train_as_uncompiled():
+    def make():
+        mx.random.seed(3)
+        model = nn.Linear(3, 1)
+        return model, optimizers.SGD(learning_rate=0.1)
+
+    rng = np.random.default_rng(1)
+    x, y = mx.array(rng.standard_normal((8, 3))), mx.array(rng.standard_normal((8, 1)))
+
+    def run(compiled):
+        model, opt = make()
+        loss_grad = nn.value_and_grad(model, lambda m, a, b: mx.mean((m(a) - b) ** 2))
+
+        def step(a, b):
+            loss, grads = loss_grad(model, a, b)
+            opt.update(model, grads)
+            return loss
+
+        step, calls = _counted(step)
+        if compiled:
+            state = [model.state, opt.state]
+            step = mx.compile(step, inputs=state, outputs=state)
+        losses = [step(x, y).item() for _ in range(4)]
+        # the optimizer's state appears at the first update: one more trace, as in MLX
+        assert len(calls) == (2 if compiled else 4)
+        return losses, np.array(model.weight)
+
+    losses, weight = run(True)
+    want_losses, want_weight = run(False)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    np.testing.assert_allclose(weight, want_weight, rtol=1e-5)
+    assert losses[-1] < losses[0]
+
+
+def test_compile_refuses_evaluation_inside():
+    def fun(x):
+        y = x * 2
+        print(y)
+        return y
+
+    with pytest.raises(ValueError, match="^compile: attempting to evaluate an array inside a "
+                                         "compiled function"):
+        mx.compile(fun)(mx.array([1.0]))
+    with pytest.raises(ValueError, match="^compile: attempting to evaluate"):
+        mx.compile(lambda x: x * x.item())(mx.array(1.0))
+
+
+def test_compile_rejects_bad_arguments_and_outputs():
+    with pytest.raises(TypeError, match="^compile: function arguments must be trees of arrays "
+                                        "or constants .*, got object"):
+        mx.compile(lambda x, o: x)(mx.array(1.0), object())
+    with pytest.raises(TypeError, match="^compile: fun must return arrays or trees of arrays, "
+                                        "got int"):
+        mx.compile(lambda x: (x, 3))(mx.array(1.0))
+
+
+def test_disabled_compile_runs_python_each_call():
+    f, calls = _counted(lambda x: x + 1)
+    g = mx.compile(f)
+    mx.disable_compile()
+    try:
+        g(mx.array(1.0)), g(mx.array(1.0))
+    finally:
+        mx.enable_compile()
+    g(mx.array(1.0)), g(mx.array(1.0))
+    assert len(calls) == 3
+
+
+def test_captured_random_state_draws_what_uncompiled_code_draws():
+    def draw():
+        return mx.random.normal((3,)) + mx.random.uniform(shape=(3,))
+
+    f, calls = _counted(draw)
+    g = mx.compile(f, inputs=mx.random.state, outputs=mx.random.state)
+    mx.random.seed(11)
+    compiled = [g().tolist() for _ in range(3)]
+    mx.random.seed(11)
+    plain = [draw().tolist() for _ in range(3)]
+    np.testing.assert_allclose(compiled, plain, rtol=1e-6)
+    assert len(calls) == 1
+
+
+def test_nested_compile_and_closure_constants():
+    w = mx.array(np.array([1.0, 2.0]), mx.float64)
+    inner = mx.compile(lambda x: x * w)
+    outer = mx.compile(lambda x: inner(x) + inner(x * 2))
+    x = np.array([0.5, -1.0])
+    assert_allclose(outer(mx.array(x, mx.float64)), 3 * x * np.array([1.0, 2.0]),
+                    dtype=mx.float64)
+
+
+def test_grad_through_a_compiled_closure_over_the_differentiated_array():
+    def outer(x):
+        scaled = mx.compile(lambda y: mx.sin(y * x))  # x is being traced by grad
+        return mx.sum(scaled(mx.array(np.array([1.0, 2.0]), mx.float64)))
+
+    x = 0.7
+    want = np.sum(np.cos(np.array([1.0, 2.0]) * x) * np.array([1.0, 2.0]))
+    assert_allclose(mx.grad(outer)(mx.array(x, mx.float64)), want, dtype=mx.float64)
