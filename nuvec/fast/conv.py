@@ -95,7 +95,8 @@ def conv1d(input: Any, weight: Any, /, stride: int = 1, padding: int = 0, dilati
         >>> mx.conv1d(mx.ones((1, 5, 2)), mx.ones((3, 3, 2)), padding=1).shape
         (1, 5, 3)
     """
-    if groups > 1 and isinstance(input, Array) and groups == input.shape[-1]:
+    if (isinstance(groups, int) and groups > 1 and isinstance(input, Array)
+            and groups == input.shape[-1]):
         return _depthwise(input, weight, stride, padding, dilation, groups, stream)
     return conv_nd("conv1d", 1, input, weight, stride, padding, dilation, groups, stream)
 

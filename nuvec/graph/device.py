@@ -15,6 +15,8 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from nuvec.graph.caller import public_caller
+
 
 class DeviceType(enum.Enum):
     """The kind of a device: `cpu` or `gpu`.
@@ -360,7 +362,9 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
     elif isinstance(s, (Device, DeviceType)):
         s = default_stream(s)
     elif not isinstance(s, Stream):
-        raise TypeError(f"stream must be a Stream, Device or None, got {type(s).__name__}")
+        op = public_caller("stream")
+        raise TypeError(f"{op}: stream must be a Stream, Device or None, got {s!r} "
+                        f"({type(s).__name__})")
     if s.device.type is not DeviceType.cpu:
         backend_for(s.device)
     return s

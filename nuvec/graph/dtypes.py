@@ -12,6 +12,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from nuvec.graph.caller import public_caller
+
 
 class DtypeError(TypeError, ValueError):
     """An unsupported dtype, or a value that cannot become an array of the needed type.
@@ -192,7 +194,7 @@ def to_dtype(value: Any, op: str = "dtype") -> Dtype:
     except TypeError:
         found = None
     if found is None:
-        raise DtypeError(f"{op}: unsupported dtype {value!r}")
+        raise DtypeError(f"{public_caller(op)}: unsupported dtype {value!r}")
     return found
 
 

@@ -16,6 +16,7 @@ from numpy.exceptions import AxisError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, handle
+from nuvec.graph.caller import public_caller
 from nuvec.graph.convert import cast, from_data, scalar_array
 from nuvec.graph.device import Stream
 
@@ -51,7 +52,8 @@ def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
             return creation.array(x, dtype)  # stacks the arrays
         return from_data(x, dtype)
     except (TypeError, ValueError) as exc:
-        raise DtypeError(f"{op}: cannot convert {type(x).__name__} to an array ({exc})") from None
+        raise DtypeError(f"{public_caller(op)}: cannot convert {type(x).__name__} to an array "
+                         f"({exc})") from None
 
 
 # the integer dtypes MLX checks weak Python ints against (uint64 is not checked there: it wraps)
@@ -64,7 +66,8 @@ def check_weak_int(op: str, value: Any, dtype: dt.Dtype) -> None:
     if type(value) is int:
         bounds = _INT_RANGES.get(dtype)
         if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            raise ValueError(f"{op}: the Python int {value} does not fit in {dtype.name} "
+            raise ValueError(f"{public_caller(op)}: the Python int {value} does not fit in "
+                             f"{dtype.name} "
                              f"(range {bounds[0]} to {bounds[1]})")
 
 
@@ -100,9 +103,11 @@ def normalize_axis(axis: int, ndim: int, op: str) -> int:
         TypeError: if the axis is not an int.
     """
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"{op}: axis must be an int, got {type(axis).__name__}")
+        raise TypeError(f"{public_caller(op)}: axis must be an int, got {axis!r} "
+                        f"({type(axis).__name__})")
     if not -ndim <= axis < ndim:
-        raise AxisError(f"{op}: axis {axis} is out of bounds for an array with {ndim} dimensions")
+        raise AxisError(f"{public_caller(op)}: axis {axis} is out of bounds for an array with "
+                        f"{ndim} dimensions")
     return int(axis) % ndim if ndim else 0
 
 
@@ -119,11 +124,11 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, op: str) -> tupl
     try:
         items = tuple(axis)
     except TypeError:
-        raise TypeError(f"{op}: axis must be an int, a sequence of ints or None, got "
-                        f"{type(axis).__name__}") from None
+        raise TypeError(f"{public_caller(op)}: axis must be an int, a sequence of ints or None, "
+                        f"got {axis!r} ({type(axis).__name__})") from None
     axes = tuple(normalize_axis(a, ndim, op) for a in items)
     if len(set(axes)) != len(axes):
-        raise ValueError(f"{op}: repeated axis in {tuple(axis)}")
+        raise ValueError(f"{public_caller(op)}: repeated axis in {tuple(axis)}")
     return tuple(sorted(axes))
 
 
@@ -145,7 +150,8 @@ def broadcast_shapes(*shapes: Sequence[int], op: str = "broadcast_shapes") -> Sh
                 if d != 1:
                     if size != 1 and d != size:
                         raise ValueError(
-                            f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                            f"{public_caller(op)}: shapes "
+                            f"{' and '.join(str(tuple(x)) for x in shapes)} "
                             "cannot be broadcast together"
                         )
                     size = d
@@ -171,27 +177,55 @@ def int_tuple(values: Any, op: str, what: str) -> tuple[int, ...]:
             return (int(values),)
         return tuple(operator.index(v) for v in values)
     except TypeError:
-        raise TypeError(f"{op}: {what} must be an int or a sequence of ints, "
+        raise TypeError(f"{public_caller(op)}: {what} must be an int or a sequence of ints, "
                         f"got {values!r}") from None
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def index_int(value: Any, op: str, what: str, low: int = INT64_MIN,
+              high: int = INT64_MAX) -> int:
+    """`value` (a Python or NumPy integer, or a 0-d integer array) as a Python int in
+    `[low, high]`; bools and floats are rejected, never truncated.
+
+    Raises:
+        TypeError: if `value` is not an integer.
+        ValueError: if it lies outside `[low, high]`.
+    """
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        raise TypeError(f"{public_caller(op)}: {what} must be an int, got {value!r}")
+    try:
+        out = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{public_caller(op)}: {what} must be an int, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if out < low:
+        raise ValueError(f"{public_caller(op)}: {what} must be >= {low}, got {out}")
+    if out > high:
+        raise ValueError(f"{public_caller(op)}: {what} must be <= {high}, got {out}")
+    return out
 
 
 def check_shape(shape: Any, op: str) -> Shape:
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
     out = int_tuple(shape, op, "shape")
     if any(d < 0 for d in out):
-        raise ValueError(f"{op}: negative dimensions are not allowed, got {out}")
+        raise ValueError(f"{public_caller(op)}: negative dimensions are not allowed, got {out}")
     if any(d >= 2**31 for d in out):  # MLX's shapes are int32
-        raise ValueError(f"{op}: shape dimension falls outside the supported int32 range, "
-                         f"got {out}")
+        raise ValueError(f"{public_caller(op)}: shape dimension falls outside the supported int32 "
+                         f"range, got {out}")
     if math.prod(out) >= 2**60:  # past what NumPy can index, even as a broadcast view
-        raise ValueError(f"{op}: the shape {out} has more elements than an array can hold")
+        raise ValueError(f"{public_caller(op)}: the shape {out} has more elements than an array "
+                         "can hold")
     return out
 
 
 def require_float(op: str, a: Array) -> None:
     """Raises TypeError unless `a` has a floating dtype."""
     if not a.dtype.is_floating:
-        raise DtypeError(f"{op}: expected a floating-point array, got {a.dtype.name}")
+        raise DtypeError(f"{public_caller(op)}: expected a floating-point array, got "
+                         f"{a.dtype.name}")
 
 
 # The operations that build on this module, used at call time (imported last, as they import

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, index_int
 from nuvec.ops.binary import add
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import moveaxis, reshape, transpose
@@ -150,13 +152,17 @@ class Convolution(Primitive):
 
 # -- argument handling -----------------------------------------------------------------------
 def int_params(op: str, name: str, value: Any, nd: int, low: int) -> Ints:
-    values = (value,) * nd if isinstance(value, int) else tuple(value)
-    if len(values) != nd or not all(isinstance(v, int) and not isinstance(v, bool)
-                                    for v in values):
+    """`value` (one int or `nd` ints: Python, NumPy or 0-d arrays) as `nd` ints in
+    `[low, 2**31 - 1]`."""
+    if isinstance(value, (int, np.integer)) or (isinstance(value, Array) and value.ndim == 0):
+        value = (value,) * nd
+    try:
+        values = tuple(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an int or {nd} ints, got {value!r}") from None
+    if len(values) != nd:
         raise ValueError(f"{op}: {name} must be an int or {nd} ints, got {value!r}")
-    if any(v < low for v in values):
-        raise ValueError(f"{op}: {name} must be >= {low}, got {value!r}")
-    return values
+    return tuple(index_int(v, op, name, low, 2**31 - 1) for v in values)
 
 
 def _padding(op: str, padding: Any, nd: int) -> tuple[Ints, Ints]:
@@ -185,8 +191,7 @@ def conv_inputs(op: str, input: Any, weight: Any, nd: int | None, groups: Any, s
     if w.ndim != nd + 2:
         raise ValueError(f"{op}: weight must have {nd + 2} dimensions [C_out, ..., C_in], got "
                          f"shape {w.shape}")
-    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    groups = index_int(groups, op, "groups", 1, 2**31 - 1)
     if x.shape[-1] % groups or w.shape[0] % groups:
         raise ValueError(f"{op}: input channels {x.shape[-1]} and output channels "
                          f"{w.shape[0]} must be divisible by groups={groups}")

@@ -12,7 +12,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, normalize_axis
+from nuvec.ops.arguments import as_array, index_int, normalize_axis
 from nuvec.ops.creation import Source, is_int
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 from nuvec.ops.reduction import sum as reduce_sum
@@ -300,9 +300,8 @@ def diagonal(
     ax2 = normalize_axis(axis2, a.ndim, "diagonal")
     if ax1 == ax2:
         raise ValueError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}")
-    if not is_int(offset):
-        raise TypeError(f"diagonal: offset must be an int, got {type(offset).__name__}")
-    return record1(Diagonal(int(offset), ax1, ax2), (a,), to_stream(stream))
+    offset = index_int(offset, "diagonal", "offset", -(2**31), 2**31 - 1)
+    return record1(Diagonal(offset, ax1, ax2), (a,), to_stream(stream))
 
 
 def diag(a: Any, /, k: int = 0, *, stream: Any = None) -> Array:
@@ -325,8 +324,7 @@ def diag(a: Any, /, k: int = 0, *, stream: Any = None) -> Array:
         [[1, 0], [0, 2]]
     """
     a = as_array(a, "diag")
-    if not is_int(k):
-        raise TypeError(f"diag: k must be an int, got {type(k).__name__}")
+    k = index_int(k, "diag", "k", -(2**31), 2**31 - 1)
     if a.ndim == 2:
         return diagonal(a, k, 0, 1, stream=stream)
     if a.ndim != 1:

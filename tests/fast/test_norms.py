@@ -97,7 +97,7 @@ def test_add_rms_norm_broadcasts_without_fusing():
     (lambda: mx.fast.layer_norm(mx.array([[1, 2]]), None, None, EPS),
      "layer_norm: unsupported dtype int32", TypeError),
     (lambda: mx.fast.add_rms_norm(mx.ones((2, 4)), mx.ones((3,)), None, EPS),
-     "add: ", ValueError),
+     "add_rms_norm: ", ValueError),
     (lambda: mx.fast.add_rms_norm(mx.array([1, 2]), mx.array([1, 2]), None, EPS),
      "rms_norm: unsupported dtype int32", TypeError),
 ], ids=lambda v: v if isinstance(v, str) else None)

@@ -515,7 +515,7 @@ def test_where_and_clip_errors():
         mx.where(mx.array([True, False]), mx.zeros((3,)), 0.0)
     with pytest.raises(ValueError, match="^clip: at most one of a_min and a_max may be None"):
         mx.clip(mx.array([1.0]), None, None)
-    with pytest.raises(ValueError, match="^maximum: shapes"):
+    with pytest.raises(ValueError, match="^clip: shapes"):
         mx.clip(mx.zeros((3,)), mx.zeros((2,)), None)
     with pytest.raises(ValueError, match=r"^clip: shapes \(3,\) and \(2,\) and \(1,\) cannot"):
         mx.clip(mx.zeros((3,)), mx.zeros((2,)), mx.ones((1,)))

@@ -240,17 +240,17 @@ def test_full_defaults_and_broadcast():
 def test_full_errors():
     with pytest.raises(ValueError, match="^full: negative dimensions are not allowed"):
         mx.full((2, -1), 0.0)
-    with pytest.raises(ValueError, match="^zeros|^full"):
+    with pytest.raises(ValueError, match="^zeros: "):
         mx.zeros((-3,))
-    with pytest.raises(ValueError, match="^broadcast_to: "):
+    with pytest.raises(ValueError, match="^full: "):
         mx.full((2, 2), mx.array([1.0, 2.0, 3.0]))
     for shape in ((2.5,), (2, 3.0), "ab"):  # float dimensions are rejected, never truncated
-        with pytest.raises(TypeError, match="^full: shape must be an int or a sequence of ints"):
+        with pytest.raises(TypeError, match="^zeros: shape must be an int or a sequence of ints"):
             mx.zeros(shape)
     assert mx.ones((np.int64(2), mx.array(3))).shape == (2, 3)
     with pytest.raises(ValueError, match="^full: the Python int 1000 does not fit in int8"):
         mx.full((2,), 1000, mx.int8)  # MLX's check of a weak int against the dtype
-    with pytest.raises(ValueError, match="^full: the shape .* has more elements than an array"):
+    with pytest.raises(ValueError, match="^zeros: the shape .* has more elements than an array"):
         mx.zeros((2**30, 2**30, 2**30))  # rejected at the call, not by NumPy inside eval
     assert mx.zeros((2**31 - 1, 0)).shape == (2**31 - 1, 0)
 
