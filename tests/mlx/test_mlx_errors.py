@@ -39,7 +39,7 @@ def test_dtype_errors_are_caught_as_value_error(call, message):
 
 
 def test_shape_dimension_past_int32_raises_value_error():
-    with pytest.raises(ValueError, match="^full: shape dimension falls outside the supported "
+    with pytest.raises(ValueError, match="^zeros: shape dimension falls outside the supported "
                                          "int32 range"):
         mx.zeros((2**31,))
     with pytest.raises(ValueError, match="^reshape: shape dimension falls outside"):

@@ -178,3 +178,18 @@ def test_from_dlpack_cupy_copies_to_the_host():
     assert mx.from_dlpack(x).tolist() == list(range(6))
     with pytest.raises(BufferError, match="^from_dlpack: data on device"):
         mx.from_dlpack(x, copy=False)
+
+
+JAX = importlib.util.find_spec("jax") is not None
+
+
+@pytest.mark.skipif(not JAX, reason="JAX is not installed (it is optional: pip install jax)")
+@pytest.mark.parametrize("name", ["float32", "bfloat16", "int32"])
+def test_jax_both_ways(name):
+    import jax.numpy as jnp
+
+    x = jnp.arange(12).reshape(3, 4).astype(getattr(jnp, name))
+    a = mx.from_dlpack(x)
+    assert a.dtype == getattr(mx, name) and a.tolist() == np.asarray(x).tolist()
+    back = jnp.from_dlpack(mx.arange(6).astype(getattr(mx, name)))
+    assert back.dtype == getattr(jnp, name) and np.asarray(back).tolist() == list(range(6))
