@@ -128,11 +128,18 @@ class Watchdog:
             for deadline, message in list(self.armed.values()):
                 if now > deadline:
                     sys.stderr.write(f"nuvec.distributed: {message}; aborting the job\n")
-                    sys.stderr.flush()
-                    MPI.COMM_WORLD.Abort(1)
+                    abort_job()
 
 
 watchdog = Watchdog()
+
+
+def abort_job() -> None:
+    """Ends every rank, after flushing what this one printed."""
+    sys.stderr.flush()
+    sys.stdout.flush()
+    time.sleep(0.5)  # the abort stops the launcher forwarding output at once: let it catch up
+    MPI.COMM_WORLD.Abort(1)
 
 
 class Communicator:
@@ -346,9 +353,7 @@ def _abort_on_uncaught(previous: Any) -> Any:
 
     def hook(kind: Any, value: Any, traceback: Any) -> None:
         previous(kind, value, traceback)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        MPI.COMM_WORLD.Abort(1)
+        abort_job()
 
     return hook
 
