@@ -121,6 +121,30 @@ __device__ __forceinline__ void rotated(const T* x, const T* cos, const T* sin, 
   *y2 = (a * s + b * c) * scale;
 }
 
+// Keys j0 .. j0 + BC - 1 of head `h` of the sequence at `start` (rotated by their positions)
+// and their values, into shared tiles of row stride LD as S; rows past `len` are zeros.
+// Threads u = 0 .. UNITS - 1 share the work; the caller places the barriers.
+template <typename T, typename S, int D, int BC, int LD, int UNITS>
+__device__ __forceinline__ void stage_keys(const T* qkv, const T* cos, const T* sin, int start,
+                                           int len, int j0, int ld, int hd, int h, int u,
+                                           S* ks, S* vs) {
+  constexpr int HALF = D / 2;
+  for (int e = u; e < BC * HALF; e += UNITS) {
+    const int c = e / HALF, jj = e % HALF, j = j0 + c;
+    float y1 = 0.f, y2 = 0.f, v1 = 0.f, v2 = 0.f;
+    if (j < len) {
+      const T* at = qkv + (start + j) * ld + hd + h * D;
+      rotated<T, D>(at, cos, sin, j, jj, 1.f, &y1, &y2);
+      v1 = to_f(at[hd + jj]);
+      v2 = to_f(at[hd + jj + HALF]);
+    }
+    ks[c * LD + jj] = from_f<S>(y1);
+    ks[c * LD + jj + HALF] = from_f<S>(y2);
+    vs[c * LD + jj] = from_f<S>(v1);
+    vs[c * LD + jj + HALF] = from_f<S>(v2);
+  }
+}
+
 __device__ __forceinline__ bool near(int i, int j, int window) {
   const int gap = i > j ? i - j : j - i;
   return window == 0 || gap < window;
@@ -178,20 +202,8 @@ attend(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __restrict
   reach(i0, BR, len, window, BC, &lo, &hi);
   for (int j0 = lo; j0 < hi; j0 += BC) {
     __syncthreads();
-    for (int e = u; e < BC * HALF; e += UNITS) {
-      const int c = e / HALF, jj = e % HALF, j = j0 + c;
-      float y1 = 0.f, y2 = 0.f, v1 = 0.f, v2 = 0.f;
-      if (j < len) {
-        const T* at = qkv + (start + j) * ld + hd + h * D;
-        rotated<T, D>(at, cos, sin, j, jj, 1.f, &y1, &y2);
-        v1 = to_f(at[hd + jj]);
-        v2 = to_f(at[hd + jj + HALF]);
-      }
-      ks[c * D + jj] = y1;
-      ks[c * D + jj + HALF] = y2;
-      vs[c * D + jj] = v1;
-      vs[c * D + jj + HALF] = v2;
-    }
+    packed::stage_keys<T, float, D, BC, D, UNITS>(qkv, cos, sin, start, len, j0, ld, hd, h, u,
+        ks, vs);
     __syncthreads();
     for (int e = u; e < BR * BC; e += UNITS) {
       const int r = e / BC, c = e % BC;
@@ -291,20 +303,7 @@ attend_mma(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __rest
   reach(i0, BR, len, window, BC, &lo, &hi);
   for (int j0 = lo; j0 < hi; j0 += BC) {
     __syncthreads();
-    for (int e = u; e < BC * HALF; e += UNITS) {
-      const int c = e / HALF, jj = e % HALF, j = j0 + c;
-      float y1 = 0.f, y2 = 0.f, v1 = 0.f, v2 = 0.f;
-      if (j < len) {
-        const T* at = qkv + (start + j) * ld + hd + h * D;
-        rotated<T, D>(at, cos, sin, j, jj, 1.f, &y1, &y2);
-        v1 = to_f(at[hd + jj]);
-        v2 = to_f(at[hd + jj + HALF]);
-      }
-      ks[c * LD + jj] = from_f<T>(y1);
-      ks[c * LD + jj + HALF] = from_f<T>(y2);
-      vs[c * LD + jj] = from_f<T>(v1);
-      vs[c * LD + jj + HALF] = from_f<T>(v2);
-    }
+    packed::stage_keys<T, T, D, BC, LD, UNITS>(qkv, cos, sin, start, len, j0, ld, hd, h, u, ks, vs);
     __syncthreads();
     float s[G][4];
     float xa = -1e30f, xb = -1e30f;
@@ -425,20 +424,8 @@ attend_back(const T* __restrict__ qkv, const T* __restrict__ cos, const T* __res
   const int seq = tiles[2 * t], j0 = tiles[2 * t + 1];
   const int start = cu[seq], len = cu[seq + 1] - start;
 
-  for (int e = u; e < BC * HALF; e += UNITS) {
-    const int c = e / HALF, jj = e % HALF, j = j0 + c;
-    float y1 = 0.f, y2 = 0.f, v1 = 0.f, v2 = 0.f;
-    if (j < len) {
-      const T* at = qkv + (start + j) * ld + hd + h * D;
-      rotated<T, D>(at, cos, sin, j, jj, 1.f, &y1, &y2);
-      v1 = to_f(at[hd + jj]);
-      v2 = to_f(at[hd + jj + HALF]);
-    }
-    ks[c * D + jj] = y1;
-    ks[c * D + jj + HALF] = y2;
-    vs[c * D + jj] = v1;
-    vs[c * D + jj + HALF] = v2;
-  }
+  packed::stage_keys<T, float, D, BC, D, UNITS>(qkv, cos, sin, start, len, j0, ld, hd, h, u,
+      ks, vs);
   for (int e = u; e < BC * D; e += UNITS) dk[e] = dv[e] = 0.f;
   int lo, hi;
   reach(j0, BC, len, window, BC, &lo, &hi);
@@ -536,20 +523,7 @@ attend_back_mma(const T* __restrict__ qkv, const T* __restrict__ cos, const T* _
   const int seq = tiles[2 * t], j0 = tiles[2 * t + 1];
   const int start = cu[seq], len = cu[seq + 1] - start;
 
-  for (int e = u; e < BC * HALF; e += UNITS) {
-    const int c = e / HALF, jj = e % HALF, j = j0 + c;
-    float y1 = 0.f, y2 = 0.f, v1 = 0.f, v2 = 0.f;
-    if (j < len) {
-      const T* at = qkv + (start + j) * ld + hd + h * D;
-      rotated<T, D>(at, cos, sin, j, jj, 1.f, &y1, &y2);
-      v1 = to_f(at[hd + jj]);
-      v2 = to_f(at[hd + jj + HALF]);
-    }
-    ks[c * LD + jj] = from_f<T>(y1);
-    ks[c * LD + jj + HALF] = from_f<T>(y2);
-    vs[c * LD + jj] = from_f<T>(v1);
-    vs[c * LD + jj + HALF] = from_f<T>(v2);
-  }
+  packed::stage_keys<T, T, D, BC, LD, UNITS>(qkv, cos, sin, start, len, j0, ld, hd, h, u, ks, vs);
   __syncthreads();
   unsigned ka[KQ][4], va[KQ][4];
   for (int kk = 0; kk < KQ; ++kk) {
