@@ -279,8 +279,8 @@ def supported(key: RouteKey, kernel: str) -> tuple[bool, str]:
         return False, "the CPU has no fused attention kernel"
     if key.lq == 0 or key.lk == 0:
         return False, "empty sequences"
-    if key.window is not None:
-        return False, "the kernels take no window"
+    if key.window is not None and kernel == "vector":
+        return False, "the vector kernels take no window"
     reason = _vector_reason(key) if kernel == "vector" else _tiled_reason(key)
     return reason is None, reason or ""
 

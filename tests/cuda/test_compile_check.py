@@ -28,6 +28,11 @@ BOUNDS = {
     # and dV in registers (its sm_80 build keeps part of the score block on the stack)
     "attend": (64, 0, 0), "attend_mma": (176, 0, 0), "delta": (32, 0, 0),
     "attend_back": (80, 0, 0), "attend_back_mma": (255, 0, 256), "rotate_back": (24, 0, 0),
+    # the tiled attention kernel: the FMA forward keeps its rows' outputs on the stack, the
+    # mma backward part of its score block (as attend_back_mma)
+    "flash_attend": (128, 0, 96), "flash_attend_mma": (224, 0, 0), "flash_delta": (32, 0, 0),
+    "flash_attend_back": (48, 0, 0), "flash_attend_back_mma": (240, 0, 256),
+    "flash_dq": (16, 0, 0),
 }
 
 

@@ -15,11 +15,12 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
-from nuvec.backends.cuda.launchers import (attention, elementwise, norms, packed_attention, rope,
-                                          softmax)
+from nuvec.backends.cuda.launchers import (attention, attention_tiled, elementwise, norms,
+                                          packed_attention, rope, softmax)
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.attention import Attention
+from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.custom_kernel import CustomKernel
@@ -48,13 +49,14 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     PackedAttention: packed_attention.forward_node,
     PackedAttentionVjp: packed_attention.backward_node,
     Attention: attention.attention,
+    AttentionVjp: attention_tiled.attend_back,
     PagedAttention: attention.paged_attention,
 }
 KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
                                   elementwise.CONV1D, elementwise.PAGED_WRITE,
                                   packed_attention.KERNEL, attention.ATTENTION,
-                                  attention.PAGED_ATTENTION]
+                                  attention.PAGED_ATTENTION, attention_tiled.TILED]
 # The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
 # as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
 WRITES_INTO = frozenset({PagedWrite, NormRope})
@@ -63,6 +65,7 @@ _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
     PackedAttention: packed_attention.takes,
     PackedAttentionVjp: packed_attention.takes,
     Attention: attention.takes,
+    AttentionVjp: lambda p, inputs: attention_tiled.takes(inputs),
 }
 
 
