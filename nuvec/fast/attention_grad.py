@@ -103,7 +103,13 @@ class AttentionVjp(FastOp):
         s, keep, qs = masked_scores(q, k, inputs[3] if self.mask else None, self.scale,
                                     self.causal, self.window)
         grouped = s.shape[:-1]
-        p = ops.exp(ops.subtract(s, ops.reshape(lse, (*grouped, 1))))
+        lse = ops.reshape(lse, (*grouped, 1))
+        p = ops.exp(ops.subtract(s, lse))
+        if self.mask and keep is not None:
+            # A row the boolean mask blocks entirely averages its keys: its lse (the lowest
+            # score + log Lk) rounds to the lowest score in float32.
+            lowest = float(dt.finfo(q.dtype).min)
+            p = ops.where(ops.less(lse, 0.5 * lowest), 1.0 / k.shape[2], p)
         do = ops.reshape(wide(dout), (*grouped, d))
         o = ops.reshape(wide(out), (*grouped, d))
         vg, kg = ops.expand_dims(wide(v), 2), ops.expand_dims(wide(k), 2)

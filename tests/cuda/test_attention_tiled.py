@@ -89,44 +89,56 @@ def test_backward_matches_fallback(run):
     check(AttentionVjp(SCALE, causal, mask is not None, window), *backward_inputs(dtype, case))
 
 
-def reference(q, k, v, mask, sinks, causal, window):
-    """float64 NumPy: `(out, lse, grads of sum(out · dO) for dO = 1..)` by the softmax's
-    Jacobian (not the FlashAttention-2 form the kernels use)."""
+def reference(q, k, v, mask, sinks, causal, window, dout):
+    """float64 NumPy: `(out, lse, dq, dk, dv)`, the gradients of `sum(out · dout)` by the
+    softmax's Jacobian (not the FlashAttention-2 form the kernels use). A boolean-masked score
+    passes no gradient; a row that sees no key averages every key."""
     rep = q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-    s = np.einsum("bhid,bhjd->bhij", q * SCALE, k)
+    kr, vr = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+    s = np.einsum("bhid,bhjd->bhij", q * SCALE, kr)
     lq, lk = s.shape[-2:]
-    keep = np.ones((lq, lk), bool)
+    keep = np.ones(s.shape, bool)
     if causal:
         i, j = np.arange(lq)[:, None] + lk - lq, np.arange(lk)[None]
-        keep = (j <= i) & ((j > i - window) if window else True)
-    s = np.where(keep, s, -np.inf) if mask is None else s + mask
+        keep = np.broadcast_to((j <= i) & ((j > i - window) if window else True), s.shape)
+    elif mask is not None:
+        keep = np.broadcast_to(mask, s.shape)
+    blind = ~keep.any(-1, keepdims=True)
+    s = np.where(keep, s, -np.inf)
+    s = np.where(blind, 0.0, s)  # every key alike
     full = s if sinks is None else np.concatenate(
         [s, np.broadcast_to(sinks[None, :, None, None], (*s.shape[:3], 1))], -1)
     lse = np.logaddexp.reduce(full, axis=-1)
     p = np.exp(s - lse[..., None])
-    return np.einsum("bhij,bhjd->bhid", p, v), lse, p, k, v
-
-
-def test_float32_against_float64_reference():
-    case = (4, 2, 21, 33, 64, True, 6, None, True, "float32")
-    q, k, v, sinks = (a.astype(np.float64) for a in inputs_of("float32", case, seed=4))
-    out, lse, p, kr, vr = reference(q, k, v, None, sinks, True, 6)
-    x = inputs_of("float32", case, seed=4)
-    got, got_lse = emulate(forward_op(case), *x)
-    np.testing.assert_allclose(got, out, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(got_lse, lse, rtol=1e-5, atol=1e-5)
-    dout = np.random.default_rng(5).standard_normal(out.shape)
+    out = np.einsum("bhij,bhjd->bhid", p, vr)
     dp = np.einsum("bhid,bhjd->bhij", dout, vr)
-    ds = p * (dp - np.sum(p * dp, -1, keepdims=True))
+    ds = np.where(keep, p * (dp - np.sum(p * dp, -1, keepdims=True)), 0.0)
+    group = (k.shape[0], k.shape[1], rep, lk, q.shape[3])
     dq = SCALE * np.einsum("bhij,bhjd->bhid", ds, kr)
-    group = (1, 2, 2, *q.shape[2:])
-    dk = SCALE * np.einsum("bhij,bhid->bhjd", ds, q).reshape(group[:3] + (33, 64)).sum(2)
-    dv = np.einsum("bhij,bhid->bhjd", p, dout).reshape(group[:3] + (33, 64)).sum(2)
-    grads = emulate(AttentionVjp(SCALE, True, False, 6), *x[:3], got, got_lse,
-                    dout.astype(np.float32))
-    for g, want in zip(grads, (dq, dk, dv)):
-        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
+    dk = SCALE * np.einsum("bhij,bhid->bhjd", ds, q).reshape(group).sum(2)
+    dv = np.einsum("bhij,bhid->bhjd", p, dout).reshape(group).sum(2)
+    return out, lse, dq, dk, dv
+
+
+@pytest.mark.parametrize("case", [(4, 2, 21, 33, 64, True, 6, None, True, "float32"),
+                                  (2, 2, 17, 23, 80, False, None, "bool", False, "float32")],
+                         ids=["causal_window_sinks", "bool_mask"])
+def test_float32_against_float64_reference(case):
+    x = inputs_of("float32", case, seed=4)
+    x64 = [a.astype(np.float64) for a in x]
+    mask = x[3] if case[7] else None
+    sinks = x64[-1] if case[8] else None
+    dout = np.random.default_rng(5).standard_normal(x[0].shape)
+    want = reference(*x64[:3], mask, sinks, case[5], case[6], dout)
+    got, lse = emulate(forward_op(case), *x)
+    lse_want = want[1] if mask is None else np.where(mask.any(-1), want[1], lse)
+    np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lse, lse_want, rtol=1e-5, atol=1e-5)  # (blind rows: lowest)
+    n = 4 if case[7] else 3
+    grads = emulate(AttentionVjp(SCALE, case[5], case[7] is not None, case[6]), *x[:n], got,
+                    lse, dout.astype(np.float32))
+    for g, w in zip(grads, want[2:]):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
 class Recording(EmulatorRunner):
@@ -206,12 +218,11 @@ def test_gpu_forward_and_backward_match_fallback(run):
         return a.view(like.dtype) if like.dtype.name == "bfloat16" else a
 
     rtol, atol = TOL[dtype]
-    for op, inputs in ((forward_op(case), inputs_of(dtype, case)),
-                       (AttentionVjp(SCALE, case[5], case[7] is not None, case[6]),
-                        backward_inputs(dtype, case))):
+    back = AttentionVjp(SCALE, case[5], case[7] is not None, case[6])
+    for op, run_kernel, inputs in ((forward_op(case), launcher.attention, inputs_of(dtype, case)),
+                                   (back, tiled.attend_back, backward_inputs(dtype, case))):
         want = run_on_cpu(inputs, op.fallback)
-        got = launcher.attention(runner, op, *map(device, inputs)) if op is not None and \
-            isinstance(op, Attention) else tiled.attend_back(runner, op, *map(device, inputs))
+        got = run_kernel(runner, op, *map(device, inputs))
         for g, w in zip(got, want):
             w64 = w.astype(np.float64)
             np.testing.assert_allclose(host(g, w).astype(np.float64), w64, rtol=rtol,

@@ -96,6 +96,15 @@ __device__ __forceinline__ float score(float dot, const Reach& r, const Mask<T>&
 __device__ __forceinline__ float weight(float s, float m) {
   return s == NEG_INF ? 0.f : expf(s - m);
 }
+// A probability recomputed from the row's lse. A row whose every key a boolean mask blocks
+// (lse = the lowest score + log Lk, which float32 rounds to the lowest score) averages its Lk
+// keys.
+template <typename T>
+__device__ __forceinline__ float probability(float s, float lse, bool blocked, unsigned lk) {
+  if (blocked && lse < 0.5f * nuvec::attn::lowest<T>()) return 1.f / (float)lk;
+  return weight(s, lse);
+}
+
 // The factor that moves sums taken under max `m` to max `mn` ≥ m.
 __device__ __forceinline__ float rescale(float m, float mn) {
   return m == NEG_INF ? 0.f : expf(m - mn);
@@ -447,7 +456,7 @@ flash_attend_back(const T* __restrict__ q, const T* __restrict__ k, const T* __r
         }
         bool blocked;
         const float s = score<T>(dot, reach, mk, i0 + r, j0 + c, &blocked);
-        const float p = weight(s, rows[r]);
+        const float p = probability<T>(s, rows[r], blocked, lk);
         ps[r * LS + c] = p;
         ds[r * LS + c] = blocked ? 0.f : p * (dp - rows[B + r]);
       }
@@ -535,7 +544,7 @@ flash_attend_back_mma(const T* __restrict__ q, const T* __restrict__ k,
           const int c = b8 * 8 + 2 * qq + (x & 1);
           bool blocked;
           const float s = score<T>(p[b8][x], reach, mk, i0 + c, x < 2 ? ja : jb, &blocked);
-          const float pv = weight(s, rows[c]);
+          const float pv = probability<T>(s, rows[c], blocked, lk);
           p[b8][x] = pv;
           ds[b8][x] = blocked ? 0.f : pv * (ds[b8][x] - rows[B + c]);
           dst[(row0 + g + (x < 2 ? 0 : 8)) * LS + c] = from_float<T>(ds[b8][x]);
