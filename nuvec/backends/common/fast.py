@@ -231,8 +231,9 @@ def logsumexp(xp, p, x):
 
 
 def _angles(xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
-    """The cosines and sines of rope's angles: `[T, dims / 2]`, or `[B, 1, T, dims / 2]` for
-    one offset per batch entry; the sines negated for the inverse rotation."""
+    """Rope's cosines and sines (negated for the inverse rotation): `[T, dims / 2]`, or
+    `[B, 1, T, dims / 2]` for one offset per batch entry. For the halves layout they come as
+    `C = [c, c]` and `S = [s, -s]` over `dims`, so that a rotation is `x C + swap(x S)`."""
     t, half = x.shape[-2], p.dims // 2
     ang = np.float64 if x.dtype == np.float64 else np.float32
     off = offset.astype(ang).reshape((-1, 1, 1) if offset.size > 1 else ())
@@ -243,24 +244,37 @@ def _angles(xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
         inv = xp.exp(xp.arange(0, -half, -1, dtype=ang) * ang(math.log(p.base) / half))
     theta = positions[..., None] * inv
     c, s = xp.cos(theta), xp.sin(theta)
-    return c, (s if p.forward else -s)
-
-
-def _rotate(xp, p, xb: Any, ob: Any, c: Any, s: Any, tmp: Any) -> None:
-    """Writes the rotation of the heads `xb` (`[heads, T, D]`) into `ob`."""
-    half = p.dims // 2
+    if not p.forward:
+        s = -s
     if p.traditional:
-        x1, x2 = xb[..., 0:p.dims:2], xb[..., 1:p.dims:2]
-        o1, o2 = ob[..., 0:p.dims:2], ob[..., 1:p.dims:2]
+        return c, s
+    return xp.concatenate([c, c], -1), xp.concatenate([s, -s], -1)
+
+
+def _rotate(xp, p, xb: Any, ob: Any, c: Any, s: Any) -> None:
+    """Writes the rotation of the heads `xb` (`[heads, T, D]`) into `ob` (contiguous): per pair
+    `(x1 c - x2 s, x1 s + x2 c)`; for the halves layout as `(x1 c + x2 (-s), x2 c + x1 s)`,
+    the same bits in two contiguous products and one sum."""
+    dims, half = p.dims, p.dims // 2
+    if p.traditional:  # pairs are neighbours: strided products, as a swap would be 2 wide
+        x1, x2 = xb[..., 0:dims:2], xb[..., 1:dims:2]
+        o1, o2 = ob[..., 0:dims:2], ob[..., 1:dims:2]
+        tmp = xp.empty(x1.shape, ob.dtype)
+        xp.multiply(x1, c, out=o1)
+        o1 -= xp.multiply(x2, s, out=tmp)
+        xp.multiply(x1, s, out=o2)
+        o2 += xp.multiply(x2, c, out=tmp)
     else:
-        x1, x2 = xb[..., :half], xb[..., half:p.dims]
-        o1, o2 = ob[..., :half], ob[..., half:p.dims]
-    xp.multiply(x1, c, out=o1)
-    o1 -= xp.multiply(x2, s, out=tmp)
-    xp.multiply(x1, s, out=o2)
-    o2 += xp.multiply(x2, c, out=tmp)
-    if p.dims < xb.shape[-1]:
-        ob[..., p.dims:] = xb[..., p.dims:]
+        whole = dims == xb.shape[-1]
+        xr = xb[..., :dims]
+        y = xp.multiply(xr, s).reshape(*xr.shape[:-1], 2, half)
+        rotated = xp.multiply(xr, c, out=ob if whole else None)
+        view = rotated.reshape(y.shape)  # a view: `rotated` is contiguous
+        view += y[..., ::-1, :]
+        if not whole:
+            ob[..., :dims] = rotated
+    if dims < xb.shape[-1]:
+        ob[..., dims:] = xb[..., dims:]
 
 
 @body(Rope)
@@ -277,13 +291,12 @@ def rope_kernel(xp, p, x, offset, *freqs):
     step = max(1, _BLOCK // (t * d))
 
     def chunk(start: int, stop: int) -> None:  # units `b * heads + h`
-        tmp = xp.empty((min(step, stop - start), t, p.dims // 2), c.dtype)
         for b in range(start // heads, (stop - 1) // heads + 1):
             cb, sb = (c[b], s[b]) if per_batch else (c, s)
             lo, hi = max(start - b * heads, 0), min(stop - b * heads, heads)
             for h in range(lo, hi, step):
                 e = min(hi, h + step)
-                _rotate(xp, p, _wide(xv[b, h:e]), out[b, h:e], cb, sb, tmp[: e - h])
+                _rotate(xp, p, _wide(xv[b, h:e]), out[b, h:e], cb, sb)
 
     _each_rows(xp, batch * heads, t * d * out.itemsize, chunk)
     return out.reshape(shape)
