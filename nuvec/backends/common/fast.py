@@ -37,6 +37,14 @@ def _inv_rms(xp, xf: Any, eps: float) -> Any:
     return 1.0 / xp.sqrt(ms, out=ms)
 
 
+def _row_mean(xb: Any) -> Any:
+    """`xb.mean(-1, keepdims=True)` of float32/float64 rows, the same bits without `mean`'s
+    Python-level steps."""
+    m = xb.sum(axis=-1, keepdims=True)
+    m /= xb.shape[-1]
+    return m
+
+
 def _as(p: Any, like: Any) -> Any:
     return p.astype(like.dtype, copy=False)
 
@@ -145,7 +153,7 @@ def layer_norm(xp, p, x, w, b):
 
     def block(rows):
         xb, ob = _wide(x2[rows]), out[rows]
-        xp.subtract(xb, xb.mean(axis=-1, keepdims=True), out=ob)
+        xp.subtract(xb, _row_mean(xb), out=ob)
         var = _row_dot(xp, ob, ob)
         var /= d
         var += p.eps
@@ -164,14 +172,14 @@ def layer_norm_vjp(xp, p, x, w, b, g):
     d = x.shape[-1]
 
     def grad_rows(xb, gb, ob, wf):
-        xc = xb - xb.mean(axis=-1, keepdims=True)
+        xc = xb - _row_mean(xb)
         var = _row_dot(xp, xc, xc)
         var /= d
         var += p.eps
         n = 1.0 / xp.sqrt(var, out=var)
         wg = gb * wf
         mwgxc = _row_dot(xp, wg, xc) / d
-        xp.subtract(wg, wg.mean(axis=-1, keepdims=True), out=ob)
+        xp.subtract(wg, _row_mean(wg), out=ob)
         ob *= n
         ob -= xc * (mwgxc * n**3)
         return xp.multiply(xc, n, out=xc)
