@@ -15,13 +15,14 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
-from nuvec.backends.cuda.launchers import (attention, elementwise, norms, packed_attention, rope,
-                                          softmax)
+from nuvec.backends.cuda.launchers import (attention, elementwise, fused, norms, packed_attention,
+                                          rope, softmax)
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.attention import Attention
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+from nuvec.fast.fused import FusedElementwise
 from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
@@ -49,6 +50,7 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     PackedAttentionVjp: packed_attention.backward_node,
     Attention: attention.attention,
     PagedAttention: attention.paged_attention,
+    FusedElementwise: fused.fused_elementwise,  # generated per chain (no kernel file)
 }
 KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
@@ -63,6 +65,7 @@ _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
     PackedAttention: packed_attention.takes,
     PackedAttentionVjp: packed_attention.takes,
     Attention: attention.takes,
+    FusedElementwise: fused.takes,
 }
 
 
