@@ -200,3 +200,25 @@ def test_non_contiguous_inputs():
     np.testing.assert_array_equal(np.array(mx.compile(f)(a, b)), np.array(f(a, b)))
     assert_allclose(mx.compile(f)(a, b), np.exp(x.T[:3, :4]) * x[::2, ::3] - 1,
                     dtype=mx.float32)
+
+
+def test_gpu_streams_fuse_only_what_the_generated_kernel_covers():
+    from nuvec.backends.double import DoubleBackend  # the NumPy-backed GPU double
+    from nuvec.graph.device import DeviceType, register_backend
+
+    register_backend(DeviceType.gpu, DoubleBackend())
+    try:
+        with mx.stream(mx.default_stream(mx.gpu)):
+            x = mx.array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+            covered = mx.compile(lambda a: mx.tanh(mx.exp(a) * 2) - a)(x)
+            assert isinstance(covered.primitive, FusedElementwise)
+            np.testing.assert_array_equal(np.array(covered),
+                                          np.array(mx.tanh(mx.exp(x) * 2) - x))
+            # a comparison (bool result) and float64 steps are outside the CUDA kernel
+            split = mx.compile(lambda a: mx.where(a > 0, mx.exp(a) * 2 + 1, a))(x)
+            assert split.primitive.name == "Select" and _fused_count(split) == 1
+            wide = mx.compile(lambda a: mx.exp(a) * 2 + 1)(x.astype(mx.float64))
+            assert _fused_count(wide) == 0
+            assert_allclose(wide, np.exp(np.array(x, np.float64)) * 2 + 1, dtype=mx.float64)
+    finally:
+        register_backend(DeviceType.gpu, None)
