@@ -222,3 +222,21 @@ def test_gpu_streams_fuse_only_what_the_generated_kernel_covers():
             assert_allclose(wide, np.exp(np.array(x, np.float64)) * 2 + 1, dtype=mx.float64)
     finally:
         register_backend(DeviceType.gpu, None)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_blocks_split_over_threads_give_the_same_values(threads, monkeypatch):
+    monkeypatch.setattr(cpu_fused, "BLOCK", 4096)  # 64 blocks of 128 KiB of work each
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal(512)
+    f = lambda x, w: mx.tanh(mx.exp(x) * w + 1) * 0.5 + mx.sin(x) - 1
+    before = mx.get_num_threads()
+    mx.set_num_threads(threads)
+    try:
+        got = mx.compile(f)(mx.array(x), mx.array(w, mx.float32))
+        assert isinstance(got.primitive, FusedElementwise)
+        got = np.array(got)
+    finally:
+        mx.set_num_threads(before)
+    want = np.array(f(mx.array(x), mx.array(w, mx.float32)))
+    np.testing.assert_array_equal(got, want)

@@ -5,8 +5,9 @@ output (a range of one axis under fixed indices of the axes before it). Per bloc
 runs its ordinary CPU kernel on the block of its inputs (broadcast views, as the unfused node
 sees them) into a small scratch buffer, so the working set stays in cache; the last step
 writes into the output. Each step's result is coerced to its dtype as the evaluator does, so
-the values are those of the unfused graph. Scratch buffers are reused once their last reader
-has run.
+the values are those of the unfused graph, whatever the block size or thread count. Scratch
+buffers are reused once their last reader has run. Whole blocks are split over the CPU thread
+pool (`nuvec.backends.threads`), each thread with its own scratch buffers.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.backends.numpy.registry import kernel, table
+from nuvec.backends.threads import parallel_rows
 from nuvec.fast.fused import FusedElementwise
 
 __all__ = ["BLOCK", "blocks", "fused_elementwise"]
@@ -57,19 +59,22 @@ def _slots(p: FusedElementwise, n_inputs: int) -> list[int]:
         for r in refs:
             if r >= n_inputs:
                 last_read[r - n_inputs] = j
+    released: list[list[int]] = [[] for _ in p.steps]  # values whose last reader is step j
+    for step, reader in last_read.items():
+        released[reader].append(step)
     slots: list[int] = []
     dtypes: list[np.dtype] = []
-    free: list[int] = []
+    free: dict[np.dtype, list[int]] = {}
     for j, (_, _, dtype) in enumerate(p.steps[:-1]):
-        mine = next((k for k in free if dtypes[k] == dtype.np), None)
-        if mine is None:
-            mine = len(dtypes)
-            dtypes.append(dtype.np)
+        pool = free.setdefault(dtype.np, [])
+        if pool:
+            slots.append(pool.pop())
         else:
-            free.remove(mine)
-        slots.append(mine)
-        # values read for the last time by step j are free after it (never its own output)
-        free += [slots[i] for i, reader in last_read.items() if reader == j and i < j]
+            slots.append(len(dtypes))
+            dtypes.append(dtype.np)
+        # after step j has run (never before: its output must not alias its inputs)
+        for step in released[j]:
+            free.setdefault(dtypes[slots[step]], []).append(slots[step])
     return slots
 
 
@@ -79,6 +84,31 @@ def _coerce_into(target: np.ndarray, result: Any) -> None:
     if result.dtype != target.dtype:
         result = result.astype(target.dtype)
     np.copyto(target, result)
+
+
+def _run_blocks(p: FusedElementwise, views: list[np.ndarray], flat: np.ndarray,
+                plan: list[tuple[tuple[int, ...], slice]], block_shape: tuple[int, ...]) -> None:
+    """Computes the output blocks of `plan` with scratch buffers of its own (one thread's)."""
+    slots = _slots(p, len(views))
+    scratch: dict[int, np.ndarray] = {}
+    for j, k in enumerate(slots):
+        if k not in scratch:
+            scratch[k] = np.empty(block_shape, p.steps[j][2].np)
+    calls = [(table.kernels[type(q)], type(q) in table.writes_into, q, refs)
+             for q, refs, _ in p.steps]
+    for lead, rows in plan:
+        index = (*lead, rows)
+        target = flat[index]
+        partial = target.shape[0] != block_shape[0]
+        buffers = [scratch[k][: target.shape[0]] if partial else scratch[k] for k in slots]
+        buffers.append(target)
+        values = [v[index] for v in views]
+        for (fn, takes_out, q, refs), buffer in zip(calls, buffers):
+            args = [values[r] for r in refs]
+            result = fn(q, *args, out=buffer) if takes_out else fn(q, *args)
+            if result is not buffer:
+                _coerce_into(buffer, result)
+            values.append(buffer)
 
 
 @kernel(FusedElementwise)
@@ -91,25 +121,9 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
     # broadcast views, as the unfused graph's broadcast nodes give them to its kernels
     views = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
     plan = list(blocks(shape, BLOCK))  # read at each call (benchmarks and tests vary it)
-    block_shape = flat[plan[0][0] + (plan[0][1],)].shape
-    slots = _slots(p, len(inputs))
-    scratch: dict[int, np.ndarray] = {}
-    for j, k in enumerate(slots):
-        if k not in scratch:
-            scratch[k] = np.empty(block_shape, p.steps[j][2].np)
-    calls = [(table.kernels[type(q)], type(q) in table.writes_into, q, refs)
-             for q, refs, _ in p.steps]
-    for lead, rows in plan:
-        index = lead + (rows,)
-        target = flat[index]
-        partial = target.shape[0] != block_shape[0]
-        buffers = [scratch[k][: target.shape[0]] if partial else scratch[k] for k in slots]
-        buffers.append(target)
-        values = [v[index] for v in views]
-        for (fn, takes_out, q, refs), buffer in zip(calls, buffers):
-            args = [values[r] for r in refs]
-            result = fn(q, *args, out=buffer) if takes_out else fn(q, *args)
-            if result is not buffer:
-                _coerce_into(buffer, result)
-            values.append(buffer)
+    block_shape = flat[(*plan[0][0], plan[0][1])].shape
+    # blocks are independent: whole blocks go to the pool's threads, each with its scratch
+    work = math.prod(block_shape) * sum(d.np.itemsize for _, _, d in p.steps)
+    parallel_rows(len(plan), lambda a, b: _run_blocks(p, views, flat, plan[a:b], block_shape),
+                  row_bytes=work)
     return out
