@@ -92,5 +92,17 @@ def cases():
                                                        random((7, 3, 1), dt, 9)]),
             (f"paged_write-{dt}", PagedWrite(), [random((4, 3, 8, 5), dt), random((3, 3, 5), dt),
                                                 np.array([0, 31, 40], np.int32)]),
+            (f"fused_elementwise-{dt}", *fused_case(x, w)),
         ]
     return out
+
+
+def fused_case(x, w):
+    """(primitive, inputs) of a compiled 8-op chain over `x [N, D]` and `w [D]`."""
+    import nuvec as mx
+    from nuvec.fast.fused import FusedElementwise
+
+    chain = mx.compile(lambda x, w: mx.tanh(mx.exp(x * 0.5) * w + 1) * 0.5 - mx.sin(x) / 3)
+    y = chain(mx.array(x), mx.array(w))
+    assert isinstance(y.primitive, FusedElementwise)
+    return y.primitive, [np.asarray(a) for a in y.inputs]
