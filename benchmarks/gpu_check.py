@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's nuvec, wherever the command is 
 
 import nuvec as mx  # noqa: E402
 import gpu_attention  # noqa: E402  (beside this script)
+import gpu_gated_delta  # noqa: E402  (beside this script)
 import gpu_kernels  # noqa: E402  (beside this script)
 import gpu_packed_attention  # noqa: E402  (beside this script)
 
@@ -256,6 +257,7 @@ SECTIONS: list[Callable[[Context], None]] = [
     section_matmul,
     *gpu_kernels.SECTIONS,  # each fused op's CUDA kernel against the copy and PyTorch
     *gpu_attention.SECTIONS,  # the planner's decode kernels against PyTorch SDPA
+    *gpu_gated_delta.SECTIONS,  # gated delta decode against the copy bandwidth
     section_packed_attention,
 ]
 

@@ -17,6 +17,18 @@ TOL = {"float32": (2e-5, 2e-5), "float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2
 RUNNER = EmulatorRunner()
 
 
+class RecordingRunner(EmulatorRunner):
+    """The emulator runner keeping every launched variant's name expression in `launched`."""
+
+    def __init__(self):
+        super().__init__()
+        self.launched = []
+
+    def launch(self, kernel, expression, grid, block, shared_mem, args):
+        self.launched.append(expression)
+        super().launch(kernel, expression, grid, block, shared_mem, args)
+
+
 def as_tuple(out):
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
