@@ -193,6 +193,28 @@ def test_gpu_two_pass_and_one_pass_match_fallback(dtype, case):
                                    atol=atol * max(float(np.abs(ref).max()), 1.0))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DT)
+@pytest.mark.parametrize("case", [c for c in WINDOWED if not c[-2]], ids=str)
+def test_gpu_sliding_window_matches_fallback(dtype, case):
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    if not cupy.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from nuvec.backends.cuda.runner import CupyRunner
+
+    hq, hkv, lq, lk, d, sinks, passes, blocks, gqa_kernel, tk1, window = case
+    inputs = _inputs(dtype, 2, hq, hkv, lq, lk, d, None, sinks, seed=window)
+    op = _op(True, None, sinks, passes, blocks, gqa_kernel, tk1, window)
+    dev = [cupy.asarray(a.view(np.uint16) if a.dtype.name == "bfloat16" else a)
+           for a in inputs]
+    (ref,) = run_on_cpu(inputs, op.fallback)
+    got = launcher.attention(CupyRunner(), op, *dev).get()
+    got = got.view(ref.dtype) if dtype == "bfloat16" else got
+    rtol, atol = TOL[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
+                               atol=atol * max(float(np.abs(ref).max()), 1.0))
+
+
 # (hq, hkv, lq, d, blocks in the cache, block size, table, lengths): ids past the cache and
 # negative (clamped), lengths past the capacity, zero and shorter than the queries (rows that
 # see no position average every listed one).
