@@ -216,7 +216,8 @@ def rope_kernel(xp, p, x, offset, *freqs):
 
 
 def _targets(xp, x: Any, targets: Any) -> tuple[Any, Any]:
-    """Wrapped class indices (clipped into range) and whether each was in range."""
+    """Wrapped class indices (clipped into range) and whether each was in range (a target
+    out of range gives a NaN loss and gradient row)."""
     classes = x.shape[-1]
     y = xp.where(targets < 0, targets + classes, targets)
     hit = (y >= 0) & (y < classes)
@@ -227,7 +228,7 @@ def _targets(xp, x: Any, targets: Any) -> tuple[Any, Any]:
 def cross_entropy(xp, p, x, targets):
     y, hit = _targets(xp, x, targets)
     xf = _wide(x)
-    score = xp.where(hit, xp.take_along_axis(xf, y, -1)[..., 0], 0)
+    score = xp.where(hit, xp.take_along_axis(xf, y, -1)[..., 0], np.nan)
     return _lse(xp, x)[..., 0] - score
 
 
@@ -235,7 +236,7 @@ def cross_entropy(xp, p, x, targets):
 def cross_entropy_vjp(xp, p, x, targets, loss, g):
     y, hit = _targets(xp, x, targets)
     xf = _wide(x)
-    score = xp.where(hit, xp.take_along_axis(xf, y, -1)[..., 0], 0)
+    score = xp.where(hit, xp.take_along_axis(xf, y, -1)[..., 0], np.nan)
     lse = loss.astype(xf.dtype) + score
     grad = xp.subtract(xf, lse[..., None])
     xp.exp(grad, out=grad)
