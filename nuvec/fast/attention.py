@@ -442,7 +442,7 @@ def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequ
     for s in shapes:
         if any(d < 0 for d in s):
             raise ValueError(f"plan_attention: dimensions must not be negative, got {list(s)}")
-    dtype = dt.to_dtype(dtype, "plan_attention")
+    dtype = dt.to_dtype(dtype, "plan_attention", names=True)
     options = AttentionOptions(mask, sinks, window, max_score_bytes)
     size = 1
     for d in shapes[0]:
