@@ -170,8 +170,8 @@ def attention_config(op: Attention, inputs) -> bool:
         return False
     if op.passes == 0:
         return tiled_head(d, dv) and (not op.causal or lq <= lk) and not op.gqa_kernel \
-            and not op.tk1 and (op.window is None or (op.causal and op.window >= 1))
-    if op.passes not in (1, 2) or op.window is not None or op.lse:
+            and not op.tk1
+    if op.passes not in (1, 2) or op.lse:
         return False
     vector = lq <= 8 and lq <= lk and vector_head(d, dv) and (d != 512 or lq == 1)
     two = op.passes == 1 or (
@@ -187,9 +187,10 @@ class Attention(FastOp):
 
     `passes` is 1 or 2 for the vector kernels (`blocks` key partitions in the first of two,
     `gqa_kernel` the grouped-query decode kernel, `tk1` its one-key-per-step variant) or 0
-    for the tiled kernel; set by the planner. The tiled kernel also takes a causal `window`
-    and, with `lse`, outputs each row's log-sum-exp `[B, Hq, Lq]` (float32) too, from which
-    its `vjp` on a GPU stream runs the fused backward (`AttentionVjp`).
+    for the tiled kernel; set by the planner. `window` (causal only, beyond the seed's node):
+    each query sees only its last `window` keys. With `lse` (the tiled kernel) the node also
+    outputs each row's log-sum-exp `[B, Hq, Lq]` (float32), from which its `vjp` on a GPU
+    stream runs the fused backward (`AttentionVjp`).
     """
 
     __slots__ = ("scale", "causal", "mask", "sinks", "passes", "blocks", "gqa_kernel", "tk1",
@@ -214,7 +215,8 @@ class Attention(FastOp):
         return 3 + int(self.mask) + int(self.sinks)
 
     def valid(self, inputs):
-        return self.valid_shapes(inputs) and attention_config(self, inputs)
+        window_ok = self.window is None or (self.causal and self.window >= 1)
+        return window_ok and self.valid_shapes(inputs) and attention_config(self, inputs)
 
     def valid_shapes(self, inputs) -> bool:
         """The seed's checks of the inputs' shapes and dtypes (raises for mixed dtypes)."""
@@ -318,8 +320,8 @@ class Call:
         q, k, v, mask = self.slices((start, end), (0, keys))
         tiled = passes == 0
         op = Attention(self.scale, self.key.mask == "causal", mask is not None,
-                       self.sinks is not None, passes, blocks, gqa_kernel, tk1,
-                       self.key.window if tiled else None, tiled and tracing.depth > 0)
+                       self.sinks is not None, passes, blocks, gqa_kernel, tk1, self.key.window,
+                       tiled and tracing.depth > 0)
         return record(op, self._inputs(q, k, v, mask), to_stream(None))[0]
 
     def group(self, g: Group) -> Array:
@@ -455,7 +457,7 @@ def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequ
     for s in shapes:
         if any(d < 0 for d in s):
             raise ValueError(f"plan_attention: dimensions must not be negative, got {list(s)}")
-    dtype = dt.to_dtype(dtype, "plan_attention")
+    dtype = dt.to_dtype(dtype, "plan_attention", names=True)
     options = AttentionOptions(mask, sinks, window, max_score_bytes)
     size = 1
     for d in shapes[0]:

@@ -154,7 +154,7 @@ class Recording(EmulatorRunner):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_planner_choice_is_the_kernel_launched(dtype):
     shapes = ((1, 2, 24, 64), (1, 1, 40, 64), (1, 1, 40, 64))
-    key = attention_key(*shapes, dt.to_dtype(dtype), AttentionOptions(mask="causal", window=7),
+    key = attention_key(*shapes, getattr(dt, dtype), AttentionOptions(mask="causal", window=7),
                         Target("gpu"))
     assert plan(key).route.kind == "tiled"
     op = Attention(SCALE, True, False, False, 0, window=7)
