@@ -127,10 +127,12 @@ class AttentionVjp(FastOp):
 def tiled_vjp(op, primals, cotangents, argnums, outputs) -> list[Array | None]:
     """The cotangents of a tiled `Attention` node that saved its lse: q, k and v by one
     `AttentionVjp` node, the sinks by their closed form `−Σ exp(sink − lse) · rowsum(dO ⊙ O)`,
-    an additive mask through the fallback graph."""
+    an additive mask through the fallback graph (everything, when the lse has a cotangent)."""
     ops = mx()
     out, lse = outputs
-    dout = cotangents[0]
+    dout, dlse = cotangents
+    if dlse is not None:  # the lse itself differentiated (a second derivative's pass)
+        return op.fallback_vjp(primals, cotangents, argnums)
     if dout is None:
         return [None] * len(argnums)
     dout = ops.astype(dout, out.dtype)
