@@ -61,3 +61,21 @@ def test_every_variant_compiles_within_bounds(modules, kf, arch):
 def test_every_launcher_kernel_has_bounds():
     names = {v.split("<")[0] for kf in KERNEL_FILES for v in kf.variants}
     assert names == set(BOUNDS)
+
+
+# Opt-in dynamic shared memory per block: sm_80 163 KiB, sm_90 227 KiB.
+SHARED_OPT_IN = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tiled_attention_dynamic_shared_memory_fits(arch):
+    from nuvec.backends.cuda.launchers import attention_tiled as tiled
+    from nuvec.backends.cuda.launchers.rows import CTYPES, ITEMSIZE
+
+    for variant in tiled.TILED.variants:
+        name, args = variant.split("<")
+        if name not in tiled.ROWS:
+            continue  # flash_delta, flash_dq: no shared memory
+        ctype, d = args.rstrip(">").split(", ")
+        dtype = next(k for k, c in CTYPES.items() if c == ctype)
+        assert tiled.shared_bytes(name, int(d), ITEMSIZE[dtype]) <= SHARED_OPT_IN[arch], variant
