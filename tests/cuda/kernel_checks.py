@@ -61,6 +61,7 @@ def cases():
     comparison (the emulator tests cover more shapes)."""
     from nuvec.fast.conv import DepthwiseConv1d
     from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+    from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
     from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
     from nuvec.fast.paged import PagedWrite
     from nuvec.fast.rope import NormRope, Rope
@@ -93,6 +94,15 @@ def cases():
             (f"paged_write-{dt}", PagedWrite(), [random((4, 3, 8, 5), dt), random((3, 3, 5), dt),
                                                 np.array([0, 31, 40], np.int32)]),
             (f"fused_elementwise-{dt}", *fused_case(x, w)),
+        ]
+        delta = [random((2, 3, 1, 32), dt, 10, 0.2), random((2, 3, 1, 32), dt, 11, 0.2),
+                 random((2, 3, 2, 17), dt, 12), np.full((2, 3, 2), 0.9, np.float32),
+                 np.full((2, 3, 2), 0.5, np.float32)]
+        out += [
+            (f"gated_delta-{dt}", GatedDelta(False), [*delta, random((2, 2, 17, 32), dt, 13)]),
+            (f"gated_delta_steps-{dt}", GatedDelta(True), [*delta, random((2, 2, 17, 32), dt, 13)]),
+            (f"gated_delta_slots-{dt}", GatedDeltaSlots(),
+             [*delta, random((3, 2, 17, 32), dt, 14), np.array([2, -3], np.int32)]),
         ]
     return out
 
