@@ -21,7 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from nuvec.graph.array import Array, Node, claim_lock
-from nuvec.graph.device import DeviceType, Stream, backend_state, loaded_backends
+from nuvec.graph.device import (DeviceType, Stream, backend_state, loaded_backends,
+                                to_stream)
 from nuvec.graph.memory import counters
 from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
@@ -262,11 +263,21 @@ def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None)
     batch.done.set()
 
 
+class _Interrupted(BaseException):
+    """A batch this one waited on was interrupted (`KeyboardInterrupt`, `SystemExit`): its
+    unfinished nodes were released, so the evaluation claims them again."""
+
+
 def _wait_for(waits: set[_Batch]) -> None:
     for other in waits:
         other.done.wait()
-        if other.error is not None:
-            raise EvaluationError(f"eval: an input failed to evaluate: {other.error}") from other.error
+        error = other.error
+        if error is None:
+            continue
+        if not isinstance(error, Exception):
+            raise _Interrupted() from error
+        raise EvaluationError(f"eval: an input failed to evaluate: {type(error).__name__}: "
+                              f"{error}") from error
 
 
 def _executor(s: Stream) -> ThreadPoolExecutor:
@@ -294,12 +305,24 @@ def _run_streams(tape: list[Node | None]) -> None:
 
 
 def _run_after(node: Node, deps: list[Future]) -> None:
-    for dep in deps:
-        dep.result()
-    stream = node.stream
-    backend = stream.backend
-    with backend.scope(stream):
-        _run(node, backend)
+    try:
+        for dep in deps:
+            dep.result()
+        stream = node.stream
+        backend = stream.backend
+        with backend.scope(stream):
+            _run(node, backend)
+    except BaseException:
+        _release(node)
+        raise
+
+
+def _release(node: Node) -> None:
+    """Unclaims a node that did not compute (its run failed or was interrupted), so a later
+    `eval` runs it again instead of waiting on the failed batch: after a `KeyboardInterrupt`
+    the same arrays evaluate as before."""
+    if node.data is None:
+        node.pending = None
 
 
 def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None:
@@ -324,7 +347,11 @@ def _run_tape(tape: list[Node | None], stream: Stream | None) -> None:
         for i in range(len(tape)):
             node = tape[i]
             tape[i] = None  # so intermediates are freed once their consumers ran
-            _run(node, backend)  # type: ignore[arg-type]
+            try:
+                _run(node, backend)  # type: ignore[arg-type]
+            except BaseException:
+                _release(node)  # type: ignore[arg-type]
+                raise
 
 
 def _synchronize_roots(roots: list[Node]) -> None:
@@ -355,11 +382,16 @@ def eval(*arrays: Any) -> None:
         [2, 3]
     """
     roots = _roots(arrays)
-    tape, batch, waits = _claim(roots)
-    if tape:
-        _execute(tape, batch, waits)  # type: ignore[arg-type]
-    else:
-        _wait_for(waits)
+    while True:
+        tape, batch, waits = _claim(roots)
+        try:
+            if tape:
+                _execute(tape, batch, waits)  # type: ignore[arg-type]
+            else:
+                _wait_for(waits)
+        except _Interrupted:
+            continue  # an input's evaluation elsewhere was interrupted: claim it again
+        break
     if backend_state.asynchronous:
         _synchronize_roots(roots)
 
@@ -394,6 +426,12 @@ def _execute_quietly(tape: list[Node | None], batch: _Batch, waits: set[_Batch])
 def synchronize(stream: Stream | None = None) -> None:
     """Waits until all work started by `async_eval` has finished (on `stream`, or anywhere).
 
+    Args:
+        stream: the stream (or device) to wait for; None waits for every stream.
+
+    Raises:
+        TypeError: if `stream` is not a Stream, Device or None.
+
     Example:
         >>> import nuvec as mx
         >>> a = mx.arange(3) * 2
@@ -401,6 +439,8 @@ def synchronize(stream: Stream | None = None) -> None:
         >>> a.tolist()
         [0, 2, 4]
     """
+    if stream is not None:
+        stream = to_stream(stream)
     with claim_lock:
         pending = list(_in_flight)
     for batch in pending:

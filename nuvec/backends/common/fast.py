@@ -311,7 +311,8 @@ def rope_kernel(xp, p, x, offset, *freqs):
 
 
 def _targets(xp, x: Any, targets: Any) -> tuple[Any, Any]:
-    """Wrapped class indices (clipped into range) and whether each was in range."""
+    """Wrapped class indices (clipped into range) and whether each was in range (a target
+    out of range gives a NaN loss and gradient row)."""
     classes = x.shape[-1]
     y = xp.where(targets < 0, targets + classes, targets)
     hit = (y >= 0) & (y < classes)
@@ -319,8 +320,8 @@ def _targets(xp, x: Any, targets: Any) -> tuple[Any, Any]:
 
 
 def _score(xp, x: Any, y: Any, hit: Any) -> Any:
-    """Each row's logit at its target (0 where the target is out of range)."""
-    return xp.where(hit, _wide(xp.take_along_axis(x, y, -1)[..., 0]), 0)
+    """Each row's logit at its target (NaN where the target is out of range)."""
+    return xp.where(hit, _wide(xp.take_along_axis(x, y, -1)[..., 0]), np.nan)
 
 
 @body(CrossEntropy)

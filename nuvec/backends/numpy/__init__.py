@@ -20,6 +20,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     fast,
     fast_attention,
     fast_packed,
+    fused,
     quantized,
     user_kernels,
     unary,
