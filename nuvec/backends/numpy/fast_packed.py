@@ -8,7 +8,8 @@ temporary is one sequence's size and reused from one sequence to the next: memor
 the longest sequence, never with T², and no full-size intermediate is made. A forward
 whose backward is already recorded keeps its probabilities and rotated queries and keys for
 it (`Kept`, at most `KEEP_BYTES`; the sum of squared lengths, never T²), so the backward
-needs four matmuls per block instead of five. Half types compute in float32, float64 in
+needs four matmuls per block instead of five; the buffer of the last one freed is kept as a
+spare for the next (at most `KEEP_BYTES` held between steps). Half types compute in float32, float64 in
 float64.
 """
 
