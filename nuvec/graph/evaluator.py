@@ -21,7 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from nuvec.graph.array import Array, Node, claim_lock
-from nuvec.graph.device import DeviceType, Stream, backend_state, loaded_backends
+from nuvec.graph.device import (DeviceType, Stream, backend_state, loaded_backends,
+                                to_stream)
 from nuvec.graph.memory import counters
 from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
@@ -201,12 +202,11 @@ def _failure(node: Node, exc: Exception) -> EvaluationError:
 
 def _run_nodes(tape: list[Node | None], backend: Any) -> None:
     """Computes the nodes of `tape` in order with `backend` (their streams'), stores their data
-    and detaches them. Entries are cleared as they run, so intermediates are freed once their
+    and detaches them. Entries are cleared once they ran, so intermediates are freed once their
     consumers ran; everything per node is inline, as this loop runs once per operation."""
     get, array_type, reuse = backend.kernels.get, backend.array_type, _REUSE_BYTES
     for k in range(len(tape)):
-        node = tape[k]
-        tape[k] = None
+        node = tape[k]  # left in `tape` until it ran: if it fails, `_finish` releases it
         primitive = node.primitive
         kernel = get(type(primitive))
         if kernel is None:
@@ -245,9 +245,9 @@ def _run_nodes(tape: list[Node | None], backend: Any) -> None:
         if not node.keep:  # `node.detach()`, inline
             node.primitive = None
             node.sources = node.indices = ()
-        # hold no reference to the data once stored: a consumer may take over its buffer only
-        # if nothing else refers to it (`_donor` counts the references)
-        result = outputs = None
+        # hold no reference to the node or its data once stored: a consumer may take over its
+        # buffer only if nothing else refers to them (`_donor` counts the references)
+        tape[k] = result = outputs = None
 
 
 def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:
@@ -280,11 +280,21 @@ def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None)
     batch.done.set()
 
 
+class _Interrupted(BaseException):
+    """A batch this one waited on was interrupted (`KeyboardInterrupt`, `SystemExit`): its
+    unfinished nodes were released, so the evaluation claims them again."""
+
+
 def _wait_for(waits: set[_Batch]) -> None:
     for other in waits:
         other.done.wait()
-        if other.error is not None:
-            raise EvaluationError(f"eval: an input failed to evaluate: {other.error}") from other.error
+        error = other.error
+        if error is None:
+            continue
+        if not isinstance(error, Exception):
+            raise _Interrupted() from error
+        raise EvaluationError(f"eval: an input failed to evaluate: {type(error).__name__}: "
+                              f"{error}") from error
 
 
 def _executor(s: Stream) -> ThreadPoolExecutor:
@@ -312,12 +322,24 @@ def _run_streams(tape: list[Node | None]) -> None:
 
 
 def _run_after(node: Node, deps: list[Future]) -> None:
-    for dep in deps:
-        dep.result()
-    stream = node.stream
-    backend = stream.backend
-    with backend.scope(stream):
-        _run_nodes([node], backend)
+    try:
+        for dep in deps:
+            dep.result()
+        stream = node.stream
+        backend = stream.backend
+        with backend.scope(stream):
+            _run_nodes([node], backend)
+    except BaseException:
+        _release(node)
+        raise
+
+
+def _release(node: Node) -> None:
+    """Unclaims a node that did not compute (its run failed or was interrupted), so a later
+    `eval` runs it again instead of waiting on the failed batch: after a `KeyboardInterrupt`
+    the same arrays evaluate as before."""
+    if node.data is None:
+        node.pending = None
 
 
 def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None:
@@ -370,11 +392,16 @@ def eval(*arrays: Any) -> None:
         [2, 3]
     """
     roots = _roots(arrays)
-    tape, batch, waits = _claim(roots)
-    if tape:
-        _execute(tape, batch, waits)  # type: ignore[arg-type]
-    else:
-        _wait_for(waits)
+    while True:
+        tape, batch, waits = _claim(roots)
+        try:
+            if tape:
+                _execute(tape, batch, waits)  # type: ignore[arg-type]
+            else:
+                _wait_for(waits)
+        except _Interrupted:
+            continue  # an input's evaluation elsewhere was interrupted: claim it again
+        break
     if backend_state.asynchronous:
         _synchronize_roots(roots)
 
@@ -409,6 +436,12 @@ def _execute_quietly(tape: list[Node | None], batch: _Batch, waits: set[_Batch])
 def synchronize(stream: Stream | None = None) -> None:
     """Waits until all work started by `async_eval` has finished (on `stream`, or anywhere).
 
+    Args:
+        stream: the stream (or device) to wait for; None waits for every stream.
+
+    Raises:
+        TypeError: if `stream` is not a Stream, Device or None.
+
     Example:
         >>> import nuvec as mx
         >>> a = mx.arange(3) * 2
@@ -416,6 +449,8 @@ def synchronize(stream: Stream | None = None) -> None:
         >>> a.tolist()
         [0, 2, 4]
     """
+    if stream is not None:
+        stream = to_stream(stream)
     with claim_lock:
         pending = list(_in_flight)
     for batch in pending:

@@ -210,6 +210,36 @@ def index_int(value: Any, op: str, what: str, low: int = INT64_MIN,
     return out
 
 
+def real_number(value: Any, op: str, what: str, finite: bool = True,
+                positive: bool = False) -> float:
+    """`value` (a Python or NumPy real number, or a 0-d real array) as a Python float.
+
+    Args:
+        value: the argument.
+        op: the public function's name, for messages.
+        what: the argument's name, for messages.
+        finite: whether NaN and infinities are rejected.
+        positive: whether values <= 0 are rejected.
+
+    Raises:
+        TypeError: if `value` is not a real number (strings, None, complex, other objects).
+        ValueError: if it is not finite (with `finite`) or not positive (with `positive`).
+    """
+    real = (int, float, np.integer, np.floating)
+    is_real = isinstance(value, real) and not isinstance(value, bool)
+    if isinstance(value, Array):
+        is_real = value.ndim == 0 and value.dtype.kind in "iuf"
+    if not is_real:
+        raise TypeError(f"{public_caller(op)}: {what} must be a real number, got {value!r} "
+                        f"({type(value).__name__})")
+    out = float(value)
+    if finite and not math.isfinite(out):
+        raise ValueError(f"{public_caller(op)}: {what} must be finite, got {out}")
+    if positive and not out > 0:
+        raise ValueError(f"{public_caller(op)}: {what} must be positive, got {out}")
+    return out
+
+
 def check_shape(shape: Any, op: str) -> Shape:
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
     out = int_tuple(shape, op, "shape")

@@ -11,6 +11,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
+from nuvec.graph.caller import name_function
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import comparison, creation
@@ -269,7 +270,7 @@ def _binary_function(
         return record1(primitive, (a, b), s)
 
     complex_error = "\n        TypeError: for complex input." if real else ""
-    op.__name__ = op.__qualname__ = name
+    name_function(op, name)
     op.__doc__ = f"""{summary}
 
     Operands are promoted (Python scalars are weak) and broadcast together.

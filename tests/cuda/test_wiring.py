@@ -112,3 +112,21 @@ def test_gated_delta_nodes_launch_their_kernels(emulated_gpu):
             want = [np.asarray(a).astype(np.float64) for a in call()]
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=3e-2, atol=3e-2)
+
+
+def test_windowed_attention_launches_the_vector_kernels(emulated_gpu):
+    rng = np.random.default_rng(3)
+    q = mx.array(rng.standard_normal((1, 8, 2, 64)), mx.float16)
+    k, v = (mx.array(rng.standard_normal((1, 1, 1100, 64)), mx.float16) for _ in range(2))
+    for window, want in ((40, ["sdpa_vector<__half, 64>"]),
+                         (1030, ["sdpa_vector_2pass_1<__half, 64, 1>",
+                                 "sdpa_vector_2pass_2<__half, 64>"])):
+        emulated_gpu.launched.clear()
+        with mx.stream(mx.gpu):
+            got = np.asarray(mx.fast.scaled_dot_product_attention(
+                q, k, v, scale=0.125, mask="causal", window=window)).astype(np.float64)
+        assert emulated_gpu.launched == want
+        with mx.stream(mx.cpu):
+            ref = np.asarray(mx.fast.scaled_dot_product_attention(
+                q, k, v, scale=0.125, mask="causal", window=window)).astype(np.float64)
+        np.testing.assert_allclose(got, ref, rtol=4e-3, atol=4e-3)

@@ -15,13 +15,14 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
-from nuvec.backends.cuda.launchers import (attention, elementwise, gated_delta, norms,
+from nuvec.backends.cuda.launchers import (attention, elementwise, fused, gated_delta, norms,
                                           packed_attention, rope, softmax)
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.attention import Attention
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+from nuvec.fast.fused import FusedElementwise
 from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
@@ -52,6 +53,7 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     PagedAttention: attention.paged_attention,
     GatedDelta: gated_delta.gated_delta,
     GatedDeltaSlots: gated_delta.gated_delta_slots,
+    FusedElementwise: fused.fused_elementwise,  # generated per chain (no kernel file)
 }
 KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
@@ -68,6 +70,7 @@ _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
     Attention: attention.takes,
     GatedDelta: gated_delta.takes,
     GatedDeltaSlots: gated_delta.takes,
+    FusedElementwise: fused.takes,
 }
 
 
