@@ -164,6 +164,7 @@ def view(a: Any, /, dtype: Any, *, stream: Any = None) -> Array:
         >>> mx.view(mx.array([1.0], mx.float32), mx.uint32).tolist()
         [1065353216]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "view")
     target = dt.to_dtype(dtype, "view")
     if target is a.dtype:

@@ -229,3 +229,21 @@ def test_int32_dimensions_and_lazy_broadcasts():
         mx.zeros((2**40,))
     big = mx.broadcast_to(mx.array(1.0), (2**20, 2**20))  # a view: allowed
     assert big.shape == (2**20, 2**20) and big[:2, :3].tolist() == [[1.0] * 3] * 2
+
+
+# -- dtype errors outside ops are both TypeError and ValueError (MLX raises ValueError) ---------
+
+def test_io_and_fast_dtype_errors_are_value_errors_too(tmp_path):
+    cases = [
+        (lambda: mx.save_gguf(str(tmp_path / "a.gguf"), {"a": mx.ones((2,), mx.complex64)}),
+         r"^save_gguf: GGUF has no tensor type for complex64"),
+        (lambda: mx.fast.cross_entropy(mx.ones((2, 3)), mx.ones((2,))),
+         r"^cross_entropy: targets must be integer class indices, got float32"),
+        (lambda: mx.fast.packed_attention(mx.ones((4, 24), mx.int32), [4], mx.ones((4, 2)),
+                                          mx.ones((4, 2)), heads=2),
+         r"^packed_attention: qkv must be floating-point, got int32"),
+    ]
+    for call, message in cases:
+        for error in (TypeError, ValueError):
+            with pytest.raises(error, match=message):
+                call()
