@@ -15,7 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape, fresh, index_int, int_tuple
+from nuvec.ops.arguments import as_array, check_shape, fresh, index_int, int_tuple, real_number
 from nuvec.ops.binary import add, multiply, subtract
 from nuvec.ops.creation import arange, ones, zeros
 from nuvec.ops.families import Linear, apply, move_batch_to_front
@@ -253,7 +253,8 @@ def hadamard_transform(a: Any, /, scale: float | None = None, *, stream: Any = N
             f"{op}: the last axis must have size m * 2**k with m in (1, 12, 20, 28), got {n} "
             f"(shape {a.shape})"
         )
-    factor = 1.0 / math.sqrt(n) if scale is None else float(scale)
+    factor = 1.0 / math.sqrt(n) if scale is None else real_number(scale, "hadamard_transform",
+                                                                       "scale")
     dtype = a.dtype if a.dtype.is_floating else dt.float32
     a = astype(a, dtype, stream=s)
     if n == 1 or a.size == 0:  # nothing to mix: only the scale applies
