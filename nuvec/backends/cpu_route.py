@@ -8,7 +8,6 @@ to CuPy, or a GPU override); `tests/backends/test_tables.py` checks both halves.
 from __future__ import annotations
 
 from nuvec.fast.attention import AttentionRows
-from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.fast.gather import GatherMm, GatherQmm
 from nuvec.ops import quantized as q
 
@@ -28,7 +27,7 @@ _PACKED = (
 CPU_ROUTE: dict[type, str] = {
     AttentionRows: _ROWS,
     **{cls: _FALLBACK for cls in (
-        GatherMm, GatherQmm, GatedDelta, GatedDeltaSlots,
+        GatherMm, GatherQmm,
     )},
     **{cls: _PACKED for cls in (q.Quantize, q.Dequantize, q.QuantizedMatmul)},
 }  # fmt: skip

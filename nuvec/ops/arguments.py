@@ -73,6 +73,9 @@ def check_weak_int(op: str, value: Any, dtype: dt.Dtype) -> None:
 
 def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
     """Converts two operands to arrays of their common dtype; Python scalars are weak."""
+    if type(a) is Array and type(b) is float:  # the common case `x * 0.5`, without a search
+        out = a.dtype if a.dtype.is_inexact else dt.float32  # (`weak_scalar_result`'s rule)
+        return (a if a.dtype is out else cast(a, out, stream)), scalar_array(b, out, a.shape)
     a_is_array, b_is_array = isinstance(a, Array), isinstance(b, Array)
     if a_is_array and b_is_array:
         if a.dtype is b.dtype:

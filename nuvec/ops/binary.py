@@ -29,6 +29,8 @@ __all__ = [
 
 def binary_operands(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
     """The two operands of an elementwise op, promoted to one dtype and broadcast to one shape."""
+    if type(a) is Array and type(b) is Array and a.dtype is b.dtype and a.shape == b.shape:
+        return a, b  # nothing to do (the common case)
     a, b = promote(op, a, b, s)
     if a.shape != b.shape:
         a, b = broadcast_all(op, (a, b), s)

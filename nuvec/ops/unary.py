@@ -197,7 +197,9 @@ def _float_function(name: str, primitive: Unary, summary: str, complex_ok: bool 
 
     def op(a: Any, /, *, stream: StreamLike = None) -> Array:
         s = to_stream(stream)
-        return record1(primitive, (float_input(a, name, s, complex_ok),), s)
+        if type(a) is not Array or not a.dtype.is_floating:  # else `float_input` keeps `a`
+            a = float_input(a, name, s, complex_ok)
+        return record1(primitive, (a,), s)
 
     rejects = "converted to an array, or is complex" if not complex_ok else "converted to an array"
     name_function(op, name)
