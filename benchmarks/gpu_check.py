@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's nuvec, wherever the command is 
 
 import nuvec as mx  # noqa: E402
 import gpu_attention  # noqa: E402  (beside this script)
+import gpu_gather  # noqa: E402  (beside this script)
 import gpu_kernels  # noqa: E402  (beside this script)
 import gpu_packed_attention  # noqa: E402  (beside this script)
 
@@ -257,6 +258,7 @@ SECTIONS: list[Callable[[Context], None]] = [
     *gpu_kernels.SECTIONS,  # each fused op's CUDA kernel against the copy and PyTorch
     *gpu_attention.SECTIONS,  # the planner's decode kernels against PyTorch SDPA
     section_packed_attention,
+    *gpu_gather.SECTIONS,  # gather_mm's grouped GEMM and gather_qmm against PyTorch
 ]
 
 

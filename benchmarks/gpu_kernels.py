@@ -192,8 +192,10 @@ def section_kernels(ctx: Any) -> None:
 SECTIONS = [section_kernels]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def standalone(script: str, section: Callable[[Any], None], argv: list[str] | None,
+               description: str) -> int:
+    """Runs one section as a script (`--quick`, `--repeats N`); a note without a GPU."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="small shapes")
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
@@ -201,17 +203,20 @@ def main(argv: list[str] | None = None) -> int:
         import cupy
         cupy.cuda.runtime.getDeviceCount()
     except Exception as e:  # no CuPy or no device: nothing to time
-        print(f"gpu_kernels: no GPU available ({type(e).__name__}: {e})")
+        print(f"{script}: no GPU available ({type(e).__name__}: {e})")
         return 0
     try:
         import torch
         torch = torch if torch.cuda.is_available() else None
     except ImportError:
         torch = None
-    ctx = argparse.Namespace(cupy=cupy, torch=torch, quick=args.quick, repeats=args.repeats,
-                             copy_bandwidth=0.0)
-    section_kernels(ctx)
+    section(argparse.Namespace(cupy=cupy, torch=torch, quick=args.quick, repeats=args.repeats,
+                               copy_bandwidth=0.0))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return standalone("gpu_kernels", section_kernels, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

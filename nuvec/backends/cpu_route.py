@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from nuvec.fast.attention import AttentionRows
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
-from nuvec.fast.gather import GatherMm, GatherQmm
 from nuvec.ops import quantized as q
 
 _ROWS = (
@@ -22,13 +21,13 @@ _FALLBACK = (
 )
 _PACKED = (
     "bit-stream packing of quantized weights: the NumPy body is written for NumPy's in-place "
-    "bit views; its CUDA kernel belongs with the quantized matmul kernels"
+    "bit views (quantized_matmul has a CUDA kernel, nuvec/fast/kernels/gather_mm.cu)"
 )
 
 CPU_ROUTE: dict[type, str] = {
     AttentionRows: _ROWS,
     **{cls: _FALLBACK for cls in (
-        GatherMm, GatherQmm, GatedDelta, GatedDeltaSlots,
+        GatedDelta, GatedDeltaSlots,
     )},
-    **{cls: _PACKED for cls in (q.Quantize, q.Dequantize, q.QuantizedMatmul)},
+    **{cls: _PACKED for cls in (q.Quantize, q.Dequantize)},
 }  # fmt: skip
