@@ -1,12 +1,14 @@
 """`mx.compile` against the same functions uncompiled: a 256-op elementwise chain on small and
-large arrays, and an SGD step of a 784-512-512-10 ReLU MLP (batch 256), with NumPy (and
-`jax.jit`, when importable; never a dependency of nuvec) on the same work.
+large arrays, an 8-op chain `tanh(exp(x) * w + b) * 0.5 + sin(x) - 1` on [2048, 2048], and an
+SGD step of a 784-512-512-10 ReLU MLP (batch 256), with NumPy (and `jax.jit`, when importable;
+never a dependency of nuvec) on the same work.
 
-Run: python benchmarks/bench_compile.py [--repeats N] [--quick]
+Run: python benchmarks/bench_compile.py [--repeats N] [--quick] [--blocks]
 Times are medians of N runs, evaluation included; ratios are compiled / uncompiled and
 compiled / NumPy (lower is better). nuvec's compile replays the traced, simplified graph
-without running the function's Python; it does not fuse elementwise chains yet, so the gain is
-the Python and tracing time saved per call.
+without running the function's Python and fuses elementwise chains: on the CPU a fused chain
+runs block by block in cache instead of one full-size temporary per op. `--blocks` times the
+8-op chain for several block sizes (elements per block of the CPU's fused kernel).
 """
 
 from __future__ import annotations
@@ -44,6 +46,51 @@ def bench_chain(n: int, repeats: int) -> None:
         fns.append(lambda: jitted(xj).block_until_ready())
     np.testing.assert_allclose(np.array(compiled(x)), chain(np, data), rtol=1e-4, atol=1e-5)
     report(f"256-op elementwise chain on [{n}]", medians(fns, repeats))
+
+
+def chain8(lib, x, w, b):
+    """8 elementwise ops: exp, multiply, add, tanh, multiply, sin, add, subtract."""
+    return lib.tanh(lib.exp(x) * w + b) * 0.5 + lib.sin(x) - 1
+
+
+def _chain8_data(n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(2)
+    return [rng.standard_normal(s).astype(np.float32) * 0.5 for s in [(n, n), (n,), (n,)]]
+
+
+def bench_chain8(n: int, repeats: int) -> None:
+    data = _chain8_data(n)
+    arrays = [mx.array(d) for d in data]
+    compiled = mx.compile(lambda *a: chain8(mx, *a))
+    fns = [lambda: mx.eval(chain8(mx, *arrays)), lambda: mx.eval(compiled(*arrays)),
+           lambda: chain8(np, *data)]
+    if jax is not None:
+        jitted = jax.jit(lambda *a: chain8(jnp, *a))
+        peers = [jnp.asarray(d) for d in data]
+        fns.append(lambda: jitted(*peers).block_until_ready())
+    np.testing.assert_allclose(np.array(compiled(*arrays)), chain8(np, *data), rtol=1e-5,
+                               atol=1e-5)
+    report(f"8-op chain tanh(exp(x) * w + b) * 0.5 + sin(x) - 1 on [{n}, {n}]",
+           medians(fns, repeats))
+
+
+def bench_blocks(n: int, repeats: int) -> None:
+    from nuvec.backends.numpy import fused  # the CPU's fused kernel, whose block size varies
+
+    arrays = [mx.array(d) for d in _chain8_data(n)]
+    compiled = mx.compile(lambda *a: chain8(mx, *a))
+    saved, sizes = fused.BLOCK, [1 << k for k in range(12, 19)]
+
+    def run(size: int) -> None:
+        fused.BLOCK = size
+        mx.eval(compiled(*arrays))
+
+    try:
+        times = medians([lambda s=s: run(s) for s in sizes], repeats)
+    finally:
+        fused.BLOCK = saved
+    print(f"8-op chain on [{n}, {n}], elements per block: " + ", ".join(
+        f"{s // 1024}K {t * 1e3:.2f} ms" for s, t in zip(sizes, times)))
 
 
 def _mlp(rng):
@@ -89,8 +136,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--blocks", action="store_true", help="only the block-size sweep")
     args = parser.parse_args()
     repeats = 3 if args.quick else args.repeats
+    if args.blocks:
+        bench_blocks(512 if args.quick else 2048, repeats)
+        return
+    bench_chain8(512 if args.quick else 2048, repeats)
     bench_chain(16, repeats)
     bench_chain(1 << 14 if args.quick else 1 << 20, repeats)
     bench_mlp(repeats)

@@ -1,8 +1,10 @@
 """Elementwise operations on large arrays against the same NumPy call, measured in one run.
 
 Run: `python benchmarks/bench_elementwise.py [--quick]`. Each case records one nuvec op on a
-`[2048, 2048]` array (`[512, 512]` with --quick) and evaluates it; NumPy computes the same
-result directly. Prints both best times and the ratio nuvec / NumPy (lower is better).
+`[2048, 2048]` array (`[512, 512]` with --quick) and evaluates it; NumPy (and PyTorch eager,
+when importable) computes the same result directly. Prints best times, nuvec's with its default
+thread count and with `mx.set_num_threads(1)`, and the ratios nuvec / NumPy and nuvec / PyTorch
+(lower is better).
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from bench_engine import best_of  # benchmarks/ is the script's directory
+from bench_engine import best_of, one_thread  # benchmarks/ is the script's directory
 
 import nuvec as mx
+
+try:
+    import torch
+except ImportError:  # PyTorch is an optional peer
+    torch = None
 
 
 def main() -> None:
@@ -27,34 +34,48 @@ def main() -> None:
     j = rng.integers(1, 50, (n, n)).astype(np.int32)
     a, b, ai, bi = mx.array(x), mx.array(y), mx.array(i), mx.array(j)
     mx.eval(a, b, ai, bi)
+    xt, yt, it, jt = (torch.from_numpy(v) for v in (x, y, i, j)) if torch else (None,) * 4
+    w, bias = x[0], y[0]  # a row each: `exp(x) * w + b` as in a layer
+    aw, ab = mx.array(w), mx.array(bias)
+    wt, bt = (torch.from_numpy(w), torch.from_numpy(bias)) if torch else (None, None)
 
     def sigmoid(v):
         return np.where(v >= 0, 1 / (1 + np.exp(-np.abs(v))), np.exp(-np.abs(v)) /
                         (1 + np.exp(-np.abs(v))))
 
     cases = [
-        ("add", lambda: mx.add(a, b), lambda: np.add(x, y)),
-        ("multiply by a scalar", lambda: a * 1.5, lambda: x * np.float32(1.5)),
-        ("divide", lambda: a / b, lambda: x / y),
-        ("maximum", lambda: mx.maximum(a, b), lambda: np.maximum(x, y)),
-        ("exp", lambda: mx.exp(a), lambda: np.exp(x)),
-        ("log", lambda: mx.log(a), lambda: np.log(x)),
-        ("sqrt", lambda: mx.sqrt(a), lambda: np.sqrt(x)),
-        ("tanh", lambda: mx.tanh(a), lambda: np.tanh(x)),
-        ("sigmoid", lambda: mx.sigmoid(a), lambda: sigmoid(x)),
-        ("power", lambda: mx.power(a, b), lambda: np.power(x, y)),
-        ("where(a > b, a, b)", lambda: mx.where(a > b, a, b), lambda: np.where(x > y, x, y)),
-        ("clip", lambda: mx.clip(a, 0.5, 1.5), lambda: np.clip(x, 0.5, 1.5)),
-        ("floor_divide int32", lambda: ai // bi, lambda: i // j),
-        ("remainder int32", lambda: ai % bi, lambda: i % j),
-        ("exp(x) * w + b", lambda: mx.exp(a) * b + a, lambda: np.exp(x) * y + x),
+        ("add", lambda: mx.add(a, b), lambda: np.add(x, y), lambda: xt + yt),
+        ("multiply by a scalar", lambda: a * 1.5, lambda: x * np.float32(1.5), lambda: xt * 1.5),
+        ("divide", lambda: a / b, lambda: x / y, lambda: xt / yt),
+        ("maximum", lambda: mx.maximum(a, b), lambda: np.maximum(x, y),
+         lambda: torch.maximum(xt, yt)),
+        ("exp", lambda: mx.exp(a), lambda: np.exp(x), lambda: torch.exp(xt)),
+        ("log", lambda: mx.log(a), lambda: np.log(x), lambda: torch.log(xt)),
+        ("sqrt", lambda: mx.sqrt(a), lambda: np.sqrt(x), lambda: torch.sqrt(xt)),
+        ("tanh", lambda: mx.tanh(a), lambda: np.tanh(x), lambda: torch.tanh(xt)),
+        ("sigmoid", lambda: mx.sigmoid(a), lambda: sigmoid(x), lambda: torch.sigmoid(xt)),
+        ("power", lambda: mx.power(a, b), lambda: np.power(x, y), lambda: torch.pow(xt, yt)),
+        ("where(a > b, a, b)", lambda: mx.where(a > b, a, b), lambda: np.where(x > y, x, y),
+         lambda: torch.where(xt > yt, xt, yt)),
+        ("clip", lambda: mx.clip(a, 0.5, 1.5), lambda: np.clip(x, 0.5, 1.5),
+         lambda: torch.clamp(xt, 0.5, 1.5)),
+        ("floor_divide int32", lambda: ai // bi, lambda: i // j, lambda: it // jt),
+        ("remainder int32", lambda: ai % bi, lambda: i % j, lambda: it % jt),
+        ("exp(x) * w + b", lambda: mx.exp(a) * aw + ab, lambda: np.exp(x) * w + bias,
+         lambda: torch.exp(xt) * wt + bt),
     ]
-    print(f"elementwise on [{n}, {n}] float32 (int32 where named); best of {repeats}")
-    for name, ours, theirs in cases:
+    print(f"elementwise on [{n}, {n}] float32 (int32 where named); best of {repeats}; "
+          f"{mx.get_num_threads()} threads")
+    for name, ours, theirs, torch_fn in cases:
         t_ours = best_of(lambda: mx.eval(ours()), repeats)
+        t_one = best_of(one_thread(lambda: mx.eval(ours())), repeats)
         t_np = best_of(theirs, repeats)
-        print(f"{name:24s} nuvec {t_ours * 1e3:8.2f} ms   numpy {t_np * 1e3:8.2f} ms   "
-              f"ratio {t_ours / t_np:5.2f}")
+        line = (f"{name:22s} nuvec {t_ours * 1e3:7.2f} ms   1 thread {t_one * 1e3:7.2f} ms   "
+                f"numpy {t_np * 1e3:7.2f} ms (ratio {t_ours / t_np:5.2f})")
+        if torch is not None:
+            t_torch = best_of(torch_fn, repeats)
+            line += f"   torch {t_torch * 1e3:7.2f} ms (ratio {t_ours / t_torch:5.2f})"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,20 @@ def best_of(fn, repeats: int) -> float:
     return min(times)
 
 
+def one_thread(fn):
+    """`fn` run with nuvec's CPU kernels on one thread (`mx.set_num_threads(1)`)."""
+
+    def run():
+        before = mx.get_num_threads()
+        mx.set_num_threads(1)
+        try:
+            return fn()
+        finally:
+            mx.set_num_threads(before)
+
+    return run
+
+
 def report(name: str, ours: float, peers: dict[str, float]) -> None:
     parts = [f"nuvec {ours * 1e3:9.3f} ms"]
     for peer, t in peers.items():
@@ -101,7 +115,8 @@ def bench_large(repeats: int, n: int) -> None:
     report(
         f"exp(x) * w + b on [{n}, {n}]",
         best_of(lambda: mx.eval(mx.exp(x) * w + b), repeats),
-        {"numpy": best_of(lambda: np.exp(x_np) * w_np + b_np, repeats)},
+        {"nuvec 1 thread": best_of(one_thread(lambda: mx.eval(mx.exp(x) * w + b)), repeats),
+         "numpy": best_of(lambda: np.exp(x_np) * w_np + b_np, repeats)},
     )
 
 

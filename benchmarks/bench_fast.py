@@ -2,9 +2,10 @@
 NumPy, and against PyTorch eager when it is importable (never a dependency of nuvec).
 
 Run: python benchmarks/bench_fast.py [--repeats N]
-Times are medians of N runs (recording and evaluation included), the three interleaved in one
-run; ratios are nuvec / NumPy and nuvec / PyTorch (lower is better; the target is <= 1 for
-NumPy). Inputs are float32.
+Times are medians of N runs (recording and evaluation included), all interleaved in one run;
+ratios are nuvec / NumPy and nuvec / PyTorch (lower is better; the target is <= 1 for NumPy).
+nuvec runs with its default thread count (`mx.get_num_threads()`) and, for the "1 thread"
+column, with `mx.set_num_threads(1)`; "x" is that time over the default's. Inputs are float32.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 import nuvec as mx
+from bench_engine import one_thread  # benchmarks/ is the script's directory
 
 try:
     import torch
@@ -43,16 +45,17 @@ def medians(fns: list[Callable[[], object] | None], repeats: int) -> list[float 
     return [statistics.median(t) if t else None for t in times]
 
 
-def report(name: str, ours: float, np_time: float, torch_time: float | None) -> None:
-    line = (f"{name:30s} nuvec {ours * 1e3:8.2f} ms   numpy {np_time * 1e3:8.2f} ms "
-            f"(ratio {ours / np_time:5.2f})")
+def report(name: str, ours: float, one: float, np_time: float, torch_time: float | None) -> None:
+    line = (f"{name:26s} nuvec {ours * 1e3:7.2f} ms   1 thread {one * 1e3:7.2f} ms "
+            f"(x{one / ours:4.2f})   numpy {np_time * 1e3:7.2f} ms (ratio {ours / np_time:5.2f})")
     if torch_time is not None:
-        line += f"   torch {torch_time * 1e3:8.2f} ms (ratio {ours / torch_time:5.2f})"
+        line += f"   torch {torch_time * 1e3:7.2f} ms (ratio {ours / torch_time:5.2f})"
     print(line, flush=True)
 
 
 def run(name: str, ours, numpy_fn, torch_fn, repeats: int) -> None:
-    report(name, *medians([ours, numpy_fn, torch_fn if torch else None], repeats))
+    fns = [ours, one_thread(ours), numpy_fn, torch_fn if torch else None]
+    report(name, *medians(fns, repeats))
 
 
 def rope_numpy(x: np.ndarray, dims: int, base: float, offset: int) -> np.ndarray:

@@ -5,7 +5,8 @@ Run: python benchmarks/gpu_check.py [--quick] [--no-tests] [--sections a,b] [--l
 One command, under 5 minutes on one H200. It runs `pytest -m gpu` (the op, transform and
 fused-op tests on the GPU), then prints, per section, nuvec on the GPU, CuPy called directly
 and PyTorch CUDA eager (each skipped with a note when absent), measured in the same run:
-per-op dispatch, `exp(x) * w + b`, sums over each axis, softmax, float32 and bfloat16 matmuls,
+per-op dispatch, `exp(x) * w + b`, a compiled 8-op chain (one fused kernel, against
+uncompiled and `torch.compile`), sums over each axis, softmax, float32 and bfloat16 matmuls,
 and the device copy bandwidth that the elementwise and reduction figures are compared with.
 
 To add a timing (a fused kernel, say), write `def section_name(ctx) -> None` printing rows
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's nuvec, wherever the command is 
 import nuvec as mx  # noqa: E402
 import gpu_attention  # noqa: E402  (beside this script)
 import gpu_gather  # noqa: E402  (beside this script)
+import gpu_gated_delta  # noqa: E402  (beside this script)
 import gpu_kernels  # noqa: E402  (beside this script)
 import gpu_packed_attention  # noqa: E402  (beside this script)
 
@@ -173,6 +175,55 @@ def section_elementwise(ctx: Context) -> None:
     _fraction(ctx, nbytes, times["nuvec"])
 
 
+def _chain8(lib: Any, x: Any, w: Any, b: Any) -> Any:
+    return lib.tanh(lib.exp(x) * w + b) * 0.5 + lib.sin(x) - 1
+
+
+def _torch_compiled(ctx: Context, fn: Callable[..., Any]) -> Callable[..., Any] | None:
+    """`torch.compile(fn)`, or None (with a note) where it cannot compile here."""
+    try:
+        return ctx.torch.compile(fn)
+    except Exception as exc:  # a missing Triton or compiler: a note, not a failure
+        print(f"{'':34s} torch.compile unavailable: {type(exc).__name__}: {exc}")
+        return None
+
+
+def section_fused_chain(ctx: Context) -> None:
+    """The 8-op chain `tanh(exp(x) * w + b) * 0.5 + sin(x) - 1` on [n, n] float32: compiled
+    (one generated CUDA kernel) against the same ops uncompiled, PyTorch eager and
+    `torch.compile`."""
+    n = ctx.n
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((n, n), dtype=np.float32) * 0.5
+    w_np, b_np = (rng.standard_normal((n,), dtype=np.float32) for _ in range(2))
+    x, w, b = mx.array(x_np), mx.array(w_np), mx.array(b_np)
+    compiled = mx.compile(lambda *a: _chain8(mx, *a))
+    out = compiled(x, w, b)
+    if out.primitive is None or out.primitive.name != "FusedElementwise":
+        print(f"{'':34s} fused chain: compile recorded {out.primitive!r}, not one fused node")
+    rows = slice(0, 64)
+    np.testing.assert_allclose(np.array(out)[rows], _chain8(np, x_np[rows], w_np, b_np),
+                               rtol=1e-4, atol=1e-4)
+    _, torch_sync = _peers(ctx)
+    times: dict[str, float | None] = {
+        "nuvec": timed(lambda: mx.eval(compiled(x, w, b)), _nothing, ctx.repeats),
+        "uncompiled": timed(lambda: mx.eval(_chain8(mx, x, w, b)), _nothing, ctx.repeats),
+        "torch": None, "torch.compile": None}
+    if ctx.torch:
+        xt, wt, bt = (ctx.torch.from_numpy(a).cuda() for a in (x_np, w_np, b_np))
+        times["torch"] = timed(lambda: _chain8(ctx.torch, xt, wt, bt), torch_sync, ctx.repeats)
+        fused = _torch_compiled(ctx, lambda *a: _chain8(ctx.torch, *a))
+        if fused is not None:
+            try:
+                times["torch.compile"] = timed(lambda: fused(xt, wt, bt), torch_sync,
+                                               ctx.repeats)
+            except Exception as exc:  # compilation happens at the first call
+                print(f"{'':34s} torch.compile failed: {type(exc).__name__}: {exc}")
+    nbytes = 2 * x_np.nbytes  # the least traffic: read x, write the result
+    ctx.row(f"8-op chain, compiled [{n}, {n}]", times, nbytes, "GB/s")
+    _fraction(ctx, nbytes, times["nuvec"])
+
+
 def section_reductions(ctx: Context) -> None:
     """`sum` over axis 0 and axis 1 of [n, n] float32."""
     n = ctx.n
@@ -252,11 +303,13 @@ SECTIONS: list[Callable[[Context], None]] = [
     section_dispatch,
     section_copy,
     section_elementwise,
+    section_fused_chain,
     section_reductions,
     section_softmax,
     section_matmul,
     *gpu_kernels.SECTIONS,  # each fused op's CUDA kernel against the copy and PyTorch
     *gpu_attention.SECTIONS,  # the planner's decode kernels against PyTorch SDPA
+    *gpu_gated_delta.SECTIONS,  # gated delta decode against the copy bandwidth
     section_packed_attention,
     *gpu_gather.SECTIONS,  # gather_mm's grouped GEMM and gather_qmm against PyTorch
 ]

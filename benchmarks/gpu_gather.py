@@ -120,7 +120,7 @@ SECTIONS = [section_gather]
 
 
 def main(argv: list[str] | None = None) -> int:
-    return standalone("gpu_gather", section_gather, argv, __doc__.splitlines()[0])
+    return standalone(section_gather, "gpu_gather", argv)
 
 
 if __name__ == "__main__":

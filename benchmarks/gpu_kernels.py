@@ -87,7 +87,7 @@ class Bench:
         return t.view(self.torch.bfloat16) if dtype == "bfloat16" else t
 
     def report(self, name: str, nbytes: float, ours: Callable[[], Any],
-               peer: Callable[[], Any] | None) -> None:
+               peer: Callable[[], Any] | None) -> float:
         t = self.timer(ours)
         line = (f"{name:<44} {t * 1e3:9.3f} ms {nbytes / t / 1e9:8.1f} GB/s "
                 f"{nbytes / t / self.bandwidth:6.2f} of copy")
@@ -95,6 +95,7 @@ class Bench:
             tp = self.timer(peer)
             line += f" | torch {tp * 1e3:9.3f} ms ({t / tp:5.2f}x torch time)"
         print(line, flush=True)
+        return t
 
 
 def _norms(b: Bench, quick: bool) -> None:
@@ -192,31 +193,32 @@ def section_kernels(ctx: Any) -> None:
 SECTIONS = [section_kernels]
 
 
-def standalone(script: str, section: Callable[[Any], None], argv: list[str] | None,
-               description: str) -> int:
-    """Runs one section as a script (`--quick`, `--repeats N`); a note without a GPU."""
-    parser = argparse.ArgumentParser(description=description)
+def standalone(section: Callable[[Any], None], name: str, argv: list[str] | None) -> int:
+    """Runs one section as its own script (`--quick`, `--repeats N`), with CuPy and, when it
+    has CUDA, PyTorch; prints a note and returns 0 without a GPU."""
+    parser = argparse.ArgumentParser(prog=name)
     parser.add_argument("--quick", action="store_true", help="small shapes")
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
     try:
         import cupy
+
         cupy.cuda.runtime.getDeviceCount()
     except Exception as e:  # no CuPy or no device: nothing to time
-        print(f"{script}: no GPU available ({type(e).__name__}: {e})")
+        print(f"{name}: no GPU available ({type(e).__name__}: {e})")
         return 0
     try:
         import torch
-        torch = torch if torch.cuda.is_available() else None
     except ImportError:
         torch = None
+    torch = torch if torch is not None and torch.cuda.is_available() else None
     section(argparse.Namespace(cupy=cupy, torch=torch, quick=args.quick, repeats=args.repeats,
                                copy_bandwidth=0.0))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    return standalone("gpu_kernels", section_kernels, argv, __doc__.splitlines()[0])
+    return standalone(section_kernels, "gpu_kernels", argv)
 
 
 if __name__ == "__main__":

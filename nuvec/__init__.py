@@ -102,3 +102,4 @@ from nuvec.io import (  # noqa: E402
 
 __version__ = "0.1.0"
 from nuvec.interop import from_dlpack  # noqa: E402
+from nuvec.backends.threads import get_num_threads, set_num_threads  # noqa: E402

@@ -8,8 +8,10 @@ the program on its arrays, recording the same primitives without running `fun`'s
 program is cached per argument structure, array shapes (ranks with `shapeless=True`) and dtypes,
 and non-array arguments; anything else retraces. The arrays named by `inputs` are traced as
 extra arguments and those named by `outputs` are rebound to their new values after each call,
-as MLX's captured state is. Elementwise fusion is not done: a replayed program evaluates one
-primitive at a time, like uncompiled code.
+as MLX's captured state is. Chains of elementwise steps are then fused into one
+`FusedElementwise` step each (`nuvec.fusion`; not for `shapeless` programs, whose broadcast
+shapes are not fixed): the CPU evaluates such a step in cache-sized blocks, a GPU stream in one
+generated CUDA kernel.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from nuvec.graph.array import Array, Node, handle, placeholder, record
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import COPY
 from nuvec.graph.tree import flatten, unflatten
+from nuvec.fusion import fuse
 from nuvec.transforms.trace import Key, key_of, release, trace, traced_graph, untraced
 
 __all__ = ["compile", "disable_compile", "enable_compile"]
@@ -37,8 +40,9 @@ Ref = tuple
 class _Program:
     """A traced graph as steps, replayed on new inputs by recording the same primitives."""
 
-    def __init__(self, in_keys: Sequence[Key], outs: Sequence[Array]):
+    def __init__(self, in_keys: Sequence[Key], outs: Sequence[Array], fused: bool = True):
         refs: dict[Key, Ref] = {key: ("in", i) for i, key in enumerate(in_keys)}
+        self.in_dtypes = [node.dtypes[i] for node, i in in_keys]
         # False when the graph reads arrays an enclosing transform is tracing (placeholders
         # of an outer trace): such a program holds that trace's arrays and is used once.
         self.reusable = True
@@ -60,6 +64,15 @@ class _Program:
             for i in range(len(node.shapes)):
                 refs[(node, i)] = ("op", step, i)
         self.outs = [refs.get(key_of(o)) or self._constant(o) for o in outs]
+        if fused:
+            self.steps, self.outs = fuse(self.steps, self.outs, _ref_id, self._dtype_of,
+                                         _gpu_covers)
+
+    def _dtype_of(self, ref: Ref) -> Any:
+        kind = ref[0]
+        if kind == "op":
+            return self.steps[ref[1]][4][ref[2]]
+        return self.in_dtypes[ref[1]] if kind == "in" else ref[1].dtype
 
     def _constant(self, a: Array) -> Ref:
         """A constant, or ("outer", a) for a placeholder of an enclosing trace (never folded)."""
@@ -110,6 +123,15 @@ class _Program:
         return [get(r) for r in self.outs]
 
 
+def _gpu_covers(primitive: Any, dtype: Any) -> bool:
+    """Whether the generated CUDA kernel of a fused chain takes a step (`primitive` None:
+    only whether it takes the `dtype`)."""
+    # imported at fusion time: the CUDA launchers are a backend, below nothing at import
+    from nuvec.backends.cuda.launchers.fused import covers
+
+    return covers(primitive, dtype)
+
+
 def _ref_id(ref: Ref) -> Any:
     return ref if ref[0] in ("in", "op") else (ref[0], id(ref[1]._node), ref[1]._index)
 
@@ -151,7 +173,7 @@ def _split_args(args: tuple, kwargs: dict) -> tuple[list[Array], Any, tuple]:
 
 
 def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[Array],
-           outputs: Any) -> tuple[_Program, Any, int]:
+           outputs: Any, fused: bool) -> tuple[_Program, Any, int]:
     """Traces `fun` on placeholders for its arrays and the captured inputs; restores the state."""
     stand_ins = [placeholder(a.shape, a.dtype, a.stream) if isinstance(a, Array) else a
                  for a in leaves]
@@ -183,7 +205,7 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
     keys = [key_of(p) for p in stand_ins if isinstance(p, Array)]
     keys += [key_of(p) for p in state_stand_ins]
     finals = outs + [handle(*k) for k in state_out]
-    program = _Program(keys, finals)
+    program = _Program(keys, finals, fused)
     release(finals)
     return program, out_def, len(state_out)
 
@@ -242,7 +264,7 @@ def compile(
         entry = cache.get(key)
         state_out = _state_arrays(outputs)
         if entry is None or entry[2] != len(state_out):
-            entry = _trace(fun, leaves, treedef, state_in, outputs)
+            entry = _trace(fun, leaves, treedef, state_in, outputs, not shapeless)
             if entry[0].reusable:
                 cache[key] = entry
             state_out = _state_arrays(outputs)

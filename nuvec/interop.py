@@ -90,8 +90,11 @@ def _dlpack(self: Array, *, stream: Any = None, max_version: tuple[int, int] | N
     if dl_device is not None and tuple(dl_device) != (CPU_DEVICE, 0):
         raise BufferError(f"__dlpack__: the array is on the CPU, cannot export to {dl_device}")
     view = _host_view(self)
-    if copy:
-        view = view.copy()
+    if copy or (max_version is None and copy is None and not _compact(view)):
+        # a consumer of the legacy protocol (no max_version: JAX) may refuse strides that are
+        # not a permutation of a compact layout (broadcasts, steps): it gets a compact copy,
+        # which `copy=None` allows. Versioned consumers (NumPy, PyTorch) share any layout.
+        view = np.ascontiguousarray(view) if not copy else view.copy()
     bfloat = self.dtype is dt.bfloat16
     if bfloat:
         view = view.view(np.uint16)
@@ -102,6 +105,17 @@ def _dlpack(self: Array, *, stream: Any = None, max_version: tuple[int, int] | N
     if bfloat:
         _capsule_dtype(capsule).code = _BFLOAT
     return capsule
+
+
+def _compact(view: np.ndarray) -> bool:
+    """Whether `view`'s strides are a permutation of a compact (gap-free) layout."""
+    dims = sorted((stride, size) for size, stride in zip(view.shape, view.strides) if size > 1)
+    expected = view.itemsize
+    for stride, size in dims:
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _dlpack_device(self: Array) -> tuple[int, int]:

@@ -136,6 +136,8 @@ SIGNATURES = {
         "group_size=None, bits=None, mode='affine', sorted_indices=False, *, stream=None)"
     ),
     "get_active_memory": "()",
+    "get_num_threads": "()",  # nuvec's own (MLX has no CPU thread pool)
+    "set_num_threads": "(n)",  # nuvec's own
     "set_cache_limit": "(limit)",
     "set_memory_limit": "(limit)",
     "set_wired_limit": "(limit)",

@@ -186,29 +186,33 @@ class Attention(FastOp):
 
     `passes` is 1 or 2 for the vector kernels (`blocks` key partitions in the first of two,
     `gqa_kernel` the grouped-query decode kernel, `tk1` its one-key-per-step variant) or 0
-    for the tiled kernel; set by the planner.
+    for the tiled kernel; set by the planner. `window` (causal only, beyond the seed's node):
+    each query sees only its last `window` keys.
     """
 
-    __slots__ = ("scale", "causal", "mask", "sinks", "passes", "blocks", "gqa_kernel", "tk1")
+    __slots__ = ("scale", "causal", "mask", "sinks", "passes", "blocks", "gqa_kernel", "tk1",
+                 "window")
     op = OP
 
     def __init__(self, scale: float, causal: bool = False, mask: bool = False,
                  sinks: bool = False, passes: int = 0, blocks: int = 1,
-                 gqa_kernel: bool = False, tk1: bool = False):
+                 gqa_kernel: bool = False, tk1: bool = False, window: int | None = None):
         self.scale = as_f32_bits(scale)
         self.causal, self.mask, self.sinks = bool(causal), bool(mask), bool(sinks)
         self.passes, self.blocks = int(passes), int(blocks)
         self.gqa_kernel, self.tk1 = bool(gqa_kernel), bool(tk1)
+        self.window = None if window is None else int(window)
 
     def params(self):
         return (self.scale, self.causal, self.mask, self.sinks, self.passes, self.blocks,
-                self.gqa_kernel, self.tk1)
+                self.gqa_kernel, self.tk1, self.window)
 
     def arity(self, inputs):
         return 3 + int(self.mask) + int(self.sinks)
 
     def valid(self, inputs):
-        return self.valid_shapes(inputs) and attention_config(self, inputs)
+        window_ok = self.window is None or (self.causal and self.window >= 1)
+        return window_ok and self.valid_shapes(inputs) and attention_config(self, inputs)
 
     def valid_shapes(self, inputs) -> bool:
         """The seed's checks of the inputs' shapes and dtypes (raises for mixed dtypes)."""
@@ -230,7 +234,8 @@ class Attention(FastOp):
         return [((*q.shape[:3], v.shape[3]), q.dtype)]
 
     def fallback(self, inputs):
-        return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks)]
+        return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks,
+                                window=self.window)]
 
 
 class AttentionRows(FastOp):
@@ -301,7 +306,7 @@ class Call:
         """One kernel node over query rows `start..end` and the first `keys` keys."""
         q, k, v, mask = self.slices((start, end), (0, keys))
         op = Attention(self.scale, self.key.mask == "causal", mask is not None,
-                       self.sinks is not None, passes, blocks, gqa_kernel, tk1)
+                       self.sinks is not None, passes, blocks, gqa_kernel, tk1, self.key.window)
         return record(op, self._inputs(q, k, v, mask), to_stream(None))[0]
 
     def group(self, g: Group) -> Array:
@@ -437,7 +442,7 @@ def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequ
     for s in shapes:
         if any(d < 0 for d in s):
             raise ValueError(f"plan_attention: dimensions must not be negative, got {list(s)}")
-    dtype = dt.to_dtype(dtype, "plan_attention")
+    dtype = dt.to_dtype(dtype, "plan_attention", names=True)
     options = AttentionOptions(mask, sinks, window, max_score_bytes)
     size = 1
     for d in shapes[0]:

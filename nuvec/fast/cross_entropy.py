@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
-from nuvec.graph.device import stream as stream_context, to_stream
+from nuvec.graph.device import DeviceType, stream as stream_context, to_stream
 from nuvec.fast.base import FastOp, floating, mx, one, wide
 from nuvec.fast.softmax import logsumexp_graph
 from nuvec.ops.arguments import as_array
@@ -32,8 +34,11 @@ def wrap(y: Array, classes: int) -> Array:
 
 
 def _score(x: Array, hit: Array) -> Array:
+    """The picked logit of each row; NaN for a row whose target is out of range (so its loss
+    and gradient are NaN, never a plausible value)."""
     ops = mx()
-    return ops.sum(ops.where(hit, x, 0.0), axis=-1)
+    picked = ops.sum(ops.where(hit, x, 0.0), axis=-1)
+    return ops.where(ops.any(hit, axis=-1), picked, float("nan"))
 
 
 class _Rows(FastOp):
@@ -105,11 +110,28 @@ class CrossEntropyVjp(_Rows):
         return [ops.astype(gx, x.dtype)]
 
 
+def _check_classes(targets: Array, classes: int) -> None:
+    """Rejects evaluated CPU targets outside `[-classes, classes)` (values computed lazily can
+    only be seen at evaluation: their rows' losses are NaN)."""
+    if not targets.is_evaluated or targets.stream.device.type is not DeviceType.cpu:
+        return
+    data = np.asarray(targets)
+    if data.size == 0:
+        return
+    low, high = int(data.min()), int(data.max())
+    if low < -classes or high >= classes:
+        bad = low if low < -classes else high
+        raise ValueError(f"cross_entropy: target {bad} is out of range for {classes} classes "
+                         f"(targets must lie in [{-classes}, {classes}))")
+
+
 def cross_entropy(logits: Any, targets: Any, *, stream: Any = None) -> Array:
     """Cross-entropy of each row of `logits` against its integer class target.
 
     `loss = logsumexp(logits[..., :]) - logits[..., target]`, computed in float32; negative
-    targets count from the end of the class axis.
+    targets count from the end of the class axis. Evaluated targets outside `[-C, C)` are
+    rejected at the call; targets still to be computed cannot be checked there, and an
+    out-of-range one gives its row a NaN loss (and gradient).
 
     Args:
         logits: floating-point `[..., C]`.
@@ -120,7 +142,7 @@ def cross_entropy(logits: Any, targets: Any, *, stream: Any = None) -> Array:
         A float32 array of the targets' shape.
 
     Raises:
-        ValueError: if the shapes do not match.
+        ValueError: if the shapes do not match, or an evaluated target is out of range.
         TypeError: if the logits are not floating-point or the targets not integers.
 
     Example:
@@ -142,5 +164,6 @@ def cross_entropy(logits: Any, targets: Any, *, stream: Any = None) -> Array:
                 "cross_entropy: targets must be integer class indices, got "
                 f"{targets.dtype.name}"
             )
+        _check_classes(targets, logits.shape[-1])
         return one(CrossEntropy(), [logits, mx().astype(targets, dt.int32)])
 

@@ -175,15 +175,19 @@ def gather_qmm_node(x: Array, w: Array, scales: Array, biases: Array, lhs_indice
 
 
 def _default_indices(op: str, indices: Any, batch: tuple[int, ...], s: Any) -> Array:
-    """The given indices, checked to be integers, or `arange` over `batch` shaped as it."""
+    """The given indices, checked to be integers, with negative ones counted from the end of
+    the flattened `batch`; or `arange` over `batch` shaped as it."""
+    size = math.prod(batch)
     if indices is None:
-        size = 1
-        for d in batch:
-            size *= d
         return reshape(arange(size, dtype=dt.uint32, stream=s), batch, stream=s)
     indices = as_array(indices, op)
     if not indices.dtype.is_integer:
         raise dt.DtypeError(f"{op}: indices must be integers, got {indices.dtype.name}")
+    if indices.dtype.kind == "i":
+        ops = mx()
+        wide_indices = astype(indices, dt.int64, stream=s)
+        wrapped = ops.add(wide_indices, size, stream=s)
+        indices = ops.where(ops.less(wide_indices, 0, stream=s), wrapped, wide_indices, stream=s)
     return indices
 
 

@@ -21,7 +21,7 @@ from nuvec.fast.base import (
     record_or_fallback,
     wide,
 )
-from nuvec.ops.arguments import as_array, scalar_array
+from nuvec.ops.arguments import as_array, real_number, scalar_array
 
 __all__ = ["rms_norm", "layer_norm", "add_rms_norm"]
 
@@ -234,8 +234,8 @@ def rms_norm(x: Any, weight: Any, eps: float, *, stream: Any = None) -> Array:
         An array of `x`'s shape in the promoted dtype of `x` and `weight`.
 
     Raises:
-        ValueError: if `x` is 0-d or `weight` has the wrong shape.
-        TypeError: if the dtype is not floating-point.
+        ValueError: if `x` is 0-d, `weight` has the wrong shape or `eps` is not finite.
+        TypeError: if the dtype is not floating-point or `eps` not a real number.
 
     Example:
         >>> import nuvec as mx
@@ -244,6 +244,7 @@ def rms_norm(x: Any, weight: Any, eps: float, *, stream: Any = None) -> Array:
     """
     with stream_context(to_stream(stream)):
         x = _input(x, "rms_norm")
+        eps = real_number(eps, "rms_norm", "eps")
         dtype = x.dtype
         if weight is not None:
             weight = as_array(weight, "rms_norm")
@@ -268,8 +269,8 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float, *, stream: Any = None
         An array of `x`'s shape in the promoted dtype of the inputs.
 
     Raises:
-        ValueError: if `x` is 0-d or a parameter has the wrong shape.
-        TypeError: if the dtype is not floating-point.
+        ValueError: if `x` is 0-d, a parameter has the wrong shape or `eps` is not finite.
+        TypeError: if the dtype is not floating-point or `eps` not a real number.
 
     Example:
         >>> import nuvec as mx
@@ -278,6 +279,7 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float, *, stream: Any = None
     """
     with stream_context(to_stream(stream)):
         x = _input(x, "layer_norm")
+        eps = real_number(eps, "layer_norm", "eps")
         dtype = x.dtype
         params = []
         for p, what in ((weight, "weight"), (bias, "bias")):
@@ -320,6 +322,7 @@ def add_rms_norm(
     """
     with stream_context(to_stream(stream)):
         x, residual = as_array(x, "add_rms_norm"), as_array(residual, "add_rms_norm")
+        eps = real_number(eps, "add_rms_norm", "eps")
         if weight is not None:
             weight = as_array(weight, "add_rms_norm")
         dtype = dt.promote_types(x.dtype, residual.dtype)

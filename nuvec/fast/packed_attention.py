@@ -232,7 +232,13 @@ class PackedAttention(PackedBase):
     and `lse [H, T]` (float32; float64 for float64). The gradient with respect to qkv is
     `PackedAttentionVjp`; the tables differentiate through the fallback graph."""
 
-    __slots__ = ()
+    __slots__ = ("backward_recorded",)
+
+    def __init__(self, heads: int, lengths: Sequence[int], scale: float, window: int | None):
+        super().__init__(heads, lengths, scale, window)
+        # Set once the backward of this node is recorded: a hint that lets a CPU kernel keep
+        # what its backward would recompute (never a parameter; results do not depend on it).
+        self.backward_recorded = False
 
     def arity(self, inputs):
         return 3
@@ -261,6 +267,7 @@ class PackedAttention(PackedBase):
         dout = ops.zeros(out.shape, out.dtype) if dout is None else ops.astype(dout, out.dtype)
         rest = [] if dlse is None else [ops.astype(dlse, lse.dtype)]
         back = PackedAttentionVjp(self.heads, self.lengths, self.scale, self.window)
+        self.backward_recorded = True
         return record_packed(back, [*primals, out, lse, dout, *rest])[0]
 
     def vmap(self, inputs, axes):

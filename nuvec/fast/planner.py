@@ -279,16 +279,17 @@ def supported(key: RouteKey, kernel: str) -> tuple[bool, str]:
         return False, "the CPU has no fused attention kernel"
     if key.lq == 0 or key.lk == 0:
         return False, "empty sequences"
-    if key.window is not None:
-        return False, "the kernels take no window"
+    if key.window is not None and kernel == "tiled":
+        return False, "the tiled kernel takes no window"
     reason = _vector_reason(key) if kernel == "vector" else _tiled_reason(key)
     return reason is None, reason or ""
 
 
-def two_pass_blocks(key: RouteKey, rows: int) -> int:
-    """Key partitions of the two-pass kernel's first pass for the target's class."""
+def two_pass_blocks(key: RouteKey, rows: int, n: int | None = None) -> int:
+    """Key partitions of the two-pass kernel's first pass over `n` keys (default `Lk`) for
+    the target's class."""
     simds = (key.hq // key.hkv) * rows
-    n = key.lk
+    n = key.lk if n is None else n
     cls = key.target.gpu_class
     if cls == "s":
         blocks = 64 if n <= 1024 or simds <= 4 else (
@@ -307,13 +308,15 @@ def two_pass_blocks(key: RouteKey, rows: int) -> int:
 def _vector_group(key: RouteKey, start: int, end: int) -> Group:
     keys = key.lk - key.lq + end if key.mask == "causal" else key.lk
     rows, gqa = end - start, key.hq // key.hkv
-    two = keys >= TWO_PASS_KEYS and SIMD * gqa * rows <= THREADS
+    # The keys the kernels scan: under a window, from the first row's window start.
+    span = keys if key.window is None else min(keys, key.window + rows - 1)
+    two = span >= TWO_PASS_KEYS and SIMD * gqa * rows <= THREADS
     if not two:
         return Group(start, end, keys, GroupVector(1, 1, False, False))
-    blocks = two_pass_blocks(key, rows)
+    blocks = two_pass_blocks(key, rows, None if key.window is None else span)
     gqa_kernel = rows == 1 and key.mask != "array" and not key.sinks and gqa_decode(
         gqa, key.d, key.dv)
-    tk1 = not gqa_kernel and tk1_variant(key.dtype, key.d, key.dv) and keys <= SIMD * blocks
+    tk1 = not gqa_kernel and tk1_variant(key.dtype, key.d, key.dv) and span <= SIMD * blocks
     return Group(start, end, keys, GroupVector(2, blocks, gqa_kernel, tk1))
 
 
@@ -327,7 +330,8 @@ def _vector_route(key: RouteKey) -> tuple[Route, int, int]:
     gqa = key.hq // key.hkv
     # Two passes give each query `gqa` simdgroups of one threadgroup: split the rows so
     # that a group fits when the keys are long enough for two passes.
-    per = max(1, THREADS // (SIMD * gqa)) if key.lk >= TWO_PASS_KEYS else key.lq
+    reach = key.lk if key.window is None else min(key.lk, key.window + key.lq - 1)
+    per = max(1, THREADS // (SIMD * gqa)) if reach >= TWO_PASS_KEYS else key.lq
     for s in range(blind, key.lq, per):
         groups.append(_vector_group(key, s, min(s + per, key.lq)))
     scratch = intermediate = 0

@@ -15,7 +15,7 @@ from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, record_or_fallback
 from nuvec.fast.norms import RmsNorm, rms_norm
-from nuvec.ops.arguments import as_array, scalar_array
+from nuvec.ops.arguments import as_array, index_int, real_number, scalar_array
 
 __all__ = ["rope", "norm_rope"]
 
@@ -228,7 +228,8 @@ def rope(
         An array of `a`'s shape and dtype.
 
     Raises:
-        ValueError: for bad shapes, `dims`, offset shape, or both/neither of base and freqs.
+        ValueError: for bad shapes, `dims`, offset shape, both/neither of base and freqs, a
+            `base` that is not positive and finite or a `scale` that is not finite.
         TypeError: for a non-floating input or a non-integer offset.
 
     Example:
@@ -240,6 +241,10 @@ def rope(
     """
     with stream_context(to_stream(stream)):
         x = as_array(a, "rope")
+        dims = index_int(dims, "rope", "dims")
+        scale = real_number(scale, "rope", "scale")
+        if base is not None:  # the frequencies are base ** (-2i / dims)
+            base = real_number(base, "rope", "base", positive=True)
         if x.ndim < 3:
             raise ValueError(f"rope: the input needs at least 3 dimensions, got {x.shape}")
         floating("rope", x.dtype)
@@ -300,6 +305,11 @@ def norm_rope(
     """
     with stream_context(to_stream(stream)):
         x = as_array(x, "norm_rope")
+        dims, scale = index_int(dims, "norm_rope", "dims"), real_number(scale, "norm_rope", "scale")
+        if base is not None:
+            base = real_number(base, "norm_rope", "base", positive=True)
+        if eps is not None:
+            eps = real_number(eps, "norm_rope", "eps")
         if dims < 0:
             raise ValueError(f"norm_rope: dims must not be negative, got {dims}")
         if not isinstance(offset, int) or offset < 0:

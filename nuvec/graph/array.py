@@ -310,7 +310,8 @@ class Array:
 
 
 def _rebuild(data: np.ndarray, dtype_name: str) -> Array:
-    return leaf(data.astype(dt.to_dtype(dtype_name).np, copy=False), dt.to_dtype(dtype_name))
+    return leaf(data.astype(dt.to_dtype(dtype_name, names=True).np, copy=False),
+                dt.to_dtype(dtype_name, names=True))
 
 
 _new = object.__new__
@@ -347,9 +348,24 @@ def placeholder(shape: Shape, dtype: dt.Dtype, stream: Stream | None = None) -> 
     return handle(node, 0)
 
 
+def _check_size(primitive: Primitive, shape: tuple[int, ...], dtype: dt.Dtype,
+                stream: Stream) -> None:
+    if len(shape) > 1 or (shape and shape[0] > 1 << 26):  # small 1-D outputs skip the call
+        memory.check_allocation(primitive.name.lower(), shape, dtype.size, dtype.name,
+                                stream.device)
+
+
 def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> list[Array]:
-    """Records `primitive` applied to `inputs` on `stream`; returns one array per output."""
+    """Records `primitive` applied to `inputs` on `stream`; returns one array per output.
+
+    Raises:
+        ValueError: if an output of a primitive that allocates could not fit in the memory of
+            the stream's device.
+    """
     specs = primitive.output_specs(inputs)
+    if primitive.allocates:
+        for shape, dtype in specs:
+            _check_size(primitive, shape, dtype, stream)
     node = Node(
         primitive, inputs, stream, tuple(s for s, _ in specs), tuple(d for _, d in specs)
     )
@@ -357,6 +373,8 @@ def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> lis
 
 
 def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Array:
-    """Records a single-output `primitive`; returns its output."""
+    """Records a single-output `primitive`; returns its output (see `record`)."""
     ((shape, dtype),) = primitive.output_specs(inputs)
+    if primitive.allocates:
+        _check_size(primitive, shape, dtype, stream)
     return handle(Node(primitive, inputs, stream, (shape,), (dtype,)), 0)

@@ -50,3 +50,24 @@ def public_caller(default: str) -> str:
     if outermost is not None and "." in outermost and "<locals>" not in outermost:
         return default  # a method or special method of a class (`x[i]`, `x.at[i].add(v)`)
     return public or default
+
+
+def name_function(fn, name: str):
+    """Names a generated public function `name` (a function made by a factory, such as the
+    elementwise ops), its code included, so `public_caller` finds it on the call stack.
+
+    Args:
+        fn: the function the factory made.
+        name: its public name.
+
+    Returns:
+        `fn`, renamed.
+
+    Example:
+        >>> from nuvec.graph.caller import name_function
+        >>> name_function(lambda x: x, "identity").__code__.co_name
+        'identity'
+    """
+    fn.__name__ = fn.__qualname__ = name
+    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
+    return fn

@@ -66,11 +66,10 @@ def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
     returns a new handle, so an in-place update of one never changes the cache.
     """
     key = (type(value), value, dtype, shape)
+    node = _scalar_leaves.get(key)  # holds no zero or NaN (see below): a hit is the value
+    if node is not None:
+        return handle(node, 0)
     cacheable = value == value and value != 0
-    if cacheable:
-        node = _scalar_leaves.get(key)
-        if node is not None:
-            return handle(node, 0)
     try:
         data = np.asarray(value, dtype=dtype.np)
     except OverflowError:  # negative ints wrap into uint64, as a cast would (MLX)

@@ -162,11 +162,23 @@ def backend_for(device: Device | DeviceType) -> Any:
 def is_available(device: Device | DeviceType) -> bool:
     """Whether nuvec can compute on `device` here.
 
+    Args:
+        device: a Device or DeviceType (`mx.cpu`, `mx.gpu`).
+
+    Returns:
+        True if a backend for the device is available.
+
+    Raises:
+        TypeError: if `device` is not a Device or DeviceType.
+
     Example:
         >>> import nuvec as mx
         >>> mx.is_available(mx.cpu)
         True
     """
+    if not isinstance(device, (Device, DeviceType)):
+        raise TypeError(f"is_available: device must be a Device or DeviceType, got {device!r} "
+                        f"({type(device).__name__})")
     try:
         backend_for(device)
     except RuntimeError:

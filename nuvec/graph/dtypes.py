@@ -166,21 +166,28 @@ def promote_types(a: Dtype, b: Dtype) -> Dtype:
         >>> mx.promote_types(mx.uint8, mx.int8)
         nuvec.int16
     """
-    return _PROMOTION[a.rank][b.rank]
+    return _PROMOTION[to_dtype(a, "promote_types", names=True).rank][
+        to_dtype(b, "promote_types", names=True).rank]
 
 
-def to_dtype(value: Any, op: str = "dtype") -> Dtype:
-    """Converts a nuvec `Dtype`, a NumPy dtype/type or a dtype name to a `Dtype`.
+def to_dtype(value: Any, op: str = "dtype", names: bool = False) -> Dtype:
+    """Converts a nuvec `Dtype` or a NumPy dtype/type (and, with `names`, a dtype name such as
+    "float32") to a `Dtype`. Ops taking a `dtype=` reject names, as MLX does; the dtype
+    inspections (`finfo`, `isdtype`, `result_type`, ...) accept them, as NumPy's do.
 
     Raises:
-        TypeError: if `value` names no supported dtype.
+        TypeError: if `value` names no supported dtype, or is a name where `names` is False.
     """
     if isinstance(value, Dtype):
         return value
     if value is None:  # NumPy reads None as float64; MLX rejects it
-        raise DtypeError(f"{op}: dtype must be a dtype, got None")
-    if isinstance(value, str) and value in _BY_NAME:
-        return _BY_NAME[value]
+        raise DtypeError(f"{public_caller(op)}: dtype must be a dtype, got None")
+    if isinstance(value, str):
+        if names and value in _BY_NAME:
+            return _BY_NAME[value]
+        if value in _BY_NAME:
+            raise DtypeError(f"{public_caller(op)}: dtype must be a dtype such as "
+                             f"nuvec.{value}, got the string {value!r}")
     if value is bool:
         return bool_
     if value is int:
@@ -216,6 +223,10 @@ def issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory) -> bool:
         >>> mx.issubdtype(mx.int8, mx.integer), mx.issubdtype(mx.float32, mx.integer)
         (True, False)
     """
+    if not isinstance(a, DtypeCategory):
+        a = to_dtype(a, "issubdtype", names=True)
+    if not isinstance(b, DtypeCategory):
+        b = to_dtype(b, "issubdtype", names=True)
     if isinstance(b, Dtype):
         return a is b
     if isinstance(a, Dtype):
@@ -254,7 +265,7 @@ def isdtype(dtype: Any, kind: Any) -> bool:
         >>> mx.isdtype(mx.float16, ("integral", "real floating"))
         True
     """
-    d = to_dtype(dtype, "isdtype")
+    d = to_dtype(dtype, "isdtype", names=True)
     if isinstance(kind, tuple):
         return any(isdtype(d, k) for k in kind)
     if isinstance(kind, str):
@@ -301,6 +312,8 @@ def result_type(*arrays_and_dtypes: Any) -> Dtype:
         >>> mx.result_type(mx.array([1], mx.float16), 2.0), mx.result_type(mx.int8, mx.uint8)
         (nuvec.float16, nuvec.int16)
     """
+    if not arrays_and_dtypes:
+        raise ValueError("result_type: at least one array, dtype or scalar is required, got none")
     strong = [x.dtype if hasattr(x, "dtype") and not isinstance(x, Dtype) else x
               for x in arrays_and_dtypes if not isinstance(x, (bool, int, float, complex))]
     scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float, complex))]
@@ -309,9 +322,9 @@ def result_type(*arrays_and_dtypes: Any) -> Dtype:
         for s in scalars[1:]:
             out = promote_types(out, scalar_dtype(s))
         return out
-    out = to_dtype(strong[0], "result_type")
+    out = to_dtype(strong[0], "result_type", names=True)
     for d in strong[1:]:
-        out = promote_types(out, to_dtype(d, "result_type"))
+        out = promote_types(out, to_dtype(d, "result_type", names=True))
     for s in scalars:
         out = weak_scalar_result(out, s)
     return out
@@ -325,7 +338,8 @@ def can_cast(from_: Dtype, to: Dtype) -> bool:
         >>> mx.can_cast(mx.int8, mx.int32), mx.can_cast(mx.float32, mx.int32)
         (True, False)
     """
-    return promote_types(to_dtype(from_), to_dtype(to)) is to_dtype(to)
+    from_, to = to_dtype(from_, "can_cast", names=True), to_dtype(to, "can_cast", names=True)
+    return promote_types(from_, to) is to
 
 
 class finfo:
@@ -338,7 +352,7 @@ class finfo:
     """
 
     def __init__(self, dtype: Any):
-        dt = to_dtype(dtype, "finfo")
+        dt = to_dtype(dtype, "finfo", names=True)
         if not dt.is_inexact:
             raise ValueError(f"finfo: {dt.name} is not inexact")
         info = ml_dtypes.finfo(dt.np) if dt is bfloat16 else np.finfo(dt.np)
@@ -365,7 +379,7 @@ class iinfo:
     """
 
     def __init__(self, dtype: Any):
-        dt = to_dtype(dtype, "iinfo")
+        dt = to_dtype(dtype, "iinfo", names=True)
         if not dt.is_integer:
             raise ValueError(f"iinfo: {dt.name} is not an integer dtype")
         info = np.iinfo(dt.np)

@@ -21,8 +21,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from nuvec.graph.array import Array, Node, claim_lock
-from nuvec.graph.device import DeviceType, Stream, backend_state, loaded_backends
-from nuvec.graph.memory import allocate, counters
+from nuvec.graph.device import (DeviceType, Stream, backend_state, loaded_backends,
+                                to_stream)
+from nuvec.graph.memory import counters
 from nuvec.graph.toposort import toposort
 from nuvec.graph.tree import tree_leaves
 
@@ -65,10 +66,14 @@ def _placeholder_error(node: Node) -> ValueError:
     )
 
 
-def _unevaluated(roots: list[Node], waits: set[_Batch]) -> list[Node]:
-    """Unevaluated, unclaimed nodes the roots need, inputs first; other batches go in `waits`."""
+def _claim(roots: list[Node]) -> tuple[list[Node], _Batch, set[_Batch]]:
+    """Claims every unevaluated, unclaimed node the roots need; returns them in run order, the
+    batch, and the other batches holding nodes they need (to wait for)."""
+    batch = _Batch()
+    waits: set[_Batch] = set()
+    first: list[Stream | None] = [None, None]  # the first claimed node's stream; None or mixed
 
-    def expand(node: Node) -> bool:
+    def expand(node: Node) -> bool:  # claims `node` when it must run (each node once)
         if node.data is not None:
             return False
         if node.pending is not None:
@@ -76,28 +81,32 @@ def _unevaluated(roots: list[Node], waits: set[_Batch]) -> list[Node]:
             return False
         if node.primitive is None:
             raise _placeholder_error(node)
+        node.pending = batch
+        if node.stream is not first[0]:
+            if first[0] is None:
+                first[0] = first[1] = node.stream
+            else:
+                first[1] = None
         return True
 
-    return toposort(roots, expand)
-
-
-def _claim(roots: list[Node]) -> tuple[list[Node], _Batch, set[_Batch]]:
-    """Claims every unevaluated node the roots need; returns them in run order."""
-    batch = _Batch()
-    waits: set[_Batch] = set()
-
     with claim_lock:
-        tape = _unevaluated(roots, waits)
+        try:
+            tape = toposort(roots, expand)
+        except BaseException:
+            toposort(roots, lambda node: _unclaim(node, batch))
+            raise
         if tape:
-            first = tape[0].stream
-            one_stream = True
-            for node in tape:
-                node.pending = batch
-                if node.stream is not first:
-                    one_stream = False
-            batch.stream = first if one_stream else None
+            batch.stream = first[1]
             _in_flight.add(batch)
     return tape, batch, waits
+
+
+def _unclaim(node: Node, batch: _Batch) -> bool:
+    """Gives back `node` if `batch` claimed it (the claimed nodes are reached through others)."""
+    if node.pending is not batch:
+        return False
+    node.pending = None
+    return True
 
 
 def _source_data(node: Node) -> list[Any]:
@@ -133,7 +142,6 @@ def _move(data: Any, source: Stream, target: Stream) -> Any:
 
 
 _REUSE_BYTES = 1 << 18  # inputs from this size may lend their buffer (NumPy elides from here)
-_UNSET = object()
 
 
 def _donor(node: Node) -> int | None:
@@ -201,19 +209,16 @@ def _run(node: Node, backend: Any) -> None:
     sources, stream = node.sources, node.stream
     try:
         # one or two inputs on the node's own stream, too small to lend their buffer, are the
-        # common case: no lists, no moves, no search for a buffer to reuse
-        result = _UNSET
-        if len(sources) == 1 and sources[0].stream is stream:
-            x = sources[0].data[node.indices[0]]
-            if x.nbytes < _REUSE_BYTES:
-                result = kernel(primitive, x)
-        elif len(sources) == 2 and sources[0].stream is stream and sources[1].stream is stream:
-            x = sources[0].data[node.indices[0]]
-            y = sources[1].data[node.indices[1]]
-            if x.nbytes < _REUSE_BYTES and y.nbytes < _REUSE_BYTES:
-                result = kernel(primitive, x, y)
-        if result is _UNSET:
-            x = y = None  # `_donor` counts the references to the inputs' data: hold none here
+        # common case: no lists, no moves, no search for a buffer to reuse (a source node's
+        # `nbytes` bounds the buffers it owns, and only an owned buffer is lent: `_donor`)
+        n = len(sources)
+        if n == 1 and sources[0].stream is stream and sources[0].nbytes < _REUSE_BYTES:
+            result = kernel(primitive, sources[0].data[node.indices[0]])
+        elif (n == 2 and sources[0].stream is stream and sources[1].stream is stream
+              and sources[0].nbytes < _REUSE_BYTES and sources[1].nbytes < _REUSE_BYTES):
+            i, j = node.indices
+            result = kernel(primitive, sources[0].data[i], sources[1].data[j])
+        else:
             result = _compute(node, kernel, backend)
     except EvaluationError:
         raise
@@ -235,12 +240,16 @@ def _run(node: Node, backend: Any) -> None:
             for out, d, s in zip(result, dtypes, node.shapes)
         ]
         nbytes = backend.owned_bytes(outputs, _source_data(node))
-    if nbytes:
+    if nbytes:  # `allocate(nbytes)`, inline
         node.nbytes = nbytes
-        allocate(nbytes)
+        counters.active += nbytes
+        if counters.active > counters.peak:
+            counters.peak = counters.active
     node.data = outputs
     node.pending = None
-    node.detach()
+    if not node.keep:  # `node.detach()`, inline: this runs once per node
+        node.primitive = None
+        node.sources = node.indices = ()
 
 
 def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None) -> None:
@@ -254,11 +263,21 @@ def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None)
     batch.done.set()
 
 
+class _Interrupted(BaseException):
+    """A batch this one waited on was interrupted (`KeyboardInterrupt`, `SystemExit`): its
+    unfinished nodes were released, so the evaluation claims them again."""
+
+
 def _wait_for(waits: set[_Batch]) -> None:
     for other in waits:
         other.done.wait()
-        if other.error is not None:
-            raise EvaluationError(f"eval: an input failed to evaluate: {other.error}") from other.error
+        error = other.error
+        if error is None:
+            continue
+        if not isinstance(error, Exception):
+            raise _Interrupted() from error
+        raise EvaluationError(f"eval: an input failed to evaluate: {type(error).__name__}: "
+                              f"{error}") from error
 
 
 def _executor(s: Stream) -> ThreadPoolExecutor:
@@ -286,12 +305,24 @@ def _run_streams(tape: list[Node | None]) -> None:
 
 
 def _run_after(node: Node, deps: list[Future]) -> None:
-    for dep in deps:
-        dep.result()
-    stream = node.stream
-    backend = stream.backend
-    with backend.scope(stream):
-        _run(node, backend)
+    try:
+        for dep in deps:
+            dep.result()
+        stream = node.stream
+        backend = stream.backend
+        with backend.scope(stream):
+            _run(node, backend)
+    except BaseException:
+        _release(node)
+        raise
+
+
+def _release(node: Node) -> None:
+    """Unclaims a node that did not compute (its run failed or was interrupted), so a later
+    `eval` runs it again instead of waiting on the failed batch: after a `KeyboardInterrupt`
+    the same arrays evaluate as before."""
+    if node.data is None:
+        node.pending = None
 
 
 def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None:
@@ -316,7 +347,11 @@ def _run_tape(tape: list[Node | None], stream: Stream | None) -> None:
         for i in range(len(tape)):
             node = tape[i]
             tape[i] = None  # so intermediates are freed once their consumers ran
-            _run(node, backend)  # type: ignore[arg-type]
+            try:
+                _run(node, backend)  # type: ignore[arg-type]
+            except BaseException:
+                _release(node)  # type: ignore[arg-type]
+                raise
 
 
 def _synchronize_roots(roots: list[Node]) -> None:
@@ -347,11 +382,16 @@ def eval(*arrays: Any) -> None:
         [2, 3]
     """
     roots = _roots(arrays)
-    tape, batch, waits = _claim(roots)
-    if tape:
-        _execute(tape, batch, waits)  # type: ignore[arg-type]
-    else:
-        _wait_for(waits)
+    while True:
+        tape, batch, waits = _claim(roots)
+        try:
+            if tape:
+                _execute(tape, batch, waits)  # type: ignore[arg-type]
+            else:
+                _wait_for(waits)
+        except _Interrupted:
+            continue  # an input's evaluation elsewhere was interrupted: claim it again
+        break
     if backend_state.asynchronous:
         _synchronize_roots(roots)
 
@@ -386,6 +426,12 @@ def _execute_quietly(tape: list[Node | None], batch: _Batch, waits: set[_Batch])
 def synchronize(stream: Stream | None = None) -> None:
     """Waits until all work started by `async_eval` has finished (on `stream`, or anywhere).
 
+    Args:
+        stream: the stream (or device) to wait for; None waits for every stream.
+
+    Raises:
+        TypeError: if `stream` is not a Stream, Device or None.
+
     Example:
         >>> import nuvec as mx
         >>> a = mx.arange(3) * 2
@@ -393,6 +439,8 @@ def synchronize(stream: Stream | None = None) -> None:
         >>> a.tolist()
         [0, 2, 4]
     """
+    if stream is not None:
+        stream = to_stream(stream)
     with claim_lock:
         pending = list(_in_flight)
     for batch in pending:

@@ -8,9 +8,11 @@ the GPU; the CPU has no cache).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
-from nuvec.graph.device import backend_for, default_device, loaded_backends
+from nuvec.graph.caller import public_caller
+from nuvec.graph.device import Device, backend_for, default_device, loaded_backends
 
 
 class _Counters:
@@ -219,3 +221,56 @@ def set_wired_limit(limit: int) -> int:
     limit = _check_limit("set_wired_limit", limit)
     previous, limits.wired = limits.wired, limit
     return previous
+
+
+_device_memory: dict[Device, int] = {}
+
+# arrays below this size are never checked (the common case costs one multiplication)
+_SMALL = 1 << 30
+
+
+def device_memory(device: Device) -> int:
+    """The memory size of `device` in bytes (its `device_info`; cached).
+
+    Example:
+        >>> import nuvec as mx
+        >>> from nuvec.graph.memory import device_memory
+        >>> device_memory(mx.default_device()) > 0
+        True
+    """
+    size = _device_memory.get(device)
+    if size is None:
+        info = backend_for(device).device_info(device.index)
+        size = _device_memory[device] = int(info.get("memory_size", 0)) or 2**63
+    return size
+
+
+def check_allocation(op: str, shape: Sequence[int], itemsize: int, dtype_name: str,
+                     device: Device) -> None:
+    """Raises, at the call, for an array whose buffer could not exist on `device`: its bytes
+    exceed the device's memory (`device_memory`). Views (broadcasts, transposes, slices) are
+    not allocations and are not checked.
+
+    Args:
+        op: the name for the message (the public function called is found from the stack).
+        shape: the array's shape.
+        itemsize: bytes per element.
+        dtype_name: the dtype's name, for the message.
+        device: the device the array would live on.
+
+    Raises:
+        ValueError: if the array's bytes exceed the device's memory.
+
+    Example:
+        >>> import nuvec as mx
+        >>> from nuvec.graph.memory import check_allocation
+        >>> check_allocation("zeros", (2, 3), 4, "float32", mx.default_device())
+    """
+    nbytes = math.prod(shape) * itemsize
+    if nbytes <= _SMALL:
+        return
+    limit = device_memory(device)
+    if nbytes > limit:
+        raise ValueError(f"{public_caller(op)}: an array of shape {tuple(shape)} and dtype "
+                         f"{dtype_name} needs {nbytes} bytes, more than the {limit} bytes of "
+                         f"memory of {device}")

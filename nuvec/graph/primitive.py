@@ -42,9 +42,14 @@ class Primitive:
       entry per primal, `None` for a zero tangent (never all `None`).
     - `vmap(inputs, axes)` -> (outputs, output axes); `axes[i]` is the batch axis of input `i`
       or `None` if it is not batched.
+
+    `allocates` is False for primitives whose outputs are views of their inputs (broadcasts,
+    transposes, slices): only outputs that need a buffer are checked against the device's
+    memory when recorded.
     """
 
     __slots__ = ()
+    allocates = True
 
     @property
     def name(self) -> str:

@@ -73,6 +73,9 @@ def check_weak_int(op: str, value: Any, dtype: dt.Dtype) -> None:
 
 def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
     """Converts two operands to arrays of their common dtype; Python scalars are weak."""
+    if type(a) is Array and type(b) is float:  # the common case `x * 0.5`, without a search
+        out = a.dtype if a.dtype.is_inexact else dt.float32  # (`weak_scalar_result`'s rule)
+        return (a if a.dtype is out else cast(a, out, stream)), scalar_array(b, out, a.shape)
     a_is_array, b_is_array = isinstance(a, Array), isinstance(b, Array)
     if a_is_array and b_is_array:
         if a.dtype is b.dtype:
@@ -204,6 +207,36 @@ def index_int(value: Any, op: str, what: str, low: int = INT64_MIN,
         raise ValueError(f"{public_caller(op)}: {what} must be >= {low}, got {out}")
     if out > high:
         raise ValueError(f"{public_caller(op)}: {what} must be <= {high}, got {out}")
+    return out
+
+
+def real_number(value: Any, op: str, what: str, finite: bool = True,
+                positive: bool = False) -> float:
+    """`value` (a Python or NumPy real number, or a 0-d real array) as a Python float.
+
+    Args:
+        value: the argument.
+        op: the public function's name, for messages.
+        what: the argument's name, for messages.
+        finite: whether NaN and infinities are rejected.
+        positive: whether values <= 0 are rejected.
+
+    Raises:
+        TypeError: if `value` is not a real number (strings, None, complex, other objects).
+        ValueError: if it is not finite (with `finite`) or not positive (with `positive`).
+    """
+    real = (int, float, np.integer, np.floating)
+    is_real = isinstance(value, real) and not isinstance(value, bool)
+    if isinstance(value, Array):
+        is_real = value.ndim == 0 and value.dtype.kind in "iuf"
+    if not is_real:
+        raise TypeError(f"{public_caller(op)}: {what} must be a real number, got {value!r} "
+                        f"({type(value).__name__})")
+    out = float(value)
+    if finite and not math.isfinite(out):
+        raise ValueError(f"{public_caller(op)}: {what} must be finite, got {out}")
+    if positive and not out > 0:
+        raise ValueError(f"{public_caller(op)}: {what} must be positive, got {out}")
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
+from nuvec.graph.caller import name_function
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import comparison, creation
@@ -28,6 +29,8 @@ __all__ = [
 
 def binary_operands(op: str, a: Any, b: Any, s: Stream) -> tuple[Array, Array]:
     """The two operands of an elementwise op, promoted to one dtype and broadcast to one shape."""
+    if type(a) is Array and type(b) is Array and a.dtype is b.dtype and a.shape == b.shape:
+        return a, b  # nothing to do (the common case)
     a, b = promote(op, a, b, s)
     if a.shape != b.shape:
         a, b = broadcast_all(op, (a, b), s)
@@ -267,7 +270,7 @@ def _binary_function(
         return record1(primitive, (a, b), s)
 
     complex_error = "\n        TypeError: for complex input." if real else ""
-    op.__name__ = op.__qualname__ = name
+    name_function(op, name)
     op.__doc__ = f"""{summary}
 
     Operands are promoted (Python scalars are weak) and broadcast together.

@@ -12,6 +12,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
+from nuvec.graph.caller import name_function
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -119,7 +120,7 @@ def _comparison(kind: str, symbol: str):
         a, b = binary.binary_operands(kind, a, b, s)
         return record1(Compare(kind), (a, b), s)
 
-    op.__name__ = op.__qualname__ = kind
+    name_function(op, kind)
     op.__doc__ = f"""Elementwise a {symbol} b, broadcast and promoted (Python scalars are weak).
 
     Args:
@@ -240,7 +241,7 @@ def _bitwise(name: str, kind: str, summary: str):
             a, b = u.astype(a, dt.uint8, stream=s), u.astype(b, dt.uint8, stream=s)
         return record1(Bitwise(kind), (a, b), s)
 
-    op.__name__ = op.__qualname__ = name
+    name_function(op, name)
     op.__doc__ = f"""{summary}
 
     Args:

@@ -10,7 +10,7 @@ from typing import Any
 
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import promote, require_float
+from nuvec.ops.arguments import Scalar, as_array, promote, require_float
 from nuvec.ops.conv import Convolution, dilated_size, conv_inputs, record_conv, int_params, conv_general
 from nuvec.ops.shape import reshape
 
@@ -154,6 +154,8 @@ def convolve(a: Any, v: Any, /, mode: str = "full", *, stream: Any = None) -> Ar
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
     s = to_stream(stream)
+    # a Python scalar is 0-d (promote would broadcast it to the other input's shape)
+    a, v = (as_array(x, "convolve") if isinstance(x, Scalar) else x for x in (a, v))
     a, v = promote("convolve", a, v, s)
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"convolve: inputs must be 1-D, got shapes {a.shape} and {v.shape}")

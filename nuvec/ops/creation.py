@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph import memory
 from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import cast, from_data
 from nuvec.graph.device import to_stream
@@ -100,7 +101,8 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
         dtype: the dtype; default `vals`' dtype (a Python float gives float32).
 
     Raises:
-        ValueError: if `vals` cannot be broadcast to `shape` or a dimension is negative.
+        ValueError: if `vals` cannot be broadcast to `shape`, a dimension is negative, or
+            the array would need more bytes than the device's memory.
 
     Example:
         >>> import nuvec as mx
@@ -111,6 +113,9 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
     if dtype is not None:
         check_weak_int("full", vals, dt.to_dtype(dtype, "full"))
     value = array(vals, dtype)
+    # the result is a broadcast view, but a created array must be one that can exist
+    memory.check_allocation("full", shape, value.dtype.size, value.dtype.name,
+                            to_stream(stream).device)
     return shape_ops.broadcast_to(value, shape, stream=stream)
 
 

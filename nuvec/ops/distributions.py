@@ -16,7 +16,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, normalize_axis
+from nuvec.ops.arguments import (as_array, broadcast_shapes, check_shape, check_weak_int,
+                                   normalize_axis)
 from nuvec.ops.binary import add, clip, maximum, multiply
 from nuvec.ops.comparison import less
 from nuvec.ops.creation import zeros
@@ -126,7 +127,8 @@ def randint(
 
     Raises:
         TypeError: for a floating or complex dtype.
-        ValueError: if the bounds do not broadcast to `shape`, or for a malformed key.
+        ValueError: if the bounds do not broadcast to `shape`, a Python int bound does not fit
+            `dtype`, or for a malformed key.
 
     Example:
         >>> import nuvec as mx
@@ -138,6 +140,8 @@ def randint(
     dtype = dt.int32 if dtype is None else dt.to_dtype(dtype, "randint")
     if dtype.is_inexact:
         raise DtypeError(f"randint: dtype must be an integer or bool dtype, got {dtype.name}")
+    for bound in (low, high):  # a Python int past the dtype would wrap (MLX raises)
+        check_weak_int("randint", bound, dtype)
     lo, hi = as_array(low, "randint"), as_array(high, "randint")
     shape = sample_shape("randint", shape, lo, hi)
     k = resolve_key(key, "randint")

@@ -16,7 +16,7 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, fresh
+from nuvec.ops.arguments import as_array, fresh, index_int, normalize_axis
 from nuvec.ops.binary import multiply
 from nuvec.ops.complex_parts import real as real_part
 from nuvec.ops.creation import array
@@ -94,41 +94,55 @@ def _resize(x: Array, axis: int, size: int) -> Array:
     return x
 
 
+def _int_list(values: Any, op: str, what: str) -> list[int]:
+    """`values` (an int or a sequence of ints) as a list of Python ints; strings, floats and
+    other objects are rejected, never converted."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{op}: {what} must be an int or a sequence of ints, got {values!r}")
+    if not hasattr(values, "__iter__"):
+        return [index_int(values, op, what)]
+    return [index_int(v, op, what) for v in values]
+
+
 def fft_transform(
     op: str, a: Any, sizes: Sequence[int] | None, axes: Sequence[int], real: bool, inverse: bool,
     stream: Any,
 ) -> Array:
-    """Checks, resizes and casts the input and records one `FFT` (MLX's `fft_impl`)."""
+    """Checks, resizes and casts the input and records one `FFT` (MLX's `fft_impl`).
+
+    A complex input to a forward real transform is rejected (NumPy's TypeError), not silently
+    cut to its real part.
+    """
     a = as_array(a, op)
     if a.ndim < 1:
         raise ValueError(f"{op}: requires an array with at least one dimension, got shape ()")
-    axes = [int(x) for x in axes]
+    axes = _int_list(axes, op, "axes" if op[-1] in "2n" else "axis")
+    if sizes is not None:
+        sizes = _int_list(sizes, op, "s" if op[-1] in "2n" else "n")
     if sizes is not None and len(sizes) != len(axes):
         raise ValueError(f"{op}: s and axes have different sizes ({len(sizes)} and {len(axes)})")
+    if real and not inverse and a.dtype is dt.complex64:
+        raise dt.DtypeError(f"{op}: the input must be real, got complex64 (use fft for complex "
+                            "input, or take real() first)")
     if not axes:
         return fresh(a)
-    for x in axes:
-        if not -a.ndim <= x < a.ndim:
-            raise ValueError(f"{op}: axis {x} is out of bounds for an array with {a.ndim} "
-                             "dimensions")
-    valid = [x % a.ndim for x in axes]
+    valid = [normalize_axis(x, a.ndim, op) for x in axes]
     if len(set(valid)) != len(valid):
         raise ValueError(f"{op}: repeated axis in {tuple(axes)}")
     if sizes is None:
         sizes = [a.shape[x] for x in valid]
         if real and inverse:
             sizes[-1] = (sizes[-1] - 1) * 2
-    sizes = [int(n) for n in sizes]
     if any(n <= 0 for n in sizes):
         raise ValueError(f"{op}: invalid transform sizes {tuple(sizes)}; each must be positive")
+    if any(n >= 2**31 for n in sizes):  # MLX's shapes are int32
+        raise ValueError(f"{op}: transform sizes must be below 2**31, got {tuple(sizes)}")
     s = to_stream(stream)
     with stream_context(s):
         x = a
         for axis, n in zip(valid, sizes):
             x = _resize(x, axis, n // 2 + 1 if real and inverse and axis == valid[-1] else n)
         want = dt.float32 if real and not inverse else dt.complex64
-        if x.dtype.kind == "c" and want is dt.float32:  # MLX drops the imaginary part
-            x = real_part(x)
         if x.dtype is not want:
             x = astype(x, want)
         return record1(FFT(tuple(valid), inverse, real, tuple(sizes)), (x,), s)
@@ -151,7 +165,9 @@ def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> 
         A complex64 array.
 
     Raises:
-        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+        ValueError: for a 0-d input, a repeated axis or a non-positive `n`.
+        IndexError: for an out-of-range axis (an AxisError, also a ValueError).
+        TypeError: if `axis` or `n` is not an int.
 
     Example:
         >>> import nuvec as mx
@@ -174,7 +190,9 @@ def ifft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
         A complex64 array.
 
     Raises:
-        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+        ValueError: for a 0-d input, a repeated axis or a non-positive `n`.
+        IndexError: for an out-of-range axis (an AxisError, also a ValueError).
+        TypeError: if `axis` or `n` is not an int.
 
     Example:
         >>> import nuvec as mx
@@ -187,8 +205,8 @@ def ifft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
 def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
     """DFT of a real input along `axis`: the `n // 2 + 1` non-negative frequencies.
 
-    Complex inputs are cast to real (the imaginary part is dropped, as in MLX); the input is
-    computed in float32. See `fft` for `n` and `axis`.
+    The input is computed in float32; a complex input is rejected (as NumPy does; MLX drops
+    the imaginary part). See `fft` for `n` and `axis`.
 
     Args:
         a: the real input.
@@ -200,7 +218,9 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
         A complex64 array with `n // 2 + 1` entries along `axis`.
 
     Raises:
-        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+        ValueError: for a 0-d input, a repeated axis or a non-positive `n`.
+        IndexError: for an out-of-range axis (an AxisError, also a ValueError).
+        TypeError: if `axis` or `n` is not an int.
 
     Example:
         >>> import nuvec as mx
@@ -227,7 +247,9 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -
         A float32 array with `n` entries along `axis`.
 
     Raises:
-        ValueError: for a 0-d input, an out-of-range axis or a non-positive `n`.
+        ValueError: for a 0-d input, a repeated axis or a non-positive `n`.
+        IndexError: for an out-of-range axis (an AxisError, also a ValueError).
+        TypeError: if `axis` or `n` is not an int.
 
     Example:
         >>> import nuvec as mx
@@ -239,17 +261,14 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -
 
 def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: Any) -> Array:
     a = as_array(a, op)
-    if axes is None:
-        axes = list(range(a.ndim))
-    elif isinstance(axes, int):
-        axes = [axes]
+    axes = list(range(a.ndim)) if axes is None else _int_list(axes, op, "axes")
     if not axes:
         return fresh(a)
+    valid = [normalize_axis(x, a.ndim, op) for x in axes]
+    if len(set(valid)) != len(valid):
+        raise ValueError(f"{op}: repeated axis in {tuple(axes)}")
     shifts = []
-    for x in axes:
-        if not -a.ndim <= x < a.ndim:
-            raise ValueError(f"{op}: axis {x} is out of bounds for an array with {a.ndim} "
-                             "dimensions")
+    for x in valid:
         size = a.shape[x]
         shifts.append((size + 1) // 2 if inverse else size // 2)
     return roll(a, tuple(shifts), tuple(axes), stream=stream)

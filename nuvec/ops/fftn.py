@@ -24,7 +24,7 @@ def _many(
             raise ValueError(f"{op}: axes must not be None when s is given")
         ndim = as_array(a, op).ndim
         axes = list(range(ndim))
-    return fft_transform(op, a, None if s is None else list(s), list(axes), real, inverse, stream)
+    return fft_transform(op, a, s, axes, real, inverse, stream)
 
 
 def fft2(

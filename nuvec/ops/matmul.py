@@ -17,7 +17,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import broadcast_to, reshape, transpose
+from nuvec.ops.shape import Transpose, broadcast_to, reshape, transpose
 from nuvec.ops.unary import astype
 
 __all__ = ["matmul", "addmm"]
@@ -41,10 +41,15 @@ class Matmul(Primitive):
     def vjp(self, primals, cotangents, argnums, outputs):
         a, b = primals
         g = cotangents[0]
-        return [
-            apply(self, g, _swap_last(b)) if i == 0 else apply(self, _swap_last(a), g)
-            for i in argnums
-        ]
+        return [apply(self, g, _swap_last(b)) if i == 0 else self._grad_b(a, b, g)
+                for i in argnums]
+
+    def _grad_b(self, a: Array, b: Array, g: Array) -> Array:
+        """a^T g; for a transposed matrix `b` (a layer's `x @ w.T`) as (g^T a)^T, whose
+        transpose back to `w` is row-major: elementwise updates of `w` then read both in order."""
+        if b.ndim == 2 and isinstance(b.primitive, Transpose) and b.primitive.axes == (1, 0):
+            return _swap_last(apply(self, _swap_last(g), a))
+        return apply(self, _swap_last(a), g)
 
     def jvp(self, primals, tangents, outputs):
         a, b = primals

@@ -15,7 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape, fresh
+from nuvec.ops.arguments import as_array, check_shape, fresh, index_int, int_tuple
 from nuvec.ops.binary import add, multiply, subtract
 from nuvec.ops.creation import arange, ones, zeros
 from nuvec.ops.families import Linear, apply, move_batch_to_front
@@ -39,6 +39,7 @@ class AsStrided(Linear, Primitive):
     """Reads the row-major flattened input at `offset + sum(i_k * strides[k])` (elements)."""
 
     __slots__ = ("shape", "strides", "offset")
+    allocates = False  # a view of its input
 
     def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int):
         self.shape, self.strides, self.offset = shape, strides, offset
@@ -103,10 +104,10 @@ def as_strided(
             row_major.append(step)
             step *= d
         strides = tuple(reversed(row_major))
-    strides = tuple(int(s) for s in strides)
+    strides = int_tuple(strides, op, "strides")
     if len(strides) != len(shape):
         raise ValueError(f"{op}: shape {shape} and strides {strides} differ in length")
-    offset = int(offset)
+    offset = index_int(offset, op, "offset")
     if offset < 0:
         raise ValueError(f"{op}: offset must be non-negative, got {offset}")
     if math.prod(shape):

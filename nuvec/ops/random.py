@@ -19,7 +19,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record1, tracing
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape
+from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, index_int
 from nuvec.ops.binary import add, maximum, minimum, multiply, subtract
 from nuvec.ops.families import apply, move_batch_to_front
 from nuvec.ops.unary import abs as absolute, astype
@@ -92,7 +92,7 @@ class _KeyState:
 def _make_key(seed: int, op: str) -> Array:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"{op}: seed must be an int, got {type(seed).__name__}")
-    seed = int(seed) % (1 << 64)
+    seed = index_int(seed, op, "seed", 0, 2**64 - 1)  # MLX's seeds are uint64
     return leaf(np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32), dt.uint32)
 
 
@@ -108,10 +108,11 @@ def seed(seed: int) -> None:
     """Seeds the global key, so that samplers called without a key repeat their sequence.
 
     Args:
-        seed: any Python int (taken modulo 2**64).
+        seed: an int in `[0, 2**64)` (MLX's uint64 seed).
 
     Raises:
         TypeError: for a seed that is not an int.
+        ValueError: for a seed outside `[0, 2**64)`.
 
     Example:
         >>> import nuvec as mx
@@ -127,10 +128,11 @@ def key(seed: int) -> Array:
     """A PRNG key (uint32 `[2]`: the high and low 32 bits of `seed`).
 
     Args:
-        seed: any Python int (taken modulo 2**64).
+        seed: an int in `[0, 2**64)` (MLX's uint64 seed).
 
     Raises:
         TypeError: for a seed that is not an int.
+        ValueError: for a seed outside `[0, 2**64)`.
 
     Example:
         >>> import nuvec as mx

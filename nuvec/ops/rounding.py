@@ -11,6 +11,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
+from nuvec.graph.caller import name_function
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, unary
@@ -42,7 +43,7 @@ def _rounding_function(name: str, primitive: Unary, summary: str, example: list[
     def op(a: Any, /, *, stream: StreamLike = None) -> Array:
         return _rounding(name, primitive, a, stream)
 
-    op.__name__ = op.__qualname__ = name
+    name_function(op, name)
     op.__doc__ = f"""{summary}; integer and boolean arrays are returned unchanged.
 
     Args:

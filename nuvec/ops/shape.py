@@ -28,6 +28,7 @@ class Reshape(Linear, Primitive):
     """Same elements in row-major order, new `shape`."""
 
     __slots__ = ("shape",)
+    allocates = False  # a view of its input
 
     def __init__(self, shape: tuple[int, ...]):
         self.shape = shape
@@ -50,6 +51,7 @@ class Transpose(Linear, Primitive):
     """Permutes axes: output axis i is input axis `axes[i]`."""
 
     __slots__ = ("axes",)
+    allocates = False  # a view of its input
 
     def __init__(self, axes: tuple[int, ...]):
         self.axes = axes
@@ -76,6 +78,7 @@ class BroadcastTo(Linear, Primitive):
     """Broadcasts to `shape` (NumPy rule); the derivative sums over the broadcast axes."""
 
     __slots__ = ("shape",)
+    allocates = False  # a view of its input
 
     def __init__(self, shape: tuple[int, ...]):
         self.shape = shape
@@ -442,6 +445,8 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
     else:
         axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
         drop = {normalize_axis(x, a.ndim, "squeeze") for x in axes}
+        if len(drop) != len(axes):
+            raise ValueError(f"squeeze: repeated axis in {tuple(axes)}")
         for i in drop:
             if a.shape[i] != 1:
                 raise ValueError(f"squeeze: cannot squeeze axis {i} of size {a.shape[i]} "

@@ -35,6 +35,7 @@ class Slice(Linear, Primitive):
     """
 
     __slots__ = ("start", "stop", "strides")
+    allocates = False  # a view of its input
 
     def __init__(self, start: Shape, stop: Shape, strides: Shape):
         self.start, self.stop, self.strides = start, stop, strides

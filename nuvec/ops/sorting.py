@@ -15,7 +15,8 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, normalize_axis, promote
+from nuvec.graph.convert import scalar_array
+from nuvec.ops.arguments import Scalar, as_array, normalize_axis, promote
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.indexing import take_along_axis
 from nuvec.ops.shape import reshape
@@ -324,7 +325,7 @@ def searchsorted(a: Any, v: Any, /, side: str = "left", *, stream: Any = None) -
         stream: the stream or device to run on.
 
     Returns:
-        A uint32 array of `v`'s shape.
+        A uint32 array of `v`'s shape (0-d for a scalar `v`).
 
     Raises:
         ValueError: if `a` is not 1-D or `side` is not "left" or "right".
@@ -338,7 +339,10 @@ def searchsorted(a: Any, v: Any, /, side: str = "left", *, stream: Any = None) -
     s = to_stream(stream)
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    value = v
     a, v = promote("searchsorted", a, v, s)
+    if isinstance(value, Scalar):  # a Python scalar gives a 0-d result, not one of a's shape
+        v = scalar_array(value, v.dtype, ())
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-D, got shape {a.shape}")
     if a.dtype is dt.complex64:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, index_int
 from nuvec.ops.arguments import normalize_axes
 from nuvec.ops.binary import add, multiply, subtract
 from nuvec.ops.comparison import where
@@ -36,7 +34,8 @@ def mean(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = 
         stream: the stream (or device) to record on.
 
     Returns:
-        The means (float32 for integer and bool input).
+        The means (float32 for integer and bool input); float16 and bfloat16 input
+        accumulates in float32 and returns its own dtype.
 
     Raises:
         ValueError: if an axis is out of range or repeated.
@@ -48,17 +47,31 @@ def mean(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = 
     """
     a = as_array(a, "mean")
     axes = normalize_axes(axis, a.ndim, "mean")
-    n = reduced_size(a, axes)
-    total = reduce_sum(a, axes, keepdims, stream=stream)
-    out = at_least_float(a.dtype)
+    x = _widened(a, stream)
+    n = reduced_size(x, axes)
+    total = reduce_sum(x, axes, keepdims, stream=stream)
+    out = at_least_float(x.dtype)
     if total.dtype is not out:
         total = astype(total, out, stream=stream)
-    return multiply(total, 1.0 / n if n else float("inf"), stream=stream)
+    return _narrowed(multiply(total, 1.0 / n if n else float("inf"), stream=stream), a, stream)
 
 
-def _check_ddof(ddof: Any, op: str) -> None:
-    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)):
-        raise TypeError(f"{op}: ddof must be an int, got {type(ddof).__name__}")
+_HALF = (dt.float16, dt.bfloat16)
+
+
+def _widened(a: Array, stream: Any) -> Array:
+    """float16/bfloat16 input as float32: the statistics accumulate in float32 (as NumPy and
+    PyTorch; MLX accumulates in the input dtype and overflows where the result fits)."""
+    return astype(a, dt.float32, stream=stream) if a.dtype in _HALF else a
+
+
+def _narrowed(result: Array, a: Array, stream: Any) -> Array:
+    """`result` back in `a`'s dtype when `_widened` changed it."""
+    return astype(result, a.dtype, stream=stream) if a.dtype in _HALF else result
+
+
+def _check_ddof(ddof: Any, op: str) -> int:
+    return index_int(ddof, op, "ddof", -(2**31), 2**31 - 1)  # MLX's ddof is an int32
 
 
 def var(
@@ -72,7 +85,8 @@ def var(
         stream: the stream (or device) to record on.
 
     Returns:
-        The variances (float32 for integer and bool input).
+        The variances (float32 for integer and bool input); float16 and bfloat16 input
+        accumulates in float32 and returns its own dtype.
 
     Raises:
         ValueError: if an axis is out of range or repeated.
@@ -84,7 +98,11 @@ def var(
     """
     a = as_array(a, "var")
     axes = normalize_axes(axis, a.ndim, "var")
-    _check_ddof(ddof, "var")
+    ddof = _check_ddof(ddof, "var")
+    return _narrowed(_variance(_widened(a, stream), axes, keepdims, ddof, stream), a, stream)
+
+
+def _variance(a: Array, axes: tuple[int, ...], keepdims: bool, ddof: int, stream: Any) -> Array:
     centred = subtract(a, mean(a, axes, True, stream=stream), stream=stream)
     if centred.dtype is dt.complex64:  # |x - mean|^2: the variance of complex data is real
         squares = real(multiply(centred, conj(centred, stream=stream), stream=stream),
@@ -107,7 +125,8 @@ def std(
         stream: the stream (or device) to record on.
 
     Returns:
-        The standard deviations (float32 for integer and bool input).
+        The standard deviations (float32 for integer and bool input); float16 and bfloat16 input
+        accumulates in float32 and returns its own dtype.
 
     Raises:
         ValueError: if an axis is out of range or repeated.
@@ -118,9 +137,10 @@ def std(
         1.0
     """
     a = as_array(a, "std")
-    normalize_axes(axis, a.ndim, "std")
-    _check_ddof(ddof, "std")
-    return sqrt(var(a, axis, keepdims, ddof, stream=stream), stream=stream)
+    axes = normalize_axes(axis, a.ndim, "std")
+    ddof = _check_ddof(ddof, "std")
+    variance = _variance(_widened(a, stream), axes, keepdims, ddof, stream)
+    return _narrowed(sqrt(variance, stream=stream), a, stream)
 
 
 def count_nonzero(

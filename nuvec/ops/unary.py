@@ -13,6 +13,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
+from nuvec.graph.caller import name_function
 from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import AsType
 from nuvec.graph.device import Stream, to_stream
@@ -196,10 +197,12 @@ def _float_function(name: str, primitive: Unary, summary: str, complex_ok: bool 
 
     def op(a: Any, /, *, stream: StreamLike = None) -> Array:
         s = to_stream(stream)
-        return record1(primitive, (float_input(a, name, s, complex_ok),), s)
+        if type(a) is not Array or not a.dtype.is_floating:  # else `float_input` keeps `a`
+            a = float_input(a, name, s, complex_ok)
+        return record1(primitive, (a,), s)
 
     rejects = "converted to an array, or is complex" if not complex_ok else "converted to an array"
-    op.__name__ = op.__qualname__ = name
+    name_function(op, name)
     op.__doc__ = f"""{summary}
 
     Integer and boolean inputs compute in float32 (MLX); float dtypes are kept.

@@ -17,6 +17,18 @@ TOL = {"float32": (2e-5, 2e-5), "float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2
 RUNNER = EmulatorRunner()
 
 
+class RecordingRunner(EmulatorRunner):
+    """The emulator runner keeping every launched variant's name expression in `launched`."""
+
+    def __init__(self):
+        super().__init__()
+        self.launched = []
+
+    def launch(self, kernel, expression, grid, block, shared_mem, args):
+        self.launched.append(expression)
+        super().launch(kernel, expression, grid, block, shared_mem, args)
+
+
 def as_tuple(out):
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
@@ -49,6 +61,7 @@ def cases():
     comparison (the emulator tests cover more shapes)."""
     from nuvec.fast.conv import DepthwiseConv1d
     from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+    from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
     from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
     from nuvec.fast.paged import PagedWrite
     from nuvec.fast.rope import NormRope, Rope
@@ -80,12 +93,22 @@ def cases():
                                                        random((7, 3, 1), dt, 9)]),
             (f"paged_write-{dt}", PagedWrite(), [random((4, 3, 8, 5), dt), random((3, 3, 5), dt),
                                                 np.array([0, 31, 40], np.int32)]),
-            *_gather_cases(dt),
+            (f"fused_elementwise-{dt}", *fused_case(x, w)),
+        ]
+        delta = [random((2, 3, 1, 32), dt, 10, 0.2), random((2, 3, 1, 32), dt, 11, 0.2),
+                 random((2, 3, 2, 17), dt, 12), np.full((2, 3, 2), 0.9, np.float32),
+                 np.full((2, 3, 2), 0.5, np.float32)]
+        out += [
+            (f"gated_delta-{dt}", GatedDelta(False), [*delta, random((2, 2, 17, 32), dt, 13)]),
+            (f"gated_delta_steps-{dt}", GatedDelta(True), [*delta, random((2, 2, 17, 32), dt, 13)]),
+            (f"gated_delta_slots-{dt}", GatedDeltaSlots(),
+             [*delta, random((3, 2, 17, 32), dt, 14), np.array([2, -3], np.int32)]),
+            *gather_cases(dt),
         ]
     return out
 
 
-def _gather_cases(dt):
+def gather_cases(dt):
     """gather_mm with and without offsets, gather_qmm both ways (4-bit, groups of 32)."""
     from nuvec.fast.gather import GatherMm, GatherQmm
     from nuvec.ops.quantized import quantize
@@ -103,3 +126,14 @@ def _gather_cases(dt):
         out.append((f"gather_qmm-{'t' if transpose else 'n'}-{dt}", GatherQmm(32, 4, transpose),
                     [random((4, 1, 64), dt), w, s, b, lhs, rhs, offsets]))
     return out
+
+
+def fused_case(x, w):
+    """(primitive, inputs) of a compiled 8-op chain over `x [N, D]` and `w [D]`."""
+    import nuvec as mx
+    from nuvec.fast.fused import FusedElementwise
+
+    chain = mx.compile(lambda x, w: mx.tanh(mx.exp(x * 0.5) * w + 1) * 0.5 - mx.sin(x) / 3)
+    y = chain(mx.array(x), mx.array(w))
+    assert isinstance(y.primitive, FusedElementwise)
+    return y.primitive, [np.asarray(a) for a in y.inputs]

@@ -37,8 +37,10 @@ def _inputs(dtype, b, hq, hkv, lq, lk, d, mask=None, sinks=False, seed=0):
     return out
 
 
-def _op(causal=False, mask=None, sinks=False, passes=1, blocks=1, gqa_kernel=False, tk1=False):
-    return Attention(0.125, causal, mask is not None, sinks, passes, blocks, gqa_kernel, tk1)
+def _op(causal=False, mask=None, sinks=False, passes=1, blocks=1, gqa_kernel=False, tk1=False,
+        window=None):
+    return Attention(0.125, causal, mask is not None, sinks, passes, blocks, gqa_kernel, tk1,
+                     window)
 
 
 # (hq, hkv, lq, lk, d, causal, mask, sinks)
@@ -90,6 +92,30 @@ def test_gqa_decode(dtype, gqa, d, lk, blocks):
     check(_op(True, passes=2, blocks=blocks, gqa_kernel=True), *inputs)
 
 
+# (hq, hkv, lq, lk, d, sinks, passes, blocks, gqa_kernel, tk1, window) under the causal mask:
+# windows of one key, shorter than the queries, past the keys; two-pass chunks from the first
+# query's window start (ragged and empty for some rows); the grouped-query decode kernel.
+WINDOWED = [
+    (4, 1, 3, 37, 64, False, 1, 1, False, False, 5),
+    (8, 8, 8, 20, 64, True, 1, 1, False, False, 1),
+    (2, 2, 1, 9, 128, False, 1, 1, False, False, 20),
+    (4, 1, 2, 70, 64, False, 2, 3, False, False, 10),
+    (8, 1, 3, 50, 64, True, 2, 7, False, False, 4),
+    (4, 1, 2, 70, 64, False, 2, 3, False, True, 30),
+    (16, 2, 1, 70, 64, False, 2, 3, True, False, 20),
+]
+
+
+@pytest.mark.parametrize("dtype,case", [(t, c) for c in WINDOWED for t in DT
+                                        if not (c[-2] and t == "float32")], ids=str)
+def test_sliding_window(dtype, case):
+    hq, hkv, lq, lk, d, sinks, passes, blocks, gqa_kernel, tk1, window = case
+    inputs = _inputs(dtype, 2, hq, hkv, lq, lk, d, None, sinks, seed=window)
+    op = _op(True, None, sinks, passes, blocks, gqa_kernel, tk1, window)
+    assert takes(op, inputs)
+    check(op, *inputs)
+
+
 class Recording(EmulatorRunner):
     def __init__(self):
         super().__init__()
@@ -101,25 +127,31 @@ class Recording(EmulatorRunner):
         super().launch(kernel, expression, grid, block, shared_mem, args)
 
 
-# (dtype, hq, hkv, lq, lk, mask, kernels launched)
+# (dtype, hq, hkv, lq, lk, mask, window, kernels launched); a window shorter than the
+# two-pass threshold takes one pass however long the keys.
 PLANNED = [
-    ("float32", 8, 1, 1, 40, None, ["sdpa_vector"]),
-    ("float16", 4, 1, 3, 40, "causal", ["sdpa_vector"]),
-    ("bfloat16", 8, 1, 1, 1100, None, ["sdpa_gqa_decode_1", "sdpa_vector_2pass_2"]),
-    ("bfloat16", 4, 1, 1, 1100, None, ["sdpa_vector_2pass_1[tk1]", "sdpa_vector_2pass_2"]),
-    ("float32", 4, 1, 1, 1100, None, ["sdpa_vector_2pass_1", "sdpa_vector_2pass_2"]),
+    ("float32", 8, 1, 1, 40, None, None, ["sdpa_vector"]),
+    ("float16", 4, 1, 3, 40, "causal", None, ["sdpa_vector"]),
+    ("bfloat16", 8, 1, 1, 1100, None, None, ["sdpa_gqa_decode_1", "sdpa_vector_2pass_2"]),
+    ("bfloat16", 4, 1, 1, 1100, None, None, ["sdpa_vector_2pass_1[tk1]", "sdpa_vector_2pass_2"]),
+    ("float32", 4, 1, 1, 1100, None, None, ["sdpa_vector_2pass_1", "sdpa_vector_2pass_2"]),
+    ("float16", 4, 1, 3, 40, "causal", 8, ["sdpa_vector"]),
+    ("bfloat16", 8, 1, 1, 1100, "causal", 64, ["sdpa_vector"]),
+    ("bfloat16", 8, 1, 1, 1100, "causal", 1050, ["sdpa_gqa_decode_1", "sdpa_vector_2pass_2"]),
+    ("float32", 4, 1, 2, 1100, "causal", 1030, ["sdpa_vector_2pass_1", "sdpa_vector_2pass_2"]),
 ]
 
 
 @pytest.mark.parametrize("case", PLANNED, ids=str)
 def test_planner_choice_is_the_kernel_launched(case):
-    dtype, hq, hkv, lq, lk, mask, want = case
+    dtype, hq, hkv, lq, lk, mask, window, want = case
     shapes = ((1, hq, lq, 64), (1, hkv, lk, 64), (1, hkv, lk, 64))
-    key = attention_key(*shapes, NP_DT[dtype], AttentionOptions(mask=mask), Target("gpu"))
+    options = AttentionOptions(mask=mask, window=window)
+    key = attention_key(*shapes, NP_DT[dtype], options, Target("gpu"))
     (group,) = plan(key).route.groups
     g = group.kind
     op = Attention(0.125, mask == "causal", False, False, g.passes, g.blocks, g.gqa_kernel,
-                   g.tk1)
+                   g.tk1, window)
     inputs = _inputs(dtype, *[s for s in (1, hq, hkv, lq, lk, 64)])
     assert takes(op, inputs)
     runner = Recording()
@@ -159,6 +191,28 @@ def test_gpu_two_pass_and_one_pass_match_fallback(dtype, case):
         got = got.view(ref.dtype) if dtype == "bfloat16" else got
         np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
                                    atol=atol * max(float(np.abs(ref).max()), 1.0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DT)
+@pytest.mark.parametrize("case", [c for c in WINDOWED if not c[-2]], ids=str)
+def test_gpu_sliding_window_matches_fallback(dtype, case):
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    if not cupy.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from nuvec.backends.cuda.runner import CupyRunner
+
+    hq, hkv, lq, lk, d, sinks, passes, blocks, gqa_kernel, tk1, window = case
+    inputs = _inputs(dtype, 2, hq, hkv, lq, lk, d, None, sinks, seed=window)
+    op = _op(True, None, sinks, passes, blocks, gqa_kernel, tk1, window)
+    dev = [cupy.asarray(a.view(np.uint16) if a.dtype.name == "bfloat16" else a)
+           for a in inputs]
+    (ref,) = run_on_cpu(inputs, op.fallback)
+    got = launcher.attention(CupyRunner(), op, *dev).get()
+    got = got.view(ref.dtype) if dtype == "bfloat16" else got
+    rtol, atol = TOL[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
+                               atol=atol * max(float(np.abs(ref).max()), 1.0))
 
 
 # (hq, hkv, lq, d, blocks in the cache, block size, table, lengths): ids past the cache and

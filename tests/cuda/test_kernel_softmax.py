@@ -47,7 +47,7 @@ def test_cross_entropy(dtype, shape):
     rows, d = shape
     x = random(shape, dtype, scale=3.0)
     rng = np.random.default_rng(7)
-    # Negative targets count from the end; some stay out of range (score 0).
+    # Negative targets count from the end; some stay out of range (a NaN row).
     targets = rng.integers(-d, d, rows).astype(np.int32)
     if rows > 2:
         targets[1] = -d - 3

@@ -4,10 +4,10 @@ GPU backend whose fused kernels are the launchers running in the emulator, so
 
 import numpy as np
 import pytest
+from kernel_checks import RecordingRunner
 
 import nuvec as mx
 from nuvec.backends.cuda.launchers import LAUNCHERS, register, takes
-from nuvec.backends.cuda.runner import EmulatorRunner
 from nuvec.backends.numpy import NumpyBackend
 from nuvec.backends.numpy import table as cpu_table
 from nuvec.fast.base import FastOp, cpu_fallback_kernel
@@ -15,16 +15,6 @@ from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.norms import RmsNorm
 from nuvec.graph.backend import KernelTable
 from nuvec.graph.device import DeviceType, register_backend
-
-
-class CountingRunner(EmulatorRunner):
-    def __init__(self):
-        super().__init__()
-        self.launched = []
-
-    def launch(self, kernel, expression, grid, block, shared_mem, args):
-        self.launched.append(expression)
-        super().launch(kernel, expression, grid, block, shared_mem, args)
 
 
 class EmulatedGpu(NumpyBackend):
@@ -35,7 +25,7 @@ class EmulatedGpu(NumpyBackend):
 
 @pytest.fixture
 def emulated_gpu():
-    runner = CountingRunner()
+    runner = RecordingRunner()
     kernels = {cls: (cpu_fallback_kernel if issubclass(cls, FastOp) else fn)
                for cls, fn in cpu_table.kernels.items()}
     register(kernels, runner, cpu_fallback_kernel)
@@ -121,3 +111,41 @@ def test_gathered_and_quantized_products_launch_the_gather_kernels(emulated_gpu)
     for got, want in zip(outs[mx.gpu], outs[mx.cpu]):
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=4e-3,
                                    atol=4e-3 * np.abs(want).max())
+
+
+def test_gated_delta_nodes_launch_their_kernels(emulated_gpu):
+    rng = np.random.default_rng(2)
+    q, k = (mx.array(rng.standard_normal((2, 3, 1, 32)) * 0.2, mx.bfloat16) for _ in range(2))
+    v = mx.array(rng.standard_normal((2, 3, 2, 5)), mx.bfloat16)
+    g, beta = (mx.array(rng.uniform(0.5, 0.9, (2, 3, 2)), mx.float32) for _ in range(2))
+    state = mx.array(rng.standard_normal((2, 2, 5, 32)), mx.float32)
+    pool = mx.array(rng.standard_normal((3, 2, 5, 32)), mx.float32)
+    calls = [lambda: mx.fast.gated_delta(q, k, v, g, beta, state),
+             lambda: mx.fast.gated_delta_steps(q, k, v, g, beta, state),
+             lambda: mx.fast.gated_delta_slots(q, k, v, g, beta, pool, mx.array([2, 0]))]
+    for call, name in zip(calls, ["gated_delta<", "gated_delta_steps<", "gated_delta_slots<"]):
+        with mx.stream(mx.gpu):
+            got = [np.asarray(a).astype(np.float64) for a in call()]
+        assert emulated_gpu.launched[-1] == f"{name}__nv_bfloat16, float, 4>"
+        with mx.stream(mx.cpu):
+            want = [np.asarray(a).astype(np.float64) for a in call()]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=3e-2, atol=3e-2)
+
+
+def test_windowed_attention_launches_the_vector_kernels(emulated_gpu):
+    rng = np.random.default_rng(3)
+    q = mx.array(rng.standard_normal((1, 8, 2, 64)), mx.float16)
+    k, v = (mx.array(rng.standard_normal((1, 1, 1100, 64)), mx.float16) for _ in range(2))
+    for window, want in ((40, ["sdpa_vector<__half, 64>"]),
+                         (1030, ["sdpa_vector_2pass_1<__half, 64, 1>",
+                                 "sdpa_vector_2pass_2<__half, 64>"])):
+        emulated_gpu.launched.clear()
+        with mx.stream(mx.gpu):
+            got = np.asarray(mx.fast.scaled_dot_product_attention(
+                q, k, v, scale=0.125, mask="causal", window=window)).astype(np.float64)
+        assert emulated_gpu.launched == want
+        with mx.stream(mx.cpu):
+            ref = np.asarray(mx.fast.scaled_dot_product_attention(
+                q, k, v, scale=0.125, mask="causal", window=window)).astype(np.float64)
+        np.testing.assert_allclose(got, ref, rtol=4e-3, atol=4e-3)

@@ -8,7 +8,7 @@ import pytest
 
 import nuvec as mx
 from fast_refs import nodes
-from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
+from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp, record_packed
 from nuvec.testing import check_grads, check_jvp_vjp, check_vmap
 from packed_refs import (
     SEED_LENGTHS,
@@ -89,6 +89,44 @@ def test_head_dimension_128_and_a_scale():
 
 def test_float64_is_exact():
     check(SEED_LENGTHS, 2, 8, mx.float64, 8)
+
+
+@pytest.mark.parametrize("window", [None, 3], ids=str)
+def test_cpu_kernels_in_row_blocks(monkeypatch, window):
+    """Scores capped to a few rows per block: dK and dV add up over the blocks."""
+    from nuvec.backends.numpy import fast_packed
+
+    monkeypatch.setattr(fast_packed, "SCORE_BYTES", 2 * 4 * 9 * 4)  # 2 heads, ~4 rows of 9
+    check([9, 2, 7], 2, 8, mx.float32, window)
+
+
+def test_cpu_backward_with_and_without_kept_probabilities(monkeypatch):
+    """A backward node over a forward evaluated alone recomputes the probabilities; a
+    backward recorded before its forward runs reuses the forward's: both match the formula."""
+    from nuvec.backends.numpy import fast_packed
+
+    lengths, heads, d = [5, 12, 1], 2, 8
+    (qkv, cos, sin), (q64, c64, s64) = make(lengths, heads, d, mx.float32)
+    dout, dlse = cotangents(lengths, heads, d, mx.float32)
+    want = reference_grad(q64, lengths, c64, s64, heads, float(np.float32(d ** -0.5)), None,
+                          np.asarray(dout).astype(np.float64), np.asarray(dlse))
+    recomputed = []
+    recompute = fast_packed.probabilities
+    monkeypatch.setattr(fast_packed, "probabilities",
+                        lambda *a: recomputed.append(1) or recompute(*a))
+    kept = len(fast_packed.KEPT)
+    out, lse = attend(qkv, cos, sin, lengths, heads, None)
+    mx.eval(out, lse)
+    assert len(fast_packed.KEPT) == kept  # a forward alone keeps nothing
+    back = PackedAttentionVjp(heads, lengths, float(np.float32(d ** -0.5)), None)
+    late = record_packed(back, [qkv, cos, sin, out, lse, dout, dlse])[0]
+    mx.eval(late)
+    assert len(recomputed) == len(lengths)
+    _, (early,) = mx.vjp(lambda x: attend(x, cos, sin, lengths, heads, None), [qkv],
+                         [dout, dlse])
+    mx.eval(early)
+    assert len(recomputed) == len(lengths)
+    assert rel(late, want) <= 1e-5 and rel(early, want) <= 1e-5
 
 
 def test_window_0_keeps_only_each_token():

@@ -54,23 +54,34 @@ def test_cross_entropy(dtype):
     assert_allclose(z, ref.cross_entropy(xr, t), dtype=mx.float32, rtol=tol, atol=tol)
 
 
+def test_cross_entropy_rejects_evaluated_targets_out_of_range():
+    x = mx.ones((4, 5))
+    for bad in (5, -6):
+        with pytest.raises(ValueError, match=rf"^cross_entropy: target {bad} is out of range "
+                                             r"for 5 classes \(targets must lie in \[-5, 5\)\)"):
+            mx.fast.cross_entropy(x, mx.array([0, bad, 1, 2]))
+
+
 @pytest.mark.parametrize("path", ["node", "fallback"])
-def test_cross_entropy_of_targets_out_of_range(path):
-    """As the seed's one-hot: a target outside [-C, C) picks no logit, so its loss is the
-    row's log-sum-exp and its gradient the softmax."""
+def test_cross_entropy_of_lazy_targets_out_of_range_is_nan(path):
+    """Targets computed lazily cannot be checked at the call: a target outside [-C, C) gives
+    its row a NaN loss and gradient, never a plausible value."""
     rng = np.random.default_rng(7)
     x, xr = sample(rng, (4, 5), mx.float32)
-    t = np.array([5, -6, 7, 2])
+    t = mx.add(mx.array([5, -6, -1, 2]), 0)  # not evaluated yet
     if path == "node":
-        y = mx.fast.cross_entropy(x, mx.array(t))
+        y = mx.fast.cross_entropy(x, t)
     else:
-        (y,) = CrossEntropy().fallback([x, mx.array(t, mx.int32)])
+        (y,) = CrossEntropy().fallback([x, mx.astype(t, mx.int32)])
     want = ref.logsumexp(xr)[:, 0]
+    want[:2] = np.nan
+    want[2] -= xr[2, 4]
     want[3] -= xr[3, 2]
     assert_allclose(y, want, dtype=mx.float32)
-    g = mx.grad(lambda x: mx.sum(mx.fast.cross_entropy(x, mx.array(t))))(x)
-    p = ref.softmax(xr)
-    p[3, 2] -= 1
+    g = mx.grad(lambda x: mx.sum(mx.fast.cross_entropy(x, mx.add(mx.array([5, 2]), 0))))(x[:2])
+    p = ref.softmax(xr[:2])
+    p[0] = np.nan
+    p[1, 2] -= 1
     assert_allclose(g, p, dtype=mx.float32)
 
 

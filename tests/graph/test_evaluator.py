@@ -233,6 +233,60 @@ def test_failure_during_eval_raises_at_eval_and_engine_stays_usable(failing_op):
     np.testing.assert_allclose(np.asarray(good), 2 * np.exp([1.0, 2.0]), rtol=1e-6)
 
 
+class InterruptedOp(Unary):
+    """A test primitive whose CPU kernel raises KeyboardInterrupt on its first run (a Ctrl-C
+    arriving while a kernel computes), then doubles its input."""
+
+    __slots__ = ()
+
+
+@pytest.fixture
+def interrupted_op():
+    runs = []
+
+    def kernel(primitive, x):
+        runs.append(threading.current_thread().name)
+        if len(runs) == 1:
+            raise KeyboardInterrupt
+        return x * 2
+
+    kernels[InterruptedOp] = kernel
+    yield lambda x: record1(InterruptedOp(), (x,), to_stream(None)), runs
+    del kernels[InterruptedOp]
+
+
+def test_interrupted_eval_propagates_and_the_arrays_evaluate_afterwards(interrupted_op):
+    op, runs = interrupted_op
+    x = op(mx.exp(mx.array([0.0, 1.0])))
+    y = x + 1
+    with pytest.raises(KeyboardInterrupt):
+        mx.eval(y)
+    assert not y.is_evaluated
+    np.testing.assert_allclose(np.asarray(y), 2 * np.exp([0.0, 1.0]) + 1, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(x), 2 * np.exp([0.0, 1.0]), rtol=1e-6)
+    assert len(runs) == 2
+
+
+def test_interrupted_async_eval_leaves_the_arrays_usable(interrupted_op):
+    op, runs = interrupted_op
+    x = op(mx.array([1.0, 2.0]) + 0)
+    mx.async_eval(x)  # interrupted on the async worker thread
+    y = x * 3
+    assert y.tolist() == [6.0, 12.0]  # the interrupted node is computed again
+    assert len(runs) == 2
+
+
+def test_interrupted_eval_on_another_stream(interrupted_op):
+    op, runs = interrupted_op
+    s = mx.new_stream(mx.cpu)
+    with mx.stream(s):
+        x = op(mx.array([1.0]) + 0)
+    out = x + mx.array([1.0])
+    with pytest.raises(KeyboardInterrupt):
+        mx.eval(out)
+    assert out.tolist() == [3.0]
+
+
 def test_failure_on_another_stream_propagates(failing_op):
     s = mx.new_stream(mx.cpu)
     with mx.stream(s):

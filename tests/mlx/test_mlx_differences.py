@@ -82,6 +82,32 @@ def test_bfloat16_pickles():
     assert y.dtype is mx.bfloat16 and y.tolist() == [1.5, -2.0]
 
 
+def test_half_statistics_accumulate_in_float32():
+    x = mx.full((1000,), 60000.0, dtype=mx.float16)  # its float16 sum overflows
+    assert mx.mean(x).dtype == mx.float16 and mx.mean(x).item() == 60000.0
+
+
+def test_real_ffts_reject_complex_input():
+    a = mx.array([1 + 2j, 3 - 1j, 0j, 1j])
+    with pytest.raises(TypeError, match=r"^rfft: the input must be real, got complex64"):
+        mx.fft.rfft(a)
+    assert mx.fft.rfft(mx.real(a)).tolist() == [(4 + 0j), (1 - 3j), (-2 + 0j)]
+
+
+def test_arrays_past_memory_raise_at_the_call():
+    with pytest.raises(ValueError, match=r"^zeros: an array of shape \(1048576, 1048576\)"):
+        mx.zeros((2**20, 2**20))
+    assert mx.broadcast_to(mx.array(0.0), (2**20, 2**20)).shape == (2**20, 2**20)
+
+
+def test_cross_entropy_targets_out_of_range():
+    logits = mx.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"^cross_entropy: target 3 is out of range"):
+        mx.fast.cross_entropy(logits, mx.array([0, 3]))
+    lazy = mx.fast.cross_entropy(logits, mx.array([0, 3]) + 0)
+    assert np.isnan(lazy.tolist()[1]) and abs(lazy.tolist()[0] - np.log(3)) < 1e-6
+
+
 def test_container_updates_stay_inside_grad():
     def loss(model):
         model[1] = mx.array(2.0)

@@ -193,3 +193,19 @@ def test_jax_both_ways(name):
     assert a.dtype == getattr(mx, name) and a.tolist() == np.asarray(x).tolist()
     back = jnp.from_dlpack(mx.arange(6).astype(getattr(mx, name)))
     assert back.dtype == getattr(jnp, name) and np.asarray(back).tolist() == list(range(6))
+
+
+@pytest.mark.skipif(not JAX, reason="JAX is not installed (it is optional: pip install jax)")
+@pytest.mark.parametrize("make", [
+    lambda: mx.ones((2, 3)),  # a broadcast scalar: stride 0
+    lambda: mx.broadcast_to(mx.array([1.0, 2.0]), (3, 2)),
+    lambda: (mx.arange(12.0) + 0)[::3],  # a step
+    lambda: mx.ones((4,), dtype=mx.bfloat16),
+], ids=["ones", "broadcast", "step", "bfloat16"])
+def test_jax_takes_broadcast_and_strided_arrays(make):
+    import jax
+
+    a = make()
+    got = jax.dlpack.from_dlpack(a)  # JAX's legacy call gets a compact copy of such layouts
+    assert np.asarray(got).astype(np.float64).tolist() == np.asarray(a).astype(np.float64).tolist()
+

@@ -66,9 +66,48 @@ def test_fft_input_dtypes_give_complex64(dtype):
                     dtype=mx.complex64, **TOL)
 
 
-def test_rfft_of_complex_input_drops_the_imaginary_part():
-    x = signal(6, True)
-    assert_allclose(F.rfft(mx.array(x)), np.fft.rfft(x.real), dtype=mx.complex64, **TOL)
+@pytest.mark.parametrize("name", ["rfft", "rfft2", "rfftn"])
+def test_real_transforms_reject_complex_input(name):
+    x = mx.array(signal((4, 6), True))  # NumPy rejects it too; MLX would drop the imaginary part
+    with pytest.raises(TypeError, match=rf"^{name}: the input must be real, got complex64"):
+        getattr(F, name)(x)
+    assert_allclose(F.rfft(mx.real(x)), np.fft.rfft(np.asarray(x).real), dtype=mx.complex64,
+                    **TOL)
+
+
+TRANSFORMS = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
+              "rfftn", "irfftn", "fftshift", "ifftshift"]
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+@pytest.mark.parametrize("bad", ["0", 1.5, (0.0,), ("0",)],
+                         ids=["str", "float", "float-in", "str-in"])
+def test_transforms_reject_non_integer_axes(name, bad):
+    x, one = mx.ones((4, 4)), name in ("fft", "ifft", "rfft", "irfft")
+    key = "axis" if one else "axes"
+    if one and isinstance(bad, tuple):
+        bad = bad[0]
+    with pytest.raises(TypeError, match=rf"^{name}: {key} must be an int"):
+        getattr(F, name)(x, **{key: bad})
+
+
+@pytest.mark.parametrize("name", [t for t in TRANSFORMS if "shift" not in t])
+@pytest.mark.parametrize("bad", ["3", 2.5], ids=["str", "float"])
+def test_transforms_reject_non_integer_lengths(name, bad):
+    x = mx.ones((4, 4))
+    if name[-1] in "2n":
+        with pytest.raises(TypeError, match=rf"^{name}: s must be an int"):
+            getattr(F, name)(x, s=(bad, 4), axes=(0, 1))
+    else:
+        with pytest.raises(TypeError, match=rf"^{name}: n must be an int, got {bad!r}"):
+            getattr(F, name)(x, n=bad)
+    assert getattr(F, name)(x, **({"n": np.int64(4)} if name[-1] not in "2n" else
+                                  {"s": (np.int64(4), mx.array(4)), "axes": (0, 1)})).ndim == 2
+
+
+def test_shifts_reject_repeated_axes():
+    with pytest.raises(ValueError, match=r"^fftshift: repeated axis in \(0, 0\)"):
+        F.fftshift(mx.ones((4,)), axes=(0, 0))
 
 
 def test_round_trips():

@@ -89,6 +89,18 @@ def test_gradients():
     assert_allclose(gb, np.arange(6.0).reshape(2, 3).T @ np.ones((2, 2)))
 
 
+def test_gradient_of_a_transposed_weight_is_row_major():
+    # `x @ w.T` (a linear layer): the weight's gradient g^T x, stored in w's own row-major
+    # order, so that an optimizer's elementwise update reads both arrays in order
+    rng = np.random.default_rng(1)
+    x_np, w_np, g_np = (rng.standard_normal(s) for s in ((5, 3), (4, 3), (5, 4)))
+    g = mx.array(g_np, mx.float64)
+    gw = mx.grad(lambda w: mx.sum((mx.array(x_np, mx.float64) @ w.T) * g))(
+        mx.array(w_np, mx.float64))
+    assert_allclose(gw, g_np.T @ x_np)
+    assert np.asarray(gw).flags["C_CONTIGUOUS"]
+
+
 @pytest.mark.parametrize("op", ["matmul", "addmm"])
 def test_zero_dim_rejected(op):
     args = (mx.array(2.0), mx.ones((2,)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -414,8 +416,24 @@ def test_axis_type_rejected():
 @pytest.mark.parametrize("op", ["var", "std"])
 @pytest.mark.parametrize("ddof", [0.5, "1", True, None], ids=repr)
 def test_ddof_must_be_an_int(op, ddof):  # a float ddof is rejected, never truncated
-    with pytest.raises(TypeError, match=f"^{op}: ddof must be an int, got {type(ddof).__name__}"):
+    with pytest.raises(TypeError, match=f"^{op}: ddof must be an int, got {re.escape(repr(ddof))}"):
         getattr(mx, op)(mx.ones((3,)), ddof=ddof)
+    with pytest.raises(ValueError, match=f"^{op}: ddof must be <= 2147483647, got {2**40}"):
+        getattr(mx, op)(mx.ones((3,)), ddof=2**40)
+
+
+@pytest.mark.parametrize("op", ["mean", "var", "std"])
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16], ids=["float16", "bfloat16"])
+def test_half_precision_statistics_accumulate_in_float32(op, dtype):
+    # float16: the sum of squares (67500) overflows float16 though the variance fits; bfloat16:
+    # 4096 + 1 is 4096 in bfloat16, so a bfloat16 running sum of 5000 ones stalls
+    x = np.array([0, 0, 0, 300] * 2, np.float64) if dtype is mx.float16 else np.ones(5000)
+    if op == "mean" and dtype is mx.float16:
+        x = np.full(1000, 60000.0)
+    out = getattr(mx, op)(mx.array(x, dtype))
+    assert out.dtype == dtype
+    want = getattr(np, op)(x)
+    np.testing.assert_allclose(float(out.item()), want, rtol=1e-2 if dtype is mx.bfloat16 else 2e-3)
 
 
 def test_second_derivatives_compose():

@@ -21,7 +21,8 @@ def _no_bool(x):
 def _direct(name: str):
     def make(xp):
         fn = getattr(xp, name)
-        return lambda p, x, y, out=None: fn(x, y, out=out)
+        # no `out=None` passed on (see `nuvec.backends.common.unary.plain`)
+        return lambda p, x, y, out=None: fn(x, y) if out is None else fn(x, y, out=out)
 
     return make
 

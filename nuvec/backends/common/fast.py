@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.backends.common.registry import body
+from nuvec.backends.threads import parallel_rows
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.fast.rope import Rope
@@ -36,8 +37,12 @@ def _inv_rms(xp, xf: Any, eps: float) -> Any:
     return 1.0 / xp.sqrt(ms, out=ms)
 
 
-def _sum_rows(xp, g: Any) -> Any:
-    return g.reshape(-1, g.shape[-1]).sum(axis=0)
+def _row_mean(xb: Any) -> Any:
+    """`xb.mean(-1, keepdims=True)` of float32/float64 rows, the same bits without `mean`'s
+    Python-level steps."""
+    m = xb.sum(axis=-1, keepdims=True)
+    m /= xb.shape[-1]
+    return m
 
 
 def _as(p: Any, like: Any) -> Any:
@@ -49,9 +54,31 @@ def _as(p: Any, like: Any) -> Any:
 _BLOCK = 1 << 16
 
 
-def _row_blocks(rows: int, row_size: int):
+def _row_blocks(start: int, stop: int, row_size: int):
     step = max(1, _BLOCK // max(row_size, 1))
-    return (slice(i, min(rows, i + step)) for i in range(0, rows, step))
+    return (slice(i, min(stop, i + step)) for i in range(start, stop, step))
+
+
+def _each_rows(xp, n_rows: int, row_bytes: int, chunk: Any) -> None:
+    """`chunk(start, stop)` over rows `[0, n_rows)`: split over the CPU's thread pool for NumPy
+    (each chunk writes its own rows, so results do not depend on the split); CuPy keeps its
+    current stream per thread, so a GPU body runs on its own thread."""
+    if xp is np:
+        parallel_rows(n_rows, chunk, row_bytes=row_bytes)
+    else:
+        chunk(0, n_rows)
+
+
+def _each_block(xp, x2: Any, out: Any, block: Any) -> None:
+    """`block(rows)` over cache-sized blocks of the rows of `x2` (`[rows, D]`), split over
+    threads; `out` is the float output whose itemsize counts the work."""
+    d = x2.shape[-1]
+
+    def chunk(start: int, stop: int) -> None:
+        for rows in _row_blocks(start, stop, d):
+            block(rows)
+
+    _each_rows(xp, x2.shape[0], d * out.itemsize, chunk)
 
 
 def _rows(xp, x: Any) -> tuple[Any, Any]:
@@ -64,11 +91,14 @@ def _rows(xp, x: Any) -> tuple[Any, Any]:
 def rms_norm(xp, p, x, w):
     x2, out = _rows(xp, x)
     wf = _as(w, out) if w.ndim else None
-    for rows in _row_blocks(*x2.shape):
+
+    def block(rows):
         xb, ob = _wide(x2[rows]), out[rows]
         xp.multiply(xb, _inv_rms(xp, xb, p.eps), out=ob)
         if wf is not None:
             ob *= wf
+
+    _each_block(xp, x2, out, block)
     return out.reshape(x.shape)
 
 
@@ -78,26 +108,40 @@ def add_rms_norm(xp, p, x, r, w):
     return h, rms_norm(xp, p, h, w)
 
 
+def _norm_vjp(xp, x: Any, w: Any, g: Any, grad_rows: Any) -> tuple[Any, Any, Any]:
+    """A norm's `dx` and `dw` by blocks of rows: `grad_rows(xb, gb, ob, wf)` writes the rows
+    of `dx` into `ob` and returns the normalized rows, whose products with `g` summed over the
+    rows (in order, after the split) give `dw`. Also returns `g` as rows."""
+    x2, dx = _rows(xp, x)
+    g2 = g.reshape(x2.shape)
+    wf = _as(w, dx)
+    partial = None if w.ndim == 0 else xp.empty_like(dx)  # rows of dw, summed afterwards
+
+    def block(rows):
+        gb = _wide(g2[rows])
+        normalized = grad_rows(_wide(x2[rows]), gb, dx[rows], wf)
+        if partial is not None:
+            xp.multiply(gb, normalized, out=partial[rows])
+
+    _each_block(xp, x2, dx, block)
+    dw = xp.zeros((), dx.dtype) if partial is None else partial.sum(axis=0)
+    return dx.reshape(x.shape), dw, g2
+
+
 @body(RmsNormVjp)
 def rms_norm_vjp(xp, p, x, w, g):
-    xf, gf = _wide(x), _wide(g)
     d = x.shape[-1]
-    n = _inv_rms(xp, xf, p.eps)
-    gw = gf * _as(w, gf)
-    t = _row_dot(xp, gw, xf) / d
-    dx = gw * n
-    dx -= xf * (t * n**3)
-    dw = xp.zeros((), xf.dtype) if w.ndim == 0 else _sum_rows(xp, gf * (xf * n))
+
+    def grad_rows(xb, gb, ob, wf):
+        n = _inv_rms(xp, xb, p.eps)
+        xp.multiply(gb, wf, out=ob)  # g * w
+        t = _row_dot(xp, ob, xb) / d
+        ob *= n
+        ob -= xb * (t * n**3)
+        return xb * n
+
+    dx, dw, _ = _norm_vjp(xp, x, w, g, grad_rows)
     return dx, dw
-
-
-def _centered(xp, x: Any, eps: float) -> tuple[Any, Any]:
-    xf = _wide(x)
-    xc = xf - xf.mean(axis=-1, keepdims=True)
-    var = _row_dot(xp, xc, xc)
-    var /= x.shape[-1]
-    var += eps
-    return xc, 1.0 / xp.sqrt(var, out=var)
 
 
 @body(LayerNorm)
@@ -106,9 +150,10 @@ def layer_norm(xp, p, x, w, b):
     wf = _as(w, out) if w.ndim else None
     bf = _as(b, out) if b.ndim else None
     d = x2.shape[-1]
-    for rows in _row_blocks(*x2.shape):
+
+    def block(rows):
         xb, ob = _wide(x2[rows]), out[rows]
-        xp.subtract(xb, xb.mean(axis=-1, keepdims=True), out=ob)
+        xp.subtract(xb, _row_mean(xb), out=ob)
         var = _row_dot(xp, ob, ob)
         var /= d
         var += p.eps
@@ -117,21 +162,30 @@ def layer_norm(xp, p, x, w, b):
             ob *= wf
         if bf is not None:
             ob += bf
+
+    _each_block(xp, x2, out, block)
     return out.reshape(x.shape)
 
 
 @body(LayerNormVjp)
 def layer_norm_vjp(xp, p, x, w, b, g):
-    xc, n = _centered(xp, x, p.eps)
-    gf = _wide(g)
     d = x.shape[-1]
-    wg = gf * _as(w, gf)
-    mwgxc = _row_dot(xp, wg, xc) / d
-    dx = wg - wg.mean(axis=-1, keepdims=True)
-    dx *= n
-    dx -= xc * (mwgxc * n**3)
-    dw = xp.zeros((), xc.dtype) if w.ndim == 0 else _sum_rows(xp, gf * (xc * n))
-    db = xp.zeros((), xc.dtype) if b.ndim == 0 else _sum_rows(xp, gf)
+
+    def grad_rows(xb, gb, ob, wf):
+        xc = xb - _row_mean(xb)
+        var = _row_dot(xp, xc, xc)
+        var /= d
+        var += p.eps
+        n = 1.0 / xp.sqrt(var, out=var)
+        wg = gb * wf
+        mwgxc = _row_dot(xp, wg, xc) / d
+        xp.subtract(wg, _row_mean(wg), out=ob)
+        ob *= n
+        ob -= xc * (mwgxc * n**3)
+        return xp.multiply(xc, n, out=xc)
+
+    dx, dw, g2 = _norm_vjp(xp, x, w, g, grad_rows)
+    db = xp.zeros((), dx.dtype) if b.ndim == 0 else _wide(g2).sum(axis=0)
     return dx, dw, db
 
 
@@ -146,10 +200,13 @@ def _exp_shifted(xp, xb: Any, eb: Any) -> Any:
 @body(Softmax)
 def softmax_kernel(xp, p, x):
     x2, out = _rows(xp, x)
-    for rows in _row_blocks(*x2.shape):
+
+    def block(rows):
         ob = out[rows]
         _exp_shifted(xp, _wide(x2[rows]), ob)
         ob *= 1.0 / ob.sum(axis=-1, keepdims=True)
+
+    _each_block(xp, x2, out, block)
     return out.reshape(x.shape)
 
 
@@ -158,16 +215,21 @@ def _lse(xp, x: Any) -> Any:
     dtype = np.float64 if x.dtype == np.float64 else np.float32
     x2 = x.reshape(-1, x.shape[-1])
     out = xp.empty((x2.shape[0], 1), dtype)
-    scratch = None
-    for rows in _row_blocks(*x2.shape):
-        xb = _wide(x2[rows])
-        if scratch is None:
-            scratch = xp.empty_like(xb)
-        eb = scratch[: xb.shape[0]]
-        m = _exp_shifted(xp, xb, eb)
-        ob = xp.log(eb.sum(axis=-1, keepdims=True))
-        ob += m
-        out[rows] = xp.where(xp.isinf(m), m, ob)
+    d = x2.shape[-1]
+
+    def chunk(start: int, stop: int) -> None:
+        scratch = None
+        for rows in _row_blocks(start, stop, d):
+            xb = _wide(x2[rows])
+            if scratch is None:
+                scratch = xp.empty_like(xb)
+            eb = scratch[: xb.shape[0]]
+            m = _exp_shifted(xp, xb, eb)
+            ob = xp.log(eb.sum(axis=-1, keepdims=True))
+            ob += m
+            out[rows] = xp.where(xp.isinf(m), m, ob)
+
+    _each_rows(xp, x2.shape[0], d * out.itemsize, chunk)
     return out.reshape(*x.shape[:-1], 1)
 
 
@@ -176,12 +238,11 @@ def logsumexp(xp, p, x):
     return _lse(xp, x)
 
 
-@body(Rope)
-def rope_kernel(xp, p, x, offset, *freqs):
-    shape = x.shape
-    t, d = shape[-2], shape[-1]
-    xv = x.reshape(shape[0], -1, t, d)
-    half = p.dims // 2
+def _angles(xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
+    """Rope's cosines and sines (negated for the inverse rotation): `[T, dims / 2]`, or
+    `[B, 1, T, dims / 2]` for one offset per batch entry. For the halves layout they come as
+    `C = [c, c]` and `S = [s, -s]` over `dims`, so that a rotation is `x C + swap(x S)`."""
+    t, half = x.shape[-2], p.dims // 2
     ang = np.float64 if x.dtype == np.float64 else np.float32
     off = offset.astype(ang).reshape((-1, 1, 1) if offset.size > 1 else ())
     positions = (xp.arange(t, dtype=ang) + off) * ang(p.scale)
@@ -193,53 +254,97 @@ def rope_kernel(xp, p, x, offset, *freqs):
     c, s = xp.cos(theta), xp.sin(theta)
     if not p.forward:
         s = -s
-    out = xp.empty(xv.shape, ang)
-    step = max(1, _BLOCK // (t * d))
-    scratch = xp.empty((xv.shape[0], min(step, xv.shape[1]), t, half), ang)
-    for start in range(0, xv.shape[1], step):
-        heads = slice(start, start + step)
-        xb, ob = _wide(xv[:, heads]), out[:, heads]
-        tmp = scratch[:, : xb.shape[1]]
-        if p.traditional:
-            x1, x2 = xb[..., 0:p.dims:2], xb[..., 1:p.dims:2]
-            o1, o2 = ob[..., 0:p.dims:2], ob[..., 1:p.dims:2]
-        else:
-            x1, x2 = xb[..., :half], xb[..., half:p.dims]
-            o1, o2 = ob[..., :half], ob[..., half:p.dims]
+    if p.traditional:
+        return c, s
+    return xp.concatenate([c, c], -1), xp.concatenate([s, -s], -1)
+
+
+def _rotate(xp, p, xb: Any, ob: Any, c: Any, s: Any) -> None:
+    """Writes the rotation of the heads `xb` (`[heads, T, D]`) into `ob` (contiguous): per pair
+    `(x1 c - x2 s, x1 s + x2 c)`; for the halves layout as `(x1 c + x2 (-s), x2 c + x1 s)`,
+    the same bits in two contiguous products and one sum."""
+    dims, half = p.dims, p.dims // 2
+    if p.traditional:  # pairs are neighbours: strided products, as a swap would be 2 wide
+        x1, x2 = xb[..., 0:dims:2], xb[..., 1:dims:2]
+        o1, o2 = ob[..., 0:dims:2], ob[..., 1:dims:2]
+        tmp = xp.empty(x1.shape, ob.dtype)
         xp.multiply(x1, c, out=o1)
         o1 -= xp.multiply(x2, s, out=tmp)
         xp.multiply(x1, s, out=o2)
         o2 += xp.multiply(x2, c, out=tmp)
-        if p.dims < d:
-            ob[..., p.dims:] = xb[..., p.dims:]
+    else:
+        whole = dims == xb.shape[-1]
+        xr = xb[..., :dims]
+        y = xp.multiply(xr, s).reshape(*xr.shape[:-1], 2, half)
+        rotated = xp.multiply(xr, c, out=ob if whole else None)
+        view = rotated.reshape(y.shape)  # a view: `rotated` is contiguous
+        view += y[..., ::-1, :]
+        if not whole:
+            ob[..., :dims] = rotated
+    if dims < xb.shape[-1]:
+        ob[..., dims:] = xb[..., dims:]
+
+
+@body(Rope)
+def rope_kernel(xp, p, x, offset, *freqs):
+    shape = x.shape
+    t, d = shape[-2], shape[-1]
+    xv = x.reshape(shape[0], -1, t, d)
+    batch, heads = xv.shape[:2]
+    c, s = _angles(xp, p, x, offset, freqs)
+    per_batch = c.ndim == 4
+    out = xp.empty(xv.shape, c.dtype)
+    if out.size == 0:
+        return out.reshape(shape)
+    step = max(1, _BLOCK // (t * d))
+
+    def chunk(start: int, stop: int) -> None:  # units `b * heads + h`
+        for b in range(start // heads, (stop - 1) // heads + 1):
+            cb, sb = (c[b], s[b]) if per_batch else (c, s)
+            lo, hi = max(start - b * heads, 0), min(stop - b * heads, heads)
+            for h in range(lo, hi, step):
+                e = min(hi, h + step)
+                _rotate(xp, p, _wide(xv[b, h:e]), out[b, h:e], cb, sb)
+
+    _each_rows(xp, batch * heads, t * d * out.itemsize, chunk)
     return out.reshape(shape)
 
 
 def _targets(xp, x: Any, targets: Any) -> tuple[Any, Any]:
-    """Wrapped class indices (clipped into range) and whether each was in range."""
+    """Wrapped class indices (clipped into range) and whether each was in range (a target
+    out of range gives a NaN loss and gradient row)."""
     classes = x.shape[-1]
     y = xp.where(targets < 0, targets + classes, targets)
     hit = (y >= 0) & (y < classes)
     return xp.clip(y, 0, classes - 1)[..., None], hit
 
 
+def _score(xp, x: Any, y: Any, hit: Any) -> Any:
+    """Each row's logit at its target (NaN where the target is out of range)."""
+    return xp.where(hit, _wide(xp.take_along_axis(x, y, -1)[..., 0]), np.nan)
+
+
 @body(CrossEntropy)
 def cross_entropy(xp, p, x, targets):
     y, hit = _targets(xp, x, targets)
-    xf = _wide(x)
-    score = xp.where(hit, xp.take_along_axis(xf, y, -1)[..., 0], 0)
-    return _lse(xp, x)[..., 0] - score
+    return _lse(xp, x)[..., 0] - _score(xp, x, y, hit)
 
 
 @body(CrossEntropyVjp)
 def cross_entropy_vjp(xp, p, x, targets, loss, g):
     y, hit = _targets(xp, x, targets)
-    xf = _wide(x)
-    score = xp.where(hit, xp.take_along_axis(xf, y, -1)[..., 0], 0)
-    lse = loss.astype(xf.dtype) + score
-    grad = xp.subtract(xf, lse[..., None])
-    xp.exp(grad, out=grad)
-    picked = xp.take_along_axis(grad, y, -1)
-    xp.put_along_axis(grad, y, picked - hit[..., None], -1)
-    grad *= g[..., None].astype(xf.dtype)
-    return grad
+    x2, grad = _rows(xp, x)
+    lse = (loss.astype(grad.dtype) + _score(xp, x, y, hit)).reshape(-1, 1)
+    y2, hit2 = y.reshape(-1, 1), hit.reshape(-1, 1)
+    g2 = g.reshape(-1, 1).astype(grad.dtype)
+
+    def block(rows):
+        gb = grad[rows]
+        xp.subtract(_wide(x2[rows]), lse[rows], out=gb)
+        xp.exp(gb, out=gb)
+        picked = xp.take_along_axis(gb, y2[rows], -1)
+        xp.put_along_axis(gb, y2[rows], picked - hit2[rows], -1)
+        gb *= g2[rows]
+
+    _each_block(xp, x2, grad, block)
+    return grad.reshape(x.shape)

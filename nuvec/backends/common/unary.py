@@ -39,7 +39,8 @@ def plain(name: str):
 
     def make(xp):
         fn = getattr(xp, name)
-        return lambda p, x, out=None: fn(x, out=out)
+        # no `out=None` passed on: a ufunc parses every keyword it gets (small arrays notice)
+        return lambda p, x, out=None: fn(x) if out is None else fn(x, out=out)
 
     return make
 
@@ -51,7 +52,9 @@ def widened(name: str):
         fn = getattr(xp, name)
 
         def compute(p, x, out=None):
-            return fn(widen(x)) if x.dtype in HALF else fn(x, out=out)
+            if x.dtype in HALF:
+                return fn(widen(x))
+            return fn(x) if out is None else fn(x, out=out)
 
         return compute
 

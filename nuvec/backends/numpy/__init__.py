@@ -20,10 +20,12 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     fast,
     fast_attention,
     fast_packed,
+    fused,
     quantized,
     user_kernels,
     unary,
 )
+from nuvec.backends.numpy import threaded  # noqa: F401,E402  (wraps the kernels above)
 from nuvec.graph.backend import KernelTable
 from nuvec.graph.device import DeviceType, Stream
 from nuvec.graph.memory import owned_bytes

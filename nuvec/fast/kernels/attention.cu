@@ -3,7 +3,8 @@
 // Layout (C-contiguous): q [B, Hq, Lq, D], k and v [B, Hkv, Lk, D], out [B, Hq, Lq, D];
 // mask [B, Hq, Lq, Lk] when mask_kind is 1 (bytes, nonzero attends) or 2 (T, added to the
 // scores); sinks [Hq] (T) when has_sinks = 1. Query head h reads key head h / (Hq / Hkv).
-// Under `causal` query i sees keys 0..i + Lk - Lq (queries aligned at the end, Lq <= Lk).
+// Under `causal` query i sees keys 0..i + Lk - Lq (queries aligned at the end, Lq <= Lk), and
+// with a sliding window w > 0 (`window`) only the last w of them (keys i + Lk - Lq - w + 1..).
 // Scores are q * scale rounded to T, dotted with k in float, rounded to T (as the fallback's
 // matmul), masked (a false boolean entry takes T's lowest value); the softmax (with the sink
 // as one more logit) and the weighted sum of v are float32.
@@ -12,12 +13,14 @@
 // - sdpa_vector<T, D>: one pass; grid (Lq, Hq, B), block WARPS * 32, warps stride the keys
 //   and merge through dynamic shared memory (WARPS * (D + 2) floats).
 // - sdpa_vector_2pass_1<T, D, TK1>: first of two passes; grid (blocks, Lq, B * Hq), block 32;
-//   block p scans key chunk p (ceil(Lk / blocks) keys) and writes the float partial
+//   block p scans key chunk p (ceil((Lk - k_base) / blocks) keys from k_base, the first key
+//   of query 0's window, else 0) and writes the float partial
 //   (o[D], m, l) to part[((b * Hq + h) * Lq + i) * blocks + p]. TK1: one key per lane and
 //   step (q in shared memory), for chunks of at most 32 keys; else the warp takes one key per
 //   step with the dims split over lanes.
 // - sdpa_gqa_decode_1<T, D, GQA>: the grouped-query decode first pass (Lq = 1, no mask or
-//   sinks); grid (blocks, Hkv, B), block GQA * 32; the block stages 32-key tiles of k and v
+//   sinks); grid (blocks, Hkv, B), block GQA * 32, the chunks over keys k_base..Lk (the
+//   launcher's start of the window, else 0); the block stages 32-key tiles of k and v
 //   in dynamic shared memory (2 * 32 * D elements) once for the GQA query heads of its key
 //   head (one warp each).
 // - sdpa_vector_2pass_2<T, D>: merges the partials (and the sink); grid (Lq, Hq, B), block 32.
@@ -32,7 +35,7 @@ __global__ void __launch_bounds__(WARPS * 32) sdpa_vector(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
     const unsigned char* __restrict__ mask, const T* __restrict__ sinks, T* __restrict__ out,
     float scale, unsigned hq, unsigned hkv, unsigned lq, unsigned lk, int mask_kind, int causal,
-    int has_sinks) {
+    int has_sinks, int window) {
   constexpr int E = D / 32;
   extern __shared__ float4 s_dyn[];  // WARPS * (D + 2) floats
   unsigned i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -45,8 +48,9 @@ __global__ void __launch_bounds__(WARPS * 32) sdpa_vector(
   const unsigned char* mrow = mask + row * lk * mstride;
   Row<E> st;
   st.clear();
-  scan_keys<T, D>(st, qv, k + kvh * lk * D, v + kvh * lk * D, mrow, mask_kind, warp,
-                  key_end(i, lq, lk, causal), WARPS);
+  scan_keys<T, D>(st, qv, k + kvh * lk * D, v + kvh * lk * D, mrow, mask_kind,
+                  key_start(i, lq, lk, causal, window) + warp, key_end(i, lq, lk, causal),
+                  WARPS);
   if (merge_warps<D>(st, reinterpret_cast<float*>(s_dyn)))
     write_row<T, E>(st, sinks, has_sinks, h, out + row * D);
 }
@@ -55,7 +59,8 @@ template <typename T, int D, int TK1>
 __global__ void __launch_bounds__(32) sdpa_vector_2pass_1(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
     const unsigned char* __restrict__ mask, float* __restrict__ part, float scale, unsigned hq,
-    unsigned hkv, unsigned lq, unsigned lk, unsigned blocks, int mask_kind, int causal) {
+    unsigned hkv, unsigned lq, unsigned lk, unsigned blocks, int mask_kind, int causal,
+    int window) {
   constexpr int E = D / 32;
   __shared__ float s_q[D];
   unsigned p = blockIdx.x, i = blockIdx.y, bh = blockIdx.z;
@@ -68,8 +73,11 @@ __global__ void __launch_bounds__(32) sdpa_vector_2pass_1(
   load_query<T, E>(qv, q + row * D, scale);
   unsigned mstride = mask_kind == 2 ? (unsigned)sizeof(T) : 1u;
   const unsigned char* mrow = mask + row * lk * mstride;
-  unsigned chunk = (lk + blocks - 1) / blocks;
-  unsigned k0 = p * chunk, k1 = min(k0 + chunk, key_end(i, lq, lk, causal));
+  // Chunks over the keys from query 0's first one; each row cut to its own keys.
+  unsigned base = key_start(0, lq, lk, causal, window);
+  unsigned chunk = (lk - base + blocks - 1) / blocks;
+  unsigned k0 = base + p * chunk, k1 = min(k0 + chunk, key_end(i, lq, lk, causal));
+  k0 = max(k0, key_start(i, lq, lk, causal, window));
   Row<E> st;
   st.clear();
   if (!TK1) {
@@ -102,7 +110,8 @@ __global__ void __launch_bounds__(32) sdpa_vector_2pass_1(
 template <typename T, int D, int GQA>
 __global__ void __launch_bounds__(GQA * 32) sdpa_gqa_decode_1(
     const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-    float* __restrict__ part, float scale, unsigned hkv, unsigned lk, unsigned blocks) {
+    float* __restrict__ part, float scale, unsigned hkv, unsigned lk, unsigned blocks,
+    unsigned k_base) {
   constexpr int E = D / 32;
   extern __shared__ float4 s_tiles[];  // 2 * 32 * D elements of T
   T* s_k = reinterpret_cast<T*>(s_tiles);
@@ -116,8 +125,8 @@ __global__ void __launch_bounds__(GQA * 32) sdpa_gqa_decode_1(
   const T* vh = v + kvh * lk * D;
   float qv[E];
   load_query<T, E>(qv, q + row * D, scale);
-  unsigned chunk = (lk + blocks - 1) / blocks;
-  unsigned k0 = min(p * chunk, lk), k1 = min(k0 + chunk, lk);
+  unsigned chunk = (lk - k_base + blocks - 1) / blocks;
+  unsigned k0 = min(k_base + p * chunk, lk), k1 = min(k0 + chunk, lk);
   Row<E> st;
   st.clear();
   for (unsigned base = k0; base < k1; base += 32) {

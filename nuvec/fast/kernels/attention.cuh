@@ -56,6 +56,15 @@ __device__ __forceinline__ unsigned key_end(unsigned i, unsigned lq, unsigned lk
   return causal ? min(lk, i + lk - lq + 1) : lk;
 }
 
+// Query row i's first key: 0, or under `causal` with a sliding window w > 0 the first of
+// the last w keys up to its end (key j is in the window of position p when j > p - w).
+__device__ __forceinline__ unsigned key_start(unsigned i, unsigned lq, unsigned lk, int causal,
+                                              int window) {
+  if (!causal || window <= 0) return 0u;
+  long long s = (long long)i + lk - lq + 1 - window;
+  return s > 0 ? (unsigned)s : 0u;
+}
+
 // The query row (index into q and out) of a block of a (Lq, Hq, B) grid.
 __device__ __forceinline__ unsigned grid_row(unsigned hq, unsigned lq) {
   return (blockIdx.z * hq + blockIdx.y) * lq + blockIdx.x;

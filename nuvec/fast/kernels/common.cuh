@@ -15,6 +15,7 @@ namespace nuvec {
 
 constexpr unsigned FULL = 0xffffffffu;
 #define NUVEC_NEG_INF __int_as_float(0xff800000)
+#define NUVEC_NAN __int_as_float(0x7fc00000)
 constexpr int MAX_BLOCK = 1024;
 
 template <typename T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }

@@ -1,8 +1,9 @@
 // Cross-entropy of logits against integer targets, and its gradient for the logits.
 //
 // Layout: x, dx are C-contiguous [rows, d]; targets (int32), loss and g (float32) are [rows].
-// A negative target counts from the end (t + d); a target still outside [0, d) scores 0, as
-// the seed's one-hot does. T is float, __half or __nv_bfloat16; all arithmetic is float.
+// A negative target counts from the end (t + d); a target still outside [0, d) gives a NaN
+// loss and gradient row (never a plausible value; the public op rejects such targets at the
+// call when their values are known). T is float, __half or __nv_bfloat16; all arithmetic is float.
 // Launch: blockDim.x a multiple of 32, at most 1024; cross_entropy one block per row
 // (grid = rows); cross_entropy_vjp grid (ceil(d / (blockDim.x * VEC)), rows).
 // Bounds: rows * d < 2^32 (32-bit offsets). VEC > 1 needs d % VEC == 0 and 16-byte aligned
@@ -31,7 +32,7 @@ __global__ void __launch_bounds__(1024) cross_entropy(const T* __restrict__ x,
   if (threadIdx.x == 0) {
     int t = wrap_target(targets[blockIdx.x], d);
     float lse = isinf(a.m) ? a.m : a.m + logf(a.s);
-    loss[blockIdx.x] = lse - (t >= 0 ? to_float(xr[t]) : 0.f);
+    loss[blockIdx.x] = t >= 0 ? lse - to_float(xr[t]) : NUVEC_NAN;
   }
 }
 
@@ -46,7 +47,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_vjp(const T* __restrict__ 
   if (i >= d) return;
   const T* xr = x + row * d;
   int t = wrap_target(targets[row], d);
-  float lse = loss[row] + (t >= 0 ? to_float(xr[t]) : 0.f), gr = g[row];
+  float lse = loss[row] + (t >= 0 ? to_float(xr[t]) : NUVEC_NAN), gr = g[row];
   Vec<T, VEC> v = load_vec<T, VEC>(xr, i), o;
   for (int k = 0; k < VEC; ++k) {
     float p = expf(to_float(v.v[k]) - lse) - ((int)(i + k) == t ? 1.f : 0.f);

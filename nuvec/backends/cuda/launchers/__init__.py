@@ -15,14 +15,16 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
-from nuvec.backends.cuda.launchers import (attention, elementwise, gather, norms,
-                                          packed_attention, rope, softmax)
+from nuvec.backends.cuda.launchers import (attention, elementwise, fused, gated_delta, gather,
+                                          norms, packed_attention, rope, softmax)
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.attention import Attention
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
+from nuvec.fast.fused import FusedElementwise
 from nuvec.fast.custom_kernel import CustomKernel
+from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.fast.gather import GatherMm, GatherQmm
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
@@ -54,12 +56,16 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     GatherMm: gather.gather_mm,
     GatherQmm: gather.gather_qmm,
     QuantizedMatmul: gather.quantized_matmul,
+    GatedDelta: gated_delta.gated_delta,
+    GatedDeltaSlots: gated_delta.gated_delta_slots,
+    FusedElementwise: fused.fused_elementwise,  # generated per chain (no kernel file)
 }
 KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFTMAX,
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
                                   elementwise.CONV1D, elementwise.PAGED_WRITE,
                                   packed_attention.KERNEL, attention.ATTENTION,
-                                  attention.PAGED_ATTENTION, gather.KERNEL]
+                                  attention.PAGED_ATTENTION, gated_delta.GATED_DELTA,
+                                  gather.KERNEL]
 # The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
 # as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
 WRITES_INTO = frozenset({PagedWrite, NormRope})
@@ -71,6 +77,9 @@ _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
     GatherMm: gather.takes,
     GatherQmm: gather.takes,
     QuantizedMatmul: gather.takes,
+    GatedDelta: gated_delta.takes,
+    GatedDeltaSlots: gated_delta.takes,
+    FusedElementwise: fused.takes,
 }
 
 

@@ -5,6 +5,8 @@ A node's recorded choice is what runs (`kernel_names`): `passes == 1` is `sdpa_v
 `passes == 2` is `sdpa_vector_2pass_1` (its `tk1` variant when the node says so) or, for the
 grouped-query decode node, `sdpa_gqa_decode_1`, each followed by `sdpa_vector_2pass_2`. The
 tiled choice (`passes == 0`) has no kernel here and computes through the fallback (`takes`).
+A causal node's sliding `window` is a kernel argument: each row scans only its window's keys,
+and the two-pass kernels split the keys from the first query's window start.
 """
 
 from __future__ import annotations
@@ -73,8 +75,8 @@ def _mask_kind(runner: Runner, p: Any, inputs) -> tuple[Any, int]:
 
 
 def attention(runner: Runner, p: Any, *inputs: Any) -> Any:
-    """`Attention(scale, causal, mask, sinks, passes, blocks, gqa_kernel, tk1)` of `(q, k, v[,
-    mask][, sinks])` with `passes` 1 or 2."""
+    """`Attention(scale, causal, mask, sinks, passes, blocks, gqa_kernel, tk1, window)` of
+    `(q, k, v[, mask][, sinks])` with `passes` 1 or 2."""
     q, k, v = (runner.contiguous(a) for a in inputs[:3])
     dtype = runner.dtype_of(q)
     c = CTYPES[dtype]
@@ -84,12 +86,13 @@ def attention(runner: Runner, p: Any, *inputs: Any) -> Any:
     sinks = runner.contiguous(inputs[-1]) if p.sinks else runner.empty((1,), dtype)
     out = runner.empty((b, hq, lq, d), dtype)
     scale = np.float32(p.scale)
+    window = np.int32(p.window or 0)
     if p.passes == 1:
         runner.launch(ATTENTION, f"sdpa_vector<{c}, {d}>", (lq, hq, b), (WARPS * 32,),
                       WARPS * (d + 2) * 4,
                       [q, k, v, mask, sinks, out, scale, np.uint32(hq), np.uint32(hkv),
                        np.uint32(lq), np.uint32(lk), np.int32(kind), np.int32(p.causal),
-                       np.int32(p.sinks)])
+                       np.int32(p.sinks), window])
         return out
     blocks = max(1, min(int(p.blocks), lk))
     part = runner.empty((b * hq * lq * blocks * (d + 2),), "float32")
@@ -97,13 +100,14 @@ def attention(runner: Runner, p: Any, *inputs: Any) -> Any:
         gqa = hq // hkv
         runner.launch(ATTENTION, f"sdpa_gqa_decode_1<{c}, {d}, {gqa}>", (blocks, hkv, b),
                       (gqa * 32,), 2 * 32 * d * q.itemsize,
-                      [q, k, v, part, scale, np.uint32(hkv), np.uint32(lk), np.uint32(blocks)])
+                      [q, k, v, part, scale, np.uint32(hkv), np.uint32(lk), np.uint32(blocks),
+                       np.uint32(max(lk - window, 0) if window else 0)])
     else:
         runner.launch(ATTENTION, f"sdpa_vector_2pass_1<{c}, {d}, {int(p.tk1)}>",
                       (blocks, lq, b * hq), (32,), 0,
                       [q, k, v, mask, part, scale, np.uint32(hq), np.uint32(hkv),
                        np.uint32(lq), np.uint32(lk), np.uint32(blocks), np.int32(kind),
-                       np.int32(p.causal)])
+                       np.int32(p.causal), window])
     runner.launch(ATTENTION, f"sdpa_vector_2pass_2<{c}, {d}>", (lq, hq, b), (32,), 0,
                   [part, sinks, out, np.uint32(hq), np.uint32(lq), np.uint32(blocks),
                    np.int32(p.sinks)])

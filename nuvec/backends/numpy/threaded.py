@@ -1,0 +1,122 @@
+"""The CPU table's large elementwise kernels and reductions, split over the thread pool.
+
+Wraps the kernels already in the table (the shared bodies): inputs over `2 * MIN_BYTES` are cut
+into chunks of rows (of flat elements, 1024-aligned, where every operand is C-contiguous), each
+computed by the same kernel into its slice of one preallocated output. A reduction is split
+along its leading axis when it keeps that axis, so every sum runs in the order of a single
+call and results are bit-identical for every thread count. Small inputs go straight to the
+kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from nuvec.backends import threads
+from nuvec.backends.common.unary import HALF
+from nuvec.backends.numpy.registry import table
+from nuvec.ops import reduction as r
+from nuvec.ops.families import Binary
+
+_ALIGN = 1024  # flat chunks start on 4 KiB of float32: SIMD loops see the unsplit alignment
+
+
+def _small(x: Any) -> bool:
+    return x.nbytes < 2 * threads.MIN_BYTES or x.ndim == 0 or threads.get_num_threads() == 1
+
+
+def _leading(arrays: list[Any]) -> tuple[list[Any], int]:
+    """The arrays as views to split along their first axis (flat when all are C-contiguous,
+    else without the leading size-1 axes), and the alignment of chunk bounds."""
+    if all(a.flags.c_contiguous for a in arrays):
+        return [a.reshape(-1) for a in arrays], _ALIGN
+    shape = arrays[0].shape
+    k = next((i for i, n in enumerate(shape) if n > 1), 0)
+    return [a[(0,) * k] for a in arrays], 1
+
+
+def _result_dtype(kernel: Callable, p: Any, inputs: tuple) -> np.dtype:
+    """The dtype of `kernel`'s result, from one element; a half-type input computed in
+    float32 gives its own dtype back (the node's, as the evaluator would cast it)."""
+    probe = np.asarray(kernel(p, *(a[(slice(0, 1),) * a.ndim] for a in inputs)))
+    if inputs[0].dtype in HALF and probe.dtype == np.float32:
+        return inputs[0].dtype
+    return probe.dtype
+
+
+def _split_elementwise(kernel: Callable, p: Any, inputs: tuple, out: Any) -> Any:
+    if out is None:
+        out = np.empty(inputs[0].shape, _result_dtype(kernel, p, inputs))
+    views, align = _leading([*inputs, out])
+    *parts, target = views
+
+    def chunk(start: int, stop: int) -> None:
+        into = target[start:stop]
+        result = kernel(p, *(v[start:stop] for v in parts), out=into)
+        if result is not into:  # a half type computed in float32: cast as the evaluator does
+            into[...] = result
+
+    row_bytes = max(v[0:1].nbytes for v in views) if len(target) else 0
+    threads.parallel_rows(len(target), chunk, row_bytes=row_bytes, align=align)
+    return out
+
+
+def elementwise(kernel: Callable, arity: int) -> Callable:
+    """`kernel(p, *inputs, out=None)` (`arity` inputs of one shape), split over threads when
+    its inputs are large."""
+    if arity == 1:
+        def run(p, x, out=None):
+            if x.nbytes < 2 * threads.MIN_BYTES or _small(x):  # the first test is the fast path
+                return kernel(p, x, out=out)
+            return _split_elementwise(kernel, p, (x,), out)
+    else:
+        def run(p, x, y, out=None):
+            if x.nbytes < 2 * threads.MIN_BYTES or _small(x):
+                return kernel(p, x, y, out=out)
+            return _split_elementwise(kernel, p, (x, y), out)
+    return run
+
+
+def _kept_axis(x: Any, axes: tuple[int, ...]) -> int | None:
+    """The axis to split a reduction along: the first axis longer than 1, if the reduction
+    keeps it (a split of a later axis strides through memory and gains nothing)."""
+    reduced = {a % x.ndim for a in axes}
+    axis = next((i for i, n in enumerate(x.shape) if n > 1), None)
+    return axis if axis is not None and axis not in reduced and x.shape[axis] >= 4 else None
+
+
+def reduction(kernel: Callable) -> Callable:
+    """`kernel(p, x)` reducing `p.axes` (kept as size 1), split along a kept axis when large."""
+
+    def run(p, x):
+        axis = None if _small(x) else _kept_axis(x, p.axes)
+        if axis is None:
+            return kernel(p, x)
+        lead = (slice(None),) * axis
+        first = kernel(p, x[lead + (slice(0, 1),)])
+        out = np.empty(first.shape[:axis] + (x.shape[axis],) + first.shape[axis + 1:],
+                       first.dtype)
+
+        def chunk(start: int, stop: int) -> None:
+            rows = lead + (slice(start, stop),)
+            out[rows] = kernel(p, x[rows])
+
+        # chunks of at least 2 along the axis: one would drop it, changing NumPy's loop order
+        threads.parallel_rows(x.shape[axis], chunk, row_bytes=x.nbytes // x.shape[axis],
+                              align=2)
+        return out
+
+    return run
+
+
+def _install() -> None:
+    for cls in list(table.writes_into):  # the elementwise kernels taking `out=`
+        arity = 2 if issubclass(cls, Binary) else 1
+        table.add(cls, elementwise(table.get(cls), arity), out=True, replace=True)
+    for cls in (r.Sum, r.Prod, r.Max, r.Min, r.AllTrue, r.AnyTrue, r.ArgMax, r.ArgMin):
+        table.add(cls, reduction(table.get(cls)), replace=True)
+
+
+_install()

@@ -1,0 +1,145 @@
+"""Elementwise fusion of a compiled program (`nuvec.compilation`): chains of elementwise steps
+become one `FusedElementwise` step.
+
+A group is a root step and the elementwise steps of the root's shape and stream whose every
+consumer is in the group (so only the root's result leaves it); broadcasts feeding only the
+group are absorbed (the fused node broadcasts its inputs). A step read by a program output or
+by two groups ends a chain: it is computed once and read as an input by the groups after it,
+never recomputed. Groups of fewer than two elementwise steps stay as they are; so do
+non-elementwise steps. On a GPU stream only steps whose primitive and dtypes the generated CUDA
+kernel covers are fused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nuvec.fast.fused import FusedElementwise, is_elementwise
+from nuvec.graph.device import DeviceType
+from nuvec.ops.shape import BroadcastTo
+
+__all__ = ["fuse"]
+
+# A program step: (primitive, stream, input refs, output shapes, output dtypes); a ref is
+# ("in", i), ("const", array), ("outer", array) or ("op", step, output).
+ProgramStep = tuple
+
+
+def _member_kind(step: ProgramStep, covered: Callable[[Any, Any], bool]) -> str | None:
+    """"op" for a fusable elementwise step, "broadcast" for an absorbable broadcast."""
+    primitive, stream, _, shapes, dtypes = step
+    if len(shapes) != 1:
+        return None
+    if isinstance(primitive, BroadcastTo):
+        return "broadcast"
+    if not is_elementwise(primitive):
+        return None
+    if stream.device.type is DeviceType.gpu and not covered(primitive, dtypes[0]):
+        return None
+    return "op"
+
+
+def _groups(steps: Sequence[ProgramStep], outs: Sequence[tuple],
+            covered: Callable[[Any, Any], bool]) -> list[int | None]:
+    """The group (its root's index) of every step, None for steps outside any group."""
+    users: list[list[int]] = [[] for _ in steps]
+    for j, step in enumerate(steps):
+        for r in step[2]:
+            if r[0] == "op":
+                users[r[1]].append(j)
+    external = {r[1] for r in outs if r[0] == "op"}
+    group: list[int | None] = [None] * len(steps)
+    for j in reversed(range(len(steps))):
+        kind = _member_kind(steps[j], covered)
+        if kind is None:
+            continue
+        roots = {group[u] for u in users[j]}
+        if j not in external and len(roots) == 1 and None not in roots:
+            g = roots.pop()
+            root = steps[g]
+            if root[1] is steps[j][1] and root[3] == steps[j][3]:
+                group[j] = g
+                continue
+        if kind == "op":
+            group[j] = j
+    return group
+
+
+def _fused_step(steps: Sequence[ProgramStep], members: list[int],
+                ref_id: Callable[[tuple], Any]) -> tuple[ProgramStep, list[tuple]]:
+    """The fused step of a group (members in order, the root last) and its input refs."""
+    inputs: list[tuple] = []
+    position: dict[Any, int] = {}
+    local: dict[int, int] = {}  # member step -> its value's ref inside the fused node
+    chain: list[tuple] = []
+
+    def ref_of(r: tuple) -> int:
+        if r[0] == "op" and r[1] in local:
+            return local[r[1]]
+        key = ref_id(r)
+        if key not in position:
+            position[key] = len(inputs)
+            inputs.append(r)
+        return position[key]
+
+    for j in members:
+        primitive, _, refs, _, dtypes = steps[j]
+        if isinstance(primitive, BroadcastTo):
+            local[j] = ref_of(refs[0])
+            continue
+        chain.append((primitive, tuple(ref_of(r) for r in refs), dtypes[0]))
+        local[j] = -len(chain)  # fixed below, once the number of inputs is known
+    n = len(inputs)
+    # a member's placeholder -(c + 1) names chain step c, which follows the n inputs
+    chain = [(p, tuple(n - k - 1 if k < 0 else k for k in refs), d) for p, refs, d in chain]
+    root = steps[members[-1]]
+    primitive = FusedElementwise(chain, root[3][0])
+    return (primitive, root[1], tuple(inputs), root[3], root[4]), inputs
+
+
+def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[tuple], Any],
+         dtype_of: Callable[[tuple], Any], covered: Callable[[Any, Any], bool]
+         ) -> tuple[list[ProgramStep], list[tuple]]:
+    """The program with its elementwise chains fused (see the module docstring).
+
+    Args:
+        steps: the program's steps in order.
+        outs: the refs of its outputs.
+        ref_id: a hashable identity of a ref (equal for the same value).
+        dtype_of: the dtype of the value a ref names.
+        covered: `(primitive, dtype) -> bool`, whether a GPU kernel can fuse that step.
+
+    Returns:
+        The new steps and output refs.
+    """
+    group = _groups(steps, outs, covered)
+    members: dict[int, list[int]] = {}
+    for j, g in enumerate(group):
+        if g is not None:
+            members.setdefault(g, []).append(j)
+    fused: dict[int, ProgramStep] = {}
+    for g, ms in members.items():
+        ops = [j for j in ms if not isinstance(steps[j][0], BroadcastTo)]
+        if len(ops) < 2:
+            continue
+        step, inputs = _fused_step(steps, ms, ref_id)
+        if steps[g][1].device.type is DeviceType.gpu and not all(
+                covered(None, dtype_of(r)) for r in inputs):
+            continue
+        fused[g] = step
+    dropped = {j for g in fused for j in members[g]}
+    new_index: dict[int, int] = {}
+    out_steps: list[ProgramStep] = []
+
+    def moved(r: tuple) -> tuple:
+        return ("op", new_index[r[1]], r[2]) if r[0] == "op" else r
+
+    for j, step in enumerate(steps):
+        if j in dropped and j not in fused:
+            continue
+        step = fused.get(j, step)
+        primitive, stream, refs, shapes, dtypes = step
+        new_index[j] = len(out_steps)
+        out_steps.append((primitive, stream, tuple(moved(r) for r in refs), shapes, dtypes))
+    return out_steps, [moved(r) for r in outs]

@@ -1,0 +1,179 @@
+"""The CPU kernels split over the thread pool give the bits of the one-thread path.
+
+Each case computes one op (or its gradient) with 1, 2 and 3 threads on odd sizes, with the
+pool's threshold lowered so that these small arrays are split, and compares the bytes. The
+values themselves are checked against float64 NumPy in `tests/fast` and `tests/ops`; a loose
+check here makes sure a case computes something.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.backends import threads
+
+RNG = np.random.default_rng(7)
+EPS = 1e-5
+
+
+@pytest.fixture
+def split_small(monkeypatch):
+    """Lowers the threshold so that arrays of a few KiB are split; restores the thread count."""
+    monkeypatch.setattr(threads, "MIN_BYTES", 256)
+    before = mx.get_num_threads()
+    yield
+    mx.set_num_threads(before)
+
+
+def _data(shape, dtype=np.float32, low=-2.0, high=2.0):
+    return RNG.uniform(low, high, shape).astype(dtype)
+
+
+def _bits_per_thread_count(fn):
+    """`fn()`'s evaluated outputs as bytes, for 1, 2 and 3 threads."""
+    results = []
+    for n in (1, 2, 3):
+        mx.set_num_threads(n)
+        out = fn()
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        mx.eval(*outs)
+        results.append([np.asarray(o) for o in outs])
+    return results
+
+
+def _assert_same_bits(fn, reference=None, rtol=1e-3):
+    one, two, three = _bits_per_thread_count(fn)
+    for a, b, c in zip(one, two, three):
+        assert a.dtype == b.dtype == c.dtype and a.shape == b.shape == c.shape
+        assert a.tobytes() == b.tobytes() == c.tobytes()
+    if reference is not None:
+        np.testing.assert_allclose(one[0].astype(np.float64), reference, rtol=rtol, atol=rtol)
+    assert any(t.name.startswith("nuvec-pool") for t in threading.enumerate())
+
+
+FLOATS = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64]
+IDS = ["float32", "float16", "bfloat16", "float64"]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+@pytest.mark.parametrize("weighted", [True, False], ids=["weight", "no-weight"])
+def test_norms_are_split_exactly(split_small, dtype, weighted):
+    x = mx.array(_data((3, 37, 131), dtype))
+    w = mx.array(_data((131,), dtype)) if weighted else None
+    b = mx.array(_data((131,), dtype)) if weighted else None
+    _assert_same_bits(lambda: mx.fast.rms_norm(x, w, EPS))
+    _assert_same_bits(lambda: mx.fast.layer_norm(x, w, b, EPS))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_norm_gradients_are_split_exactly(split_small, dtype):
+    x = mx.array(_data((5, 29, 97), dtype))
+    w, b = mx.array(_data((97,), dtype)), mx.array(_data((97,), dtype))
+    g = mx.array(_data((5, 29, 97), dtype))
+
+    def rms():
+        return mx.vjp(lambda x, w: mx.fast.rms_norm(x, w, EPS), [x, w], [g])[1]
+
+    def layer():
+        return mx.vjp(lambda x, w, b: mx.fast.layer_norm(x, w, b, EPS), [x, w, b], [g])[1]
+
+    _assert_same_bits(rms)
+    _assert_same_bits(layer)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+def test_softmax_and_logsumexp_are_split_exactly(split_small, dtype):
+    data = _data((7, 33, 61), dtype)
+    data[0, 0, :] = -np.inf  # a row whose maximum is infinite
+    x = mx.array(data)
+    x64 = data.astype(np.float64)[1:]
+    m = x64.max(-1, keepdims=True)
+    lse = np.log(np.exp(x64 - m).sum(-1, keepdims=True)) + m
+    one, *_ = _bits_per_thread_count(lambda: mx.fast.logsumexp(x))
+    _assert_same_bits(lambda: mx.fast.softmax(x))
+    _assert_same_bits(lambda: mx.fast.logsumexp(x))
+    np.testing.assert_allclose(one[0][1:].astype(np.float64), lse, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_cross_entropy_and_gradient_are_split_exactly(split_small, dtype):
+    logits = mx.array(_data((67, 131), dtype))
+    targets = mx.array(RNG.integers(-131, 140, 67).astype(np.int32))  # some out of range
+    _assert_same_bits(lambda: mx.fast.cross_entropy(logits, targets))
+    _assert_same_bits(lambda: mx.grad(lambda z: mx.fast.cross_entropy(z, targets).sum())(logits))
+
+
+@pytest.mark.parametrize("traditional", [False, True], ids=["halves", "traditional"])
+@pytest.mark.parametrize("dims, offset", [(32, 3), (20, "per-batch")], ids=["full", "partial"])
+def test_rope_is_split_exactly(split_small, traditional, dims, offset):
+    x = mx.array(_data((3, 7, 19, 32)))
+    if offset == "per-batch":
+        offset = mx.array(np.array([0, 5, 11], np.int32))
+    _assert_same_bits(lambda: mx.fast.rope(x, dims, traditional=traditional, base=10000.0,
+                                           scale=1.0, offset=offset))
+
+
+@pytest.mark.parametrize("traditional", [False, True], ids=["halves", "traditional"])
+def test_norm_rope_is_split_exactly(split_small, traditional):
+    x, w = mx.array(_data((2, 5, 23, 32))), mx.array(_data((32,)))
+    _assert_same_bits(lambda: mx.fast.norm_rope(x, w, EPS, dims=24, traditional=traditional,
+                                                base=10000.0, offset=3))
+
+
+UNARY = [mx.exp, mx.sin, mx.sqrt, mx.tanh, mx.negative, mx.floor, mx.abs]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64],
+                         ids=["float32", "float16", "float64"])
+@pytest.mark.parametrize("op", UNARY, ids=[f.__name__ for f in UNARY])
+def test_unary_kernels_are_split_exactly(split_small, op, dtype):
+    data = _data((67, 45), dtype, 0.1, 2.0)
+    x = mx.array(data)
+    _assert_same_bits(lambda: op(x), getattr(np, op.__name__)(data.astype(np.float64)))
+    _assert_same_bits(lambda: op(x[:, 1:40]))  # a strided input: split by rows
+
+
+BINARY = [mx.add, mx.subtract, mx.multiply, mx.divide, mx.maximum, mx.minimum]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32],
+                         ids=["float32", "float16", "int32"])
+@pytest.mark.parametrize("op", BINARY, ids=[f.__name__ for f in BINARY])
+def test_binary_kernels_are_split_exactly(split_small, op, dtype):
+    a, b = _data((67, 45), dtype, 1, 9), _data((67, 45), dtype, 1, 9)
+    x, y, row = mx.array(a), mx.array(b), mx.array(b[0])
+    _assert_same_bits(lambda: op(x, y), getattr(np, op.__name__)(a.astype(np.float64),
+                                                                  b.astype(np.float64)))
+    _assert_same_bits(lambda: op(x, row))  # a broadcast operand
+
+
+def test_exp_times_w_plus_b_is_split_exactly(split_small):
+    x, w, b = mx.array(_data((129, 67))), mx.array(_data((67,))), mx.array(_data((67,)))
+    _assert_same_bits(lambda: mx.exp(x) * w + b)
+
+
+REDUCTIONS = [mx.sum, mx.prod, mx.max, mx.min, mx.argmax, mx.argmin, mx.all, mx.any]
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, (0, 2), (1, 2), None], ids=str)
+@pytest.mark.parametrize("op", REDUCTIONS, ids=[f.__name__ for f in REDUCTIONS])
+def test_reductions_are_split_exactly(split_small, op, axis):
+    if op in (mx.argmax, mx.argmin) and not isinstance(axis, int):
+        axis = 1
+    data = _data((13, 37, 29), np.float32, 0.5, 1.5)
+    x = mx.array(data)
+    _assert_same_bits(lambda: op(x > 1.0 if op in (mx.all, mx.any) else x, axis=axis))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_sums_of_each_axis_are_split_exactly(split_small, dtype):
+    data = _data((67, 131), dtype)
+    x = mx.array(data)
+    for axis in (0, 1):
+        _assert_same_bits(lambda: mx.sum(x, axis=axis),
+                          data.astype(np.float64).sum(axis=axis), rtol=1e-2)

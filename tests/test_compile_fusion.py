@@ -1,0 +1,242 @@
+"""Elementwise fusion in `compile`: compiled chains give exactly the unfused graph's values
+(random chains, shapes, broadcasts, dtypes, weak scalars), agree with NumPy float64 formulas,
+fuse where they should and not elsewhere, and compose with the transforms."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.backends.numpy import fused as cpu_fused
+from nuvec.fast.fused import FusedElementwise
+from nuvec.testing import assert_allclose
+
+UNARY = [
+    ("exp", lambda m, a: m.exp(a * 0.5)),
+    ("sin", lambda m, a: m.sin(a)),
+    ("tanh", lambda m, a: m.tanh(a)),
+    ("sqrt", lambda m, a: m.sqrt(m.abs(a) + 1)),
+    ("log1p", lambda m, a: m.log1p(m.abs(a))),
+    ("negative", lambda m, a: -a),
+    ("square", lambda m, a: m.square(a) * 0.25),
+    ("sigmoid", lambda m, a: m.sigmoid(a) if m is mx else 1 / (1 + np.exp(-a))),
+]
+BINARY = [
+    ("add", lambda m, a, b: a + b),
+    ("multiply", lambda m, a, b: a * b),
+    ("subtract", lambda m, a, b: a - b),
+    ("divide", lambda m, a, b: a / (m.abs(b) + 1)),
+    ("maximum", lambda m, a, b: m.maximum(a, b)),
+    ("minimum", lambda m, a, b: m.minimum(a, b)),
+    ("scalar", lambda m, a, b: a * 1.5 + 2),
+]
+DTYPES = {"float32": (np.float32, 2e-5), "float16": (np.float16, 4e-3),
+          "bfloat16": (ml_dtypes.bfloat16, 3e-2), "float64": (np.float64, 1e-12)}
+SHAPES = [((257, 130), [(130,), (257, 1), ()]), ((3, 40, 33), [(40, 1), (33,), (3, 1, 1)]),
+          ((5000,), [(1,), (5000,)]), ((2, 1, 70), [(1, 70), (2, 1, 1)])]
+
+
+def _chain(rng):
+    """A random chain of 4-9 elementwise ops over x and broadcast operands ys."""
+    ops = [(UNARY if rng.random() < 0.5 else BINARY)[0] for _ in range(rng.integers(4, 10))]
+    ops = [UNARY[rng.integers(len(UNARY))] if rng.random() < 0.5
+           else BINARY[rng.integers(len(BINARY))] for _ in ops]
+    picks = rng.integers(0, 8, len(ops))
+
+    def f(m, x, *ys):
+        v = x
+        for (name, op), k in zip(ops, picks):
+            v = op(m, v) if op.__code__.co_argcount == 2 else op(m, v, ys[k % len(ys)])
+        return v
+
+    return f, "-".join(name for name, _ in ops)
+
+
+def _fused_count(y):
+    """The FusedElementwise nodes in the graph of `y`."""
+    count, stack, seen = 0, [y], set()
+    while stack:
+        a = stack.pop()
+        if id(a._node) in seen or a.primitive is None:
+            continue
+        seen.add(id(a._node))
+        count += isinstance(a.primitive, FusedElementwise)
+        stack.extend(a.inputs)
+    return count
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(cpu_fused, "BLOCK", 64)  # many blocks, ragged tails, on small arrays
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_chains_equal_the_unfused_graph(seed, small_blocks):
+    rng = np.random.default_rng(seed)
+    f, name = _chain(rng)
+    dtype_name = list(DTYPES)[seed % len(DTYPES)]
+    dtype, tol = DTYPES[dtype_name]
+    shape, others = SHAPES[seed % len(SHAPES)]
+    data = [rng.standard_normal(s).astype(dtype) for s in [shape, *others]]
+    arrays = [mx.array(d, getattr(mx, dtype_name)) for d in data]
+    compiled = mx.compile(lambda *a: f(mx, *a))
+    got = compiled(*arrays)
+    want = f(mx, *arrays)
+    assert isinstance(got.primitive, FusedElementwise), name  # (smaller operands: own chains)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.array(got), np.array(want), err_msg=name)
+    reference = f(np, *[d.astype(np.float64) for d in data])
+    scale = max(1.0, float(np.max(np.abs(reference))))
+    np.testing.assert_allclose(np.array(got).astype(np.float64), reference,
+                               rtol=tol * 8, atol=tol * 8 * scale, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [mx.int32, mx.float16, mx.bool_])
+def test_weak_scalars_and_promotion_as_unfused(dtype, small_blocks):
+    x = mx.array(np.arange(-50, 50).reshape(4, 25) % 7, dtype)
+
+    def f(a):
+        return mx.maximum(a * 3 + 1, 2) - (a > 1) + 0.5
+
+    got, want = mx.compile(f)(x), f(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+
+
+def test_fused_chain_matches_numpy_float64():
+    rng = np.random.default_rng(3)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in [(300, 300), (300,), (300, 1)])
+    f = mx.compile(lambda x, w, b: mx.tanh(mx.exp(x) * w + b) * 0.5 - mx.sin(x))
+    got = f(mx.array(x), mx.array(w), mx.array(b))
+    x64, w64, b64 = x.astype(np.float64), w.astype(np.float64), b.astype(np.float64)
+    assert_allclose(got, np.tanh(np.exp(x64) * w64 + b64) * 0.5 - np.sin(x64), dtype=mx.float32)
+
+
+def test_a_shared_intermediate_is_computed_once_and_ends_the_chain():
+    def f(x):
+        t = mx.exp(x) * 2
+        return t + 1, mx.sum(t * t)
+
+    x = mx.array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    a, s = mx.compile(f)(x)
+    # t feeds two chains (t + 1, t * t): it is one fused node, read by both, never recomputed
+    t = a.inputs[0]
+    assert a.primitive.name == "Add" and isinstance(t.primitive, FusedElementwise)
+    assert _fused_count(s) == 1 and _fused_count(a) == 1
+    a0, s0 = f(x)
+    np.testing.assert_array_equal(np.array(a), np.array(a0))
+    np.testing.assert_array_equal(np.array(s), np.array(s0))
+
+
+def test_non_elementwise_steps_and_single_ops_stay_as_they_are():
+    f = mx.compile(lambda x: mx.sum(mx.exp(x), axis=0) + 1)
+    y = f(mx.array(np.ones((3, 2), np.float32)))
+    assert y.primitive.name == "Add" and _fused_count(y) == 0
+    assert_allclose(y, np.full(2, 3 * np.e + 1), dtype=mx.float32)
+
+
+def test_shapeless_programs_are_not_fused():
+    f = mx.compile(lambda x: mx.exp(x) * 2 + 1, shapeless=True)
+    y = f(mx.array(np.zeros(3, np.float32)))
+    assert _fused_count(y) == 0 and y.tolist() == [3.0, 3.0, 3.0]
+
+
+def _f(x, w):
+    return mx.sum(mx.tanh(mx.exp(x) * w + 1) * x)
+
+
+def _f_np(x, w):
+    return np.sum(np.tanh(np.exp(x) * w + 1) * x)
+
+
+def _df_np(x, w):
+    t = np.tanh(np.exp(x) * w + 1)
+    return t + x * (1 - t**2) * np.exp(x) * w
+
+
+def test_grad_of_compiled_and_compiled_grad():
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((6, 5)) * 0.5, rng.standard_normal(5)
+    xs, ws = mx.array(x, mx.float64), mx.array(w, mx.float64)
+    for g in (mx.grad(mx.compile(_f)), mx.compile(mx.grad(_f))):
+        assert_allclose(g(xs, ws), _df_np(x, w), dtype=mx.float64)
+    assert _fused_count(mx.compile(mx.grad(_f))(xs, ws)) >= 1
+    value, tangent = mx.jvp(mx.compile(_f), [xs, ws], [mx.ones_like(xs), mx.zeros_like(ws)])
+    assert_allclose(value[0], _f_np(x, w), dtype=mx.float64)
+    assert_allclose(tangent[0], _df_np(x, w).sum(), dtype=mx.float64)
+
+
+def test_vmap_of_compiled_records_one_wider_fused_node():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((4, 3, 5)), rng.standard_normal(5)
+    chain = mx.compile(lambda x, w: mx.tanh(mx.exp(x) * w + 1) * x)
+    y = mx.vmap(chain, in_axes=(1, None))(mx.array(x), mx.array(w))
+    assert isinstance(y.primitive, FusedElementwise) and y.primitive.shape == (3, 4, 5)
+    want = np.tanh(np.exp(x) * w + 1) * x
+    assert_allclose(y, np.moveaxis(want, 1, 0), dtype=mx.float32)
+
+
+def test_blocks_cover_the_array_in_order():
+    for shape, size in [((7, 5, 3), 4), ((2, 100), 32), ((10,), 3), ((3, 1000), 64)]:
+        seen = np.zeros(shape, int)
+        flat = []
+        for lead, rows in cpu_fused.blocks(shape, size):
+            block = seen[lead][rows]
+            block += 1
+            assert block.size <= max(size, int(np.prod(shape[len(lead) + 1:])))
+            flat.append(np.ravel_multi_index((*lead, rows.start) + (0,) * (len(shape)
+                                                                           - len(lead) - 1),
+                                             shape))
+        assert (seen == 1).all() and flat == sorted(flat)
+
+
+def test_non_contiguous_inputs():
+    x = np.arange(60, dtype=np.float32).reshape(6, 10) / 10
+    a, b = mx.array(x).T[:3, :4], mx.array(x)[::2, ::3]
+    mx.eval(a, b)
+    f = lambda a, b: mx.exp(a) * b - 1
+    np.testing.assert_array_equal(np.array(mx.compile(f)(a, b)), np.array(f(a, b)))
+    assert_allclose(mx.compile(f)(a, b), np.exp(x.T[:3, :4]) * x[::2, ::3] - 1,
+                    dtype=mx.float32)
+
+
+def test_gpu_streams_fuse_only_what_the_generated_kernel_covers():
+    from nuvec.backends.double import DoubleBackend  # the NumPy-backed GPU double
+    from nuvec.graph.device import DeviceType, register_backend
+
+    register_backend(DeviceType.gpu, DoubleBackend())
+    try:
+        with mx.stream(mx.default_stream(mx.gpu)):
+            x = mx.array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+            covered = mx.compile(lambda a: mx.tanh(mx.exp(a) * 2) - a)(x)
+            assert isinstance(covered.primitive, FusedElementwise)
+            np.testing.assert_array_equal(np.array(covered),
+                                          np.array(mx.tanh(mx.exp(x) * 2) - x))
+            # a comparison (bool result) and float64 steps are outside the CUDA kernel
+            split = mx.compile(lambda a: mx.where(a > 0, mx.exp(a) * 2 + 1, a))(x)
+            assert split.primitive.name == "Select" and _fused_count(split) == 1
+            wide = mx.compile(lambda a: mx.exp(a) * 2 + 1)(x.astype(mx.float64))
+            assert _fused_count(wide) == 0
+            assert_allclose(wide, np.exp(np.array(x, np.float64)) * 2 + 1, dtype=mx.float64)
+    finally:
+        register_backend(DeviceType.gpu, None)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_blocks_split_over_threads_give_the_same_values(threads, monkeypatch):
+    monkeypatch.setattr(cpu_fused, "BLOCK", 4096)  # 64 blocks of 128 KiB of work each
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal(512)
+    f = lambda x, w: mx.tanh(mx.exp(x) * w + 1) * 0.5 + mx.sin(x) - 1
+    before = mx.get_num_threads()
+    mx.set_num_threads(threads)
+    try:
+        got = mx.compile(f)(mx.array(x), mx.array(w, mx.float32))
+        assert isinstance(got.primitive, FusedElementwise)
+        got = np.array(got)
+    finally:
+        mx.set_num_threads(before)
+    want = np.array(f(mx.array(x), mx.array(w, mx.float32)))
+    np.testing.assert_array_equal(got, want)
