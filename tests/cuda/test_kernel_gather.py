@@ -140,3 +140,13 @@ def test_takes_sends_outputs_past_32_bit_offsets_to_the_fallback():
     q = QuantizedMatmul(64, 4, True)
     assert not gather.takes(q, [Shaped(1 << 17, 4096), Shaped(1 << 15, 512)])
     assert gather.takes(q, [Shaped(16, 4096), Shaped(1 << 15, 512)])
+
+
+def test_takes_keeps_the_grid_within_cuda_limits():
+    # 2^22 columns are 65536 column tiles; 2^31 one-row products are 2^31 row tiles
+    assert not gather.takes(GatherMm(), [Shaped(4, 1, 8), Shaped(2, 8, 1 << 22), Shaped(16),
+                                         Shaped(16)])
+    assert gather.takes(GatherMm(), [Shaped(4, 1, 8), Shaped(2, 8, 1 << 21), Shaped(16),
+                                     Shaped(16)])
+    assert not gather.takes(GatherMm(), [Shaped(4, 1, 8), Shaped(2, 8, 1), Shaped(1 << 31),
+                                         Shaped(1 << 31)])

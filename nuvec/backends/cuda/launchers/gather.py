@@ -25,6 +25,7 @@ __all__ = ["KERNEL", "gather_mm", "gather_qmm", "quantized_matmul", "takes", "ti
 BN = 64
 THREADS = 128
 TILE_ROWS = (16, 64)
+GRID_X, GRID_Y = 2**31 - 1, 65535
 DENSE, PACKED_T, PACKED = 0, 1, 2
 KERNEL = KernelFile("gather_mm", tuple(
     f"{name}<{c}, {bm}, {kind}>" for name in ("gather_segments", "gather_batched")
@@ -44,13 +45,16 @@ def _columns(p: Any, w: Any) -> int:
 
 
 def takes(p: Any, inputs: Sequence[Any]) -> bool:
-    """Whether the kernels take the node: the output's offsets fit in 32 bits too."""
+    """Whether the kernels take the node: the output's offsets fit in 32 bits too, and the
+    grid fits CUDA's limits (2³¹ − 1 row tiles, 65535 column tiles)."""
     x = inputs[0]
     if isinstance(p, QuantizedMatmul):
-        rows = math.prod(x.shape[:-1])
+        products, m = 1, math.prod(x.shape[:-1])
     else:
-        rows = math.prod(inputs[4 if isinstance(p, GatherQmm) else 2].shape) * x.shape[-2]
-    return rows * _columns(p, inputs[1]) < OFFSET_LIMIT
+        products, m = math.prod(inputs[4 if isinstance(p, GatherQmm) else 2].shape), x.shape[-2]
+    n = _columns(p, inputs[1])
+    tiles = products * -(-m // TILE_ROWS[0]) + math.prod(inputs[1].shape[:-2])
+    return products * m * n < OFFSET_LIMIT and -(-n // BN) <= GRID_Y and tiles <= GRID_X
 
 
 def shared_bytes(dtype: str, bm: int, segments: bool) -> int:
