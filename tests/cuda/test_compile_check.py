@@ -33,6 +33,9 @@ BOUNDS = {
     "flash_attend": (128, 0, 96), "flash_attend_mma": (224, 0, 0), "flash_delta": (32, 0, 0),
     "flash_attend_back": (48, 0, 0), "flash_attend_back_mma": (240, 0, 256),
     "flash_dq": (16, 0, 0),
+    # gathered matmuls: tiles in dynamic shared memory (at most 17.7 KB), 32 float
+    # accumulators per thread for tiles of 64 rows; launch bounds of 4 blocks per SM
+    "gather_segments": (112, 0, 0), "gather_batched": (112, 0, 0),
     # gated delta: ROWS x N float state registers per lane (N = 8 for Dk up to 256), no shared
     "gated_delta": (88, 0, 0), "gated_delta_steps": (88, 0, 0), "gated_delta_slots": (88, 0, 0),
 }

@@ -24,6 +24,7 @@
 namespace tiled {
 
 using nuvec::from_float;
+using nuvec::mma16816;
 using nuvec::round_to;
 using nuvec::to_float;
 #define NEG_INF NUVEC_NEG_INF

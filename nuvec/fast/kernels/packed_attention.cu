@@ -15,7 +15,7 @@
 // - The scalar kernels run 2·BR (2·BC) threads and keep their tiles in float32 dynamic shared
 //   memory; the mma kernels (sm_80+, half types) run one warp per 16 rows.
 
-#include "flash.cuh"
+#include "mma.cuh"
 
 namespace packed {
 
@@ -30,9 +30,9 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float
   return __float2bfloat16_rn(x);
 }
 
-// The mma helpers shared with attention_tiled.cu (flash.cuh).
-using nuvec::flash::mma16816;
-using nuvec::flash::pack2;
+// The mma helpers (nuvec/fast/kernels/mma.cuh).
+using nuvec::mma16816;
+using nuvec::pack2;
 
 // Row `i` of a sequence rotated: (x1 c − x2 s, x1 s + x2 c) on the halves, times `scale`.
 template <typename T, int D>

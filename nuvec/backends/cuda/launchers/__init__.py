@@ -16,7 +16,8 @@ from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
 from nuvec.backends.cuda.launchers import (attention, attention_tiled, elementwise, fused,
-                                          gated_delta, norms, packed_attention, rope, softmax)
+                                          gated_delta, gather, norms, packed_attention, rope,
+                                          softmax)
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.attention import Attention
@@ -26,11 +27,13 @@ from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.fused import FusedElementwise
 from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
+from nuvec.fast.gather import GatherMm, GatherQmm
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
 from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.fast.rope import NormRope, Rope
 from nuvec.fast.softmax import LogSumExp, Softmax
+from nuvec.ops.quantized import QuantizedMatmul
 
 __all__ = ["KERNEL_FILES", "LAUNCHERS", "WRITES_INTO", "register", "takes"]
 
@@ -53,6 +56,9 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     Attention: attention.attention,
     AttentionVjp: attention_tiled.attend_back,
     PagedAttention: attention.paged_attention,
+    GatherMm: gather.gather_mm,
+    GatherQmm: gather.gather_qmm,
+    QuantizedMatmul: gather.quantized_matmul,
     GatedDelta: gated_delta.gated_delta,
     GatedDeltaSlots: gated_delta.gated_delta_slots,
     FusedElementwise: fused.fused_elementwise,  # generated per chain (no kernel file)
@@ -62,7 +68,7 @@ KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFT
                                   elementwise.CONV1D, elementwise.PAGED_WRITE,
                                   packed_attention.KERNEL, attention.ATTENTION,
                                   attention.PAGED_ATTENTION, gated_delta.GATED_DELTA,
-                                  attention_tiled.TILED]
+                                  gather.KERNEL, attention_tiled.TILED]
 # The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
 # as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
 WRITES_INTO = frozenset({PagedWrite, NormRope})
@@ -72,6 +78,9 @@ _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
     PackedAttentionVjp: packed_attention.takes,
     Attention: attention.takes,
     AttentionVjp: lambda p, inputs: attention_tiled.takes(inputs),
+    GatherMm: gather.takes,
+    GatherQmm: gather.takes,
+    QuantizedMatmul: gather.takes,
     GatedDelta: gated_delta.takes,
     GatedDeltaSlots: gated_delta.takes,
     FusedElementwise: fused.takes,
