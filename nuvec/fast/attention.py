@@ -33,7 +33,8 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record, tracing
 from nuvec.graph.device import DeviceType, to_stream
 from nuvec.graph.device import stream as stream_context
-from nuvec.ops.arguments import as_array
+from nuvec.graph.caller import public_caller
+from nuvec.ops.arguments import as_array, index_int, int_tuple
 from nuvec.transforms.depends import depends
 
 __all__ = ["plan_attention", "scaled_dot_product_attention"]
@@ -42,7 +43,7 @@ OP = "scaled_dot_product_attention"
 
 
 def _invalid(msg: str) -> ValueError:
-    return ValueError(f"{OP}: {msg}")
+    return ValueError(f"{public_caller(OP)}: {msg}")
 
 
 def attention_target(dtype: dt.Dtype, size: int, stream: Any = None) -> Target:
@@ -95,12 +96,13 @@ def attention_key(qs, ks, vs, dtype: dt.Dtype, options: AttentionOptions,
     if s is not None and (s.ndim != 1 or s.size != qs[1]
                           or dt.promote_types(s.dtype, dtype) is not dtype):
         raise _invalid(f"sinks must be [{qs[1]}] of a type promoting to {dtype.name}")
-    w = options.window
-    if w is not None and (not isinstance(w, int) or w < 1):
-        raise _invalid(f"the window must be at least 1, got {w}")
-    cap = options.max_score_bytes
-    if cap is not None and (not isinstance(cap, int) or cap < 1):
-        raise _invalid(f"max_score_bytes must be a positive integer, got {cap!r}")
+    w, cap = options.window, options.max_score_bytes
+    if w is not None:
+        w = index_int(w, OP, "window", 1, 2**31 - 1)
+        if kind != "causal":
+            raise _invalid(f"a window needs the causal mask, got window={w} and mask={m!r}")
+    if cap is not None:
+        cap = index_int(cap, OP, "max_score_bytes", 1)
     return RouteKey(qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], vs[3], dtype, kind, bool_mask,
                     s is not None, w, cap, target)
 
@@ -453,7 +455,8 @@ def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequ
         ...                mx.float16, stream=Target("gpu")).kernel
         Vector(passes=2, blocks=32, dispatches=1)
     """
-    shapes = [tuple(int(d) for d in s) for s in (q_shape, k_shape, v_shape)]
+    shapes = [int_tuple(s, "plan_attention", what) for s, what in
+              ((q_shape, "q_shape"), (k_shape, "k_shape"), (v_shape, "v_shape"))]
     for s in shapes:
         if any(d < 0 for d in s):
             raise ValueError(f"plan_attention: dimensions must not be negative, got {list(s)}")

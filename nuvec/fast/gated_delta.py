@@ -146,21 +146,21 @@ def _run(op: FastOp, inputs: list[Array]) -> tuple[Array, Array]:
 def _checked(q, k, v, g, beta, state, op: str = "gated_delta") -> list[Array]:
     arrays = [as_array(a, op) for a in (q, k, v, g, beta, state)]
     for a in arrays:
-        floating("gated_delta", a.dtype)
+        floating(op, a.dtype)
     q, k, v, g, beta, state = arrays
     if q.ndim != 4 or q.shape != k.shape or v.ndim != 4:
-        raise ValueError(f"gated_delta: q and k must be [B, T, Hk, Dk] and v [B, T, Hv, Dv], "
+        raise ValueError(f"{op}: q and k must be [B, T, Hk, Dk] and v [B, T, Hv, Dv], "
                          f"got {q.shape}, {k.shape}, {v.shape}")
     b, t, hk, dk = q.shape
     hv, dv = v.shape[2], v.shape[3]
     if v.shape[:2] != (b, t) or hk == 0 or hv % hk:
-        raise ValueError(f"gated_delta: v must be [{b}, {t}, Hv, Dv] with Hv a multiple of "
+        raise ValueError(f"{op}: v must be [{b}, {t}, Hv, Dv] with Hv a multiple of "
                          f"{hk}, got {v.shape}")
     if g.shape != (b, t, hv) or beta.shape != (b, t, hv):
-        raise ValueError(f"gated_delta: g and beta must be [{b}, {t}, {hv}], got {g.shape} "
+        raise ValueError(f"{op}: g and beta must be [{b}, {t}, {hv}], got {g.shape} "
                          f"and {beta.shape}")
     if state.shape != (b, hv, dv, dk):
-        raise ValueError(f"gated_delta: state must be [{b}, {hv}, {dv}, {dk}], got "
+        raise ValueError(f"{op}: state must be [{b}, {hv}, {dv}, {dk}], got "
                          f"{state.shape}")
     return arrays
 
@@ -221,7 +221,7 @@ def gated_delta_steps(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, *,
         ((1, 2, 1, 3), (1, 2, 1, 3, 4))
     """
     with stream_context(to_stream(stream)):
-        return _run(GatedDelta(True), _checked(q, k, v, g, beta, state))
+        return _run(GatedDelta(True), _checked(q, k, v, g, beta, state, "gated_delta_steps"))
 
 
 def gated_delta_slots(q: Any, k: Any, v: Any, g: Any, beta: Any, pool: Any, slots: Any, *,
@@ -257,7 +257,7 @@ def gated_delta_slots(q: Any, k: Any, v: Any, g: Any, beta: Any, pool: Any, slot
                 f"integers, got {pool.shape} and {slots.dtype.name} {slots.shape}"
             )
         slots = ops.astype(slots, dt.int32)
-        arrays = _checked(q, k, v, g, beta, ops.take(pool, slots, axis=0))
+        arrays = _checked(q, k, v, g, beta, ops.take(pool, slots, axis=0), "gated_delta_slots")
         return _run(GatedDeltaSlots(), [*arrays[:5], pool, slots])
 
 
@@ -300,7 +300,12 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
     """
     with stream_context(to_stream(stream)):
         ops = mx()
-        q, v, a, b = (as_array(x, "gated_delta_update") for x in (q, v, a, b))
+        q, k, v, a, b = (as_array(x, "gated_delta_update") for x in (q, k, v, a, b))
+        if (q.ndim != 4 or q.shape != k.shape or v.ndim != 4 or a.shape != v.shape[:3]
+                or b.shape != a.shape):
+            raise ValueError(f"gated_delta_update: q and k must be [B, T, Hk, Dk], v "
+                             f"[B, T, Hv, Dv] and a and b [B, T, Hv], got {q.shape}, {k.shape}, "
+                             f"{v.shape}, {a.shape} and {b.shape}")
         beta = ops.sigmoid(b)
         decay_rate = ops.exp(ops.astype(A_log, dt.float32))
         if lower_bound is None:

@@ -325,6 +325,7 @@ def add_rms_norm(
         eps = real_number(eps, "add_rms_norm", "eps")
         if weight is not None:
             weight = as_array(weight, "add_rms_norm")
+            check_param("add_rms_norm", "weight", weight, x)
         dtype = dt.promote_types(x.dtype, residual.dtype)
         fused = (
             x.shape == residual.shape

@@ -397,6 +397,8 @@ def check_options(window: Any, scale: Any, d: int) -> tuple[int | None, float]:
             raise TypeError(f"{OP}: window must be None or an int, got {type(window).__name__}")
         if window < 0:
             raise ValueError(f"{OP}: window must be None or at least 0, got {window}")
+        if window >= 2**31:  # the kernels take it as an int32
+            raise ValueError(f"{OP}: window must be < 2**31, got {window}")
         window = int(window)
     if scale is None:
         return window, d ** -0.5

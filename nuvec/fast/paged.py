@@ -15,7 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, real_number
 
 __all__ = ["paged_attention", "paged_write"]
 
@@ -164,6 +164,7 @@ def paged_attention(q: Any, k_cache: Any, v_cache: Any, block_tables: Any, lengt
         q, k_cache, v_cache, block_tables, lengths = (
             as_array(a, op) for a in (q, k_cache, v_cache, block_tables, lengths))
         floating(op, q.dtype)
+        scale = real_number(scale, op, "scale")
         if q.ndim != 4 or k_cache.ndim != 4 or k_cache.shape != v_cache.shape:
             raise ValueError(
                 f"{op}: q must be [B, Hq, L, D] and the caches [blocks, Hkv, block_size, D], "

@@ -12,7 +12,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.arguments import as_array, broadcast_shapes, index_int
 from nuvec.ops.binary import multiply
 from nuvec.ops.comparison import greater_equal, less, logical_and
 from nuvec.ops.creation import arange
@@ -90,10 +90,11 @@ def block_masked_mm(
     op = "block_masked_mm"
     s = to_stream(stream)
     a, b = as_array(a, op), as_array(b, op)
+    if index_int(block_size, op, "block_size") not in (32, 64):
+        raise ValueError(f"{op}: block_size must be 32 or 64, got {block_size}")
+    block_size = int(block_size)
     if mask_out is None and mask_lhs is None and mask_rhs is None:
         return matmul(a, b, stream=s)
-    if block_size not in (32, 64):
-        raise ValueError(f"{op}: block_size must be 32 or 64, got {block_size}")
     vector_a, vector_b = a.ndim == 1, b.ndim == 1
     a, b, drop = matrix_operands(op, a, b, s)
     (m, k), n = a.shape[-2:], b.shape[-1]

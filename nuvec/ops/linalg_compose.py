@@ -12,7 +12,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, broadcast_shapes, normalize_axis
+from nuvec.ops.arguments import as_array, broadcast_shapes, index_int, int_tuple, normalize_axis
 from nuvec.ops.binary import add, multiply, power, subtract
 from nuvec.ops.comparison import greater, not_equal, where
 from nuvec.ops.creation import ones, zeros_like
@@ -34,7 +34,7 @@ def _at_least_float(a: Array) -> Array:
 def _norm_axes(a: Array, axis: Any) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(a.ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = int_tuple(axis, "norm", "axis")
     out = tuple(normalize_axis(x, a.ndim, "norm") for x in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"norm: repeated axis in {axes}")
@@ -314,6 +314,7 @@ def cross(a: Any, b: Any, axis: int = -1, *, stream: Any = None) -> Array:
         [0.0, 0.0, 1.0]
     """
     a, b = as_array(a, "cross"), as_array(b, "cross")
+    axis = index_int(axis, "cross", "axis")
     for x in (a, b):
         if not -x.ndim <= axis < x.ndim:
             raise ValueError(f"cross: axis {axis} is out of bounds for an array with {x.ndim} "

@@ -13,6 +13,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
+from nuvec.graph.caller import public_caller
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, real_number
 from nuvec.ops.binary import add, multiply
@@ -96,13 +97,13 @@ def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
     """The matrix product of validated arrays, computed in `dtype`."""
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(
-            f"{op}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}"
+            f"{public_caller(op)}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}"
         )
     a2 = reshape(a, (1, a.shape[0]), stream=s) if a.ndim == 1 else a
     b2 = reshape(b, (b.shape[0], 1), stream=s) if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:
         raise ValueError(
-            f"{op}: the last dimension of the first input with shape {a.shape} must match the "
+            f"{public_caller(op)}: the last dimension of the first input with shape {a.shape} must match the "
             f"second to last dimension of the second input with shape {b.shape}"
         )
     a2, b2 = astype(a2, dtype, stream=s), astype(b2, dtype, stream=s)

@@ -9,6 +9,7 @@ the traced nodes stop keeping their graph, so evaluation frees intermediates as 
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 from nuvec.graph.array import Array, Node, handle
@@ -265,6 +266,22 @@ def _normalize_argnums(op: str, argnums: Any, argnames: Any) -> tuple[list[int],
     return nums, names
 
 
+def _check_argnames(op: str, fun: Callable[..., Any], names: list[str]) -> None:
+    """Raises ValueError for an argname `fun` cannot take by keyword (a function with
+    `**kwargs`, or one without a signature, takes any)."""
+    try:
+        params = inspect.signature(fun).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    for n in names:
+        if n not in params or params[n].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                 inspect.Parameter.VAR_POSITIONAL):
+            raise ValueError(f"{op}: argnames {n!r} is not a keyword parameter of the function, "
+                             f"whose parameters are {list(params)}")
+
+
 def _describe(x: Any) -> str:
     if isinstance(x, Array):
         return f"an array of shape {x.shape}"
@@ -291,6 +308,7 @@ def _value_and_grad(
 ) -> Callable[..., tuple[Any, Any]]:
     check_callable(op, fun)
     nums, names = _normalize_argnums(op, argnums, argnames)
+    _check_argnames(op, fun, names)
 
     def wrapped(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         _select_args(op, args, kwargs, nums, names)

@@ -63,6 +63,9 @@ def depends(
     if isinstance(dependencies, Array):
         dependencies = [dependencies]
     for what, values in (("inputs", inputs), ("dependencies", dependencies)):
+        if not isinstance(values, (list, tuple)):
+            raise TypeError(f"depends: {what} must be an array or a list or tuple of arrays, "
+                            f"got {values!r} ({type(values).__name__})")
         for v in values:
             if not isinstance(v, Array):
                 raise TypeError(f"depends: {what} must be arrays, got {type(v).__name__}")
