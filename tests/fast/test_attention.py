@@ -243,9 +243,10 @@ BAD = [
     ({}, dict(sinks=mx.zeros((3,))), ValueError, "sinks must be \\[2\\] of a type promoting"),
     ({}, dict(sinks=mx.zeros((1, 2))), ValueError, "sinks must be \\[2\\]"),
     (dict(dtype=mx.float16), dict(sinks=mx.zeros((2,))), ValueError, "sinks must be"),
-    ({}, dict(mask="causal", window=0), ValueError, "the window must be at least 1, got 0"),
+    ({}, dict(mask="causal", window=0), ValueError, "window must be >= 1, got 0"),
+    ({}, dict(mask="causal", window=1.5), TypeError, "window must be an int, got 1.5"),
     ({}, dict(window=2), ValueError, "a window needs the causal mask"),
-    ({}, dict(max_score_bytes=0), ValueError, "max_score_bytes must be a positive integer"),
+    ({}, dict(max_score_bytes=0), ValueError, "max_score_bytes must be >= 1, got 0"),
 ]
 
 
@@ -264,7 +265,7 @@ def test_rejects_a_scale_that_is_not_a_number():
 def test_plan_rejects_negative_dimensions():
     with pytest.raises(ValueError, match="^plan_attention: dimensions must not be negative"):
         plan_attention((1, 1, -1, 4), (1, 1, 2, 4), (1, 1, 2, 4), mx.float32)
-    with pytest.raises(ValueError, match="^scaled_dot_product_attention: incompatible"):
+    with pytest.raises(ValueError, match="^plan_attention: incompatible"):
         plan_attention((1, 1, 1, 4), (1, 1, 2, 4), (1, 1, 3, 4), mx.float32)
 
 

@@ -177,7 +177,7 @@ S = mx.ones((1, 2, 4, 32))
     (lambda: mx.fast.gated_delta_slots(Q, Q, V, G, G, mx.ones((3, 2, 4, 32)), mx.array([0.0])),
      r"gated_delta_slots: pool must be", ValueError),
     (lambda: mx.fast.gated_delta_slots(Q, Q, V, G, G, mx.ones((3, 2, 4, 16)), mx.array([0])),
-     r"gated_delta: state must be \[1, 2, 4, 32\], got \(1, 2, 4, 16\)", ValueError),
+     r"gated_delta_slots: state must be \[1, 2, 4, 32\], got \(1, 2, 4, 16\)", ValueError),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_rejected_inputs(call, message, error):
     with pytest.raises(error, match="^" + message):
