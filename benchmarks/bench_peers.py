@@ -1,9 +1,10 @@
 """Twelve CPU workloads: nuvec against PyTorch eager, JAX `jit` and plain NumPy.
 
-Run: python benchmarks/bench_peers.py [--quick] [--repeats N] [--threads N] [--only LIB ...]
+Run: python benchmarks/bench_peers.py [--quick] [--repeats N] [--rounds R] [--threads N]
+                                     [--only LIB ...]
 
 Each library runs in its own process (this script started again with `--worker LIB`), one
-after the other, on the same inputs (NumPy's generator, fixed seeds), with its own default
+process per workload and library, the libraries taking turns on each workload, on the same inputs (NumPy's generator, fixed seeds), with its own default
 threading (`--threads N` sets every library to N threads: the usual environment variables,
 and `torch.set_num_threads`). Every output is checked against the same formula computed in float64 NumPy before
 it is timed; a mismatch is printed next to the time. Times are the best of N runs after a
@@ -63,29 +64,29 @@ def mlp_data(batch: int) -> dict[str, Any]:
     return {"w": ws, "b": bs, "x": x, "y": y}
 
 
-def inputs(quick: bool) -> dict[str, dict[str, Any]]:
-    """Every workload's inputs as float32/int32 NumPy arrays."""
+def inputs(quick: bool, name: str) -> dict[str, Any]:
+    """Workload `name`'s inputs as float32/int32 NumPy arrays (the same in every process)."""
     s = shapes(quick)
-    n = s["big"]
-    m = s["matmul"][0]
-    norm, sm, att, rope, ce = s["norm"], s["softmax"], s["attention"], s["rope"], s["ce"]
-    rng = np.random.default_rng(9)
-    return {
-        "dispatch": {"x": np.linspace(0.1, 1.0, 16, dtype=np.float32)},
-        "exp(x)*w+b": {"x": normal(1, n), "w": normal(2, n), "b": normal(3, n[-1:])},
-        "matmul": {"a": normal(4, (m, m)), "b": normal(5, (m, m))},
-        "rms_norm": {"x": normal(6, norm), "w": normal(7, norm[-1:])},
-        "layer_norm": {"x": normal(6, norm), "w": normal(7, norm[-1:]),
-                       "b": normal(8, norm[-1:])},
-        "softmax": {"x": normal(10, sm)},
-        "attention": {"q": normal(11, att), "k": normal(12, att), "v": normal(13, att)},
-        "rope": {"x": normal(14, rope)},
-        "mlp_step": mlp_data(s["mlp"][0]),
-        "tanh_grad": {"x": normal(15, s["tanh"], 0.05), "w": normal(16, (512, 512), 0.05)},
-        "logsumexp": {"x": normal(10, sm)},
-        "cross_entropy": {"x": normal(17, ce),
-                          "t": rng.integers(0, ce[1], ce[0]).astype(np.int32)},
+    n, m, norm, sm = s["big"], s["matmul"][0], s["norm"], s["softmax"]
+    att, ce = s["attention"], s["ce"]
+    make = {
+        "dispatch": lambda: {"x": np.linspace(0.1, 1.0, 16, dtype=np.float32)},
+        "exp(x)*w+b": lambda: {"x": normal(1, n), "w": normal(2, n), "b": normal(3, n[-1:])},
+        "matmul": lambda: {"a": normal(4, (m, m)), "b": normal(5, (m, m))},
+        "rms_norm": lambda: {"x": normal(6, norm), "w": normal(7, norm[-1:])},
+        "layer_norm": lambda: {"x": normal(6, norm), "w": normal(7, norm[-1:]),
+                               "b": normal(8, norm[-1:])},
+        "softmax": lambda: {"x": normal(10, sm)},
+        "attention": lambda: {"q": normal(11, att), "k": normal(12, att), "v": normal(13, att)},
+        "rope": lambda: {"x": normal(14, s["rope"])},
+        "mlp_step": lambda: mlp_data(s["mlp"][0]),
+        "tanh_grad": lambda: {"x": normal(15, s["tanh"], 0.05),
+                              "w": normal(16, (512, 512), 0.05)},
+        "logsumexp": lambda: {"x": normal(10, sm)},
+        "cross_entropy": lambda: {"x": normal(17, ce), "t": np.random.default_rng(9).integers(
+            0, ce[1], ce[0]).astype(np.int32)},
     }
+    return make[name]()
 
 
 TITLES = {
@@ -205,8 +206,9 @@ def best_of(fn: Callable[[], Any], repeats: int) -> float:
     return best
 
 
-def run_worker(lib: str, quick: bool, repeats: int) -> None:
-    """Builds `lib`'s workloads, checks each against float64 NumPy, times it; prints JSON."""
+def run_worker(lib: str, names: list[str], quick: bool, repeats: int) -> None:
+    """Builds `lib`'s workloads `names`, checks each against float64 NumPy, times it; prints
+    the results as JSON."""
     if lib == "nuvec":
         sys.path.insert(0, ROOT)
     threads = os.environ.get("OMP_NUM_THREADS")
@@ -215,13 +217,13 @@ def run_worker(lib: str, quick: bool, repeats: int) -> None:
 
         torch.set_num_threads(int(threads))
     build = {"nuvec": nuvec_workloads, "torch": torch_workloads, "jax": jax_workloads,
-             "numpy": numpy_workloads}[lib]
-    data = inputs(quick)
+             "numpy": numpy_workloads}[lib]()
     results: dict[str, dict[str, Any]] = {}
-    for name, make in build().items():
+    for name in names:
         try:
-            fn, fetch = make(data[name])
-            error = rel_error(fetch(fn()), reference(name, data[name]))
+            data = inputs(quick, name)
+            fn, fetch = build[name](data)
+            error = rel_error(fetch(fn()), reference(name, data))
             seconds = best_of(fn, repeats)
             if name == "dispatch":
                 seconds /= CHAIN
@@ -529,22 +531,41 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
                     "NUVEC_NUM_THREADS")
 
 
-def measure(lib: str, quick: bool, repeats: int, threads: int | None) -> dict[str, Any] | str:
-    """`lib`'s results from a worker process, or why there are none."""
+def measure(lib: str, names: list[str], args: argparse.Namespace) -> dict[str, Any] | str:
+    """`lib`'s results on workloads `names` from a worker process, or why there are none."""
     env = dict(os.environ)
-    if threads:
-        env.update({k: str(threads) for k in THREAD_VARIABLES})
-        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                            f" --xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}")
+    if args.threads:
+        env.update({k: str(args.threads) for k in THREAD_VARIABLES})
+        multi = "true" if args.threads > 1 else "false"
+        env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + f" --xla_cpu_multi_thread_eigen={multi}"
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--repeats", str(repeats)]
-    if quick:
-        cmd.append("--quick")
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--repeats",
+           str(args.repeats), "--workloads", *names] + (["--quick"] if args.quick else [])
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return f"worker failed: {last}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def interleaved(args: argparse.Namespace) -> dict[str, Any]:
+    """Every library's results, one process per (workload, library), the libraries taking
+    turns on each workload (so a change in the machine's load hits them alike); with
+    `--rounds R` the whole sequence runs R times and each time is the best over the rounds."""
+    results: dict[str, Any] = {lib: {} for lib in args.only}
+    for _ in range(args.rounds):
+        for name in TITLES:
+            for lib in args.only:
+                got = measure(lib, [name], args)
+                if isinstance(got, str):
+                    results[lib] = got
+                    continue
+                if isinstance(results[lib], dict):
+                    old = results[lib].get(name)
+                    new = got[name]
+                    if old is None or old.get("seconds", math.inf) > new.get("seconds", math.inf):
+                        results[lib][name] = new
+    return results
 
 
 def cell(entry: dict[str, Any] | None, name: str) -> str:
@@ -598,15 +619,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None, help="threads for every library")
     parser.add_argument("--only", nargs="+", choices=LIBRARIES, default=list(LIBRARIES))
+    parser.add_argument("--rounds", type=int, default=1, help="repeat the whole sequence")
     parser.add_argument("--worker", choices=LIBRARIES, help=argparse.SUPPRESS)
+    parser.add_argument("--workloads", nargs="+", default=list(TITLES), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    repeats = args.repeats or (3 if args.quick else 10)
+    args.repeats = args.repeats or (3 if args.quick else 10)
     if args.worker:
-        run_worker(args.worker, args.quick, repeats)
+        run_worker(args.worker, args.workloads, args.quick, args.repeats)
         return
-    results = {lib: measure(lib, args.quick, repeats, args.threads) for lib in args.only}
-    print(f"times in ms (dispatch: us per op), best of {repeats}; '!' marks an output off "
-          f"float64 NumPy by more than {TOLERANCE:g}")
+    results = interleaved(args)
+    print(f"times in ms (dispatch: us per op), best of {args.repeats} x {args.rounds} "
+          f"round(s); '!' marks an output off float64 NumPy by more than {TOLERANCE:g}")
     table(results)
 
 

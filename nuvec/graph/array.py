@@ -7,6 +7,7 @@ no operation.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -350,7 +351,9 @@ def placeholder(shape: Shape, dtype: dt.Dtype, stream: Stream | None = None) -> 
 
 def _check_size(primitive: Primitive, shape: tuple[int, ...], dtype: dt.Dtype,
                 stream: Stream) -> None:
-    if len(shape) > 1 or (shape and shape[0] > 1 << 26):  # small 1-D outputs skip the call
+    # outputs under 2**27 elements (1 GiB at 8 bytes each) need no look at the device: this
+    # runs for every recorded operation
+    if (len(shape) > 1 or (shape and shape[0] > 1 << 26)) and math.prod(shape) > 1 << 27:
         memory.check_allocation(primitive.name.lower(), shape, dtype.size, dtype.name,
                                 stream.device)
 
@@ -375,6 +378,6 @@ def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> lis
 def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Array:
     """Records a single-output `primitive`; returns its output (see `record`)."""
     ((shape, dtype),) = primitive.output_specs(inputs)
-    if primitive.allocates:
-        _check_size(primitive, shape, dtype, stream)
+    if primitive.allocates and (len(shape) > 1 or (shape and shape[0] > 1 << 26)):
+        _check_size(primitive, shape, dtype, stream)  # (small 1-D outputs skip the call)
     return handle(Node(primitive, inputs, stream, (shape,), (dtype,)), 0)

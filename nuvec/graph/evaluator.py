@@ -200,56 +200,73 @@ def _failure(node: Node, exc: Exception) -> EvaluationError:
     )
 
 
-def _run(node: Node, backend: Any) -> None:
-    """Computes `node` with `backend` (its stream's), stores its data and detaches it."""
-    primitive = node.primitive
-    kernel = backend.kernels.get(type(primitive))
-    if kernel is None:
-        raise EvaluationError(f"eval: {primitive.name} has no kernel on {node.stream.device}")
-    sources, stream = node.sources, node.stream
-    try:
-        # one or two inputs on the node's own stream, too small to lend their buffer, are the
-        # common case: no lists, no moves, no search for a buffer to reuse (a source node's
-        # `nbytes` bounds the buffers it owns, and only an owned buffer is lent: `_donor`)
-        n = len(sources)
-        if n == 1 and sources[0].stream is stream and sources[0].nbytes < _REUSE_BYTES:
-            result = kernel(primitive, sources[0].data[node.indices[0]])
-        elif (n == 2 and sources[0].stream is stream and sources[1].stream is stream
-              and sources[0].nbytes < _REUSE_BYTES and sources[1].nbytes < _REUSE_BYTES):
-            i, j = node.indices
-            result = kernel(primitive, sources[0].data[i], sources[1].data[j])
+def _run_nodes(tape: list[Node | None], backend: Any) -> None:
+    """Computes the nodes of `tape` in order with `backend` (their streams'), stores their data
+    and detaches them. Entries are cleared once they ran, so intermediates are freed once their
+    consumers ran; everything per node is inline, as this loop runs once per operation."""
+    get, array_type, reuse = backend.kernels.get, backend.array_type, _REUSE_BYTES
+    for k in range(len(tape)):
+        node = tape[k]  # left in `tape` until it ran: if it fails, `_finish` releases it
+        primitive = node.primitive
+        kernel = get(type(primitive))
+        if kernel is None:
+            raise EvaluationError(f"eval: {primitive.name} has no kernel on {node.stream.device}")
+        sources, stream = node.sources, node.stream
+        try:
+            # one or two inputs on the node's own stream, too small to lend their buffer, are
+            # the common case: no lists, no moves, no search for a buffer to reuse (a source
+            # node's `nbytes` bounds the buffers it owns; only an owned buffer is lent)
+            n = len(sources)
+            if n == 1 and sources[0].stream is stream and sources[0].nbytes < reuse:
+                result = kernel(primitive, sources[0].data[node.indices[0]])
+            elif (n == 2 and sources[0].stream is stream and sources[1].stream is stream
+                  and sources[0].nbytes < reuse and sources[1].nbytes < reuse):
+                i, j = node.indices
+                result = kernel(primitive, sources[0].data[i], sources[1].data[j])
+            else:
+                result = _compute(node, kernel, backend)
+        except EvaluationError:
+            raise
+        except Exception as exc:
+            raise _failure(node, exc) from exc
+        dtypes = node.dtypes
+        if (len(dtypes) == 1 and type(result) is array_type and result.dtype is dtypes[0].np
+                and result.base is None):  # a fresh buffer of the right type (the common case)
+            outputs, nbytes = [result], result.nbytes
         else:
-            result = _compute(node, kernel, backend)
-    except EvaluationError:
-        raise
-    except Exception as exc:
-        raise _failure(node, exc) from exc
-    dtypes = node.dtypes
-    array_type = backend.array_type
+            outputs, nbytes = _outputs(node, result, backend)
+        if nbytes:  # `allocate(nbytes)`, inline
+            node.nbytes = nbytes
+            counters.active += nbytes
+            if counters.active > counters.peak:
+                counters.peak = counters.active
+        node.data = outputs
+        node.pending = None
+        if not node.keep:  # `node.detach()`, inline
+            node.primitive = None
+            node.sources = node.indices = ()
+        # hold no reference to the node or its data once stored: a consumer may take over its
+        # buffer only if nothing else refers to them (`_donor` counts the references)
+        tape[k] = result = outputs = None
+
+
+def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:
+    """A kernel's result as the node's outputs (coerced to their dtypes), and the bytes of the
+    buffers among them that are not its inputs' buffers."""
+    dtypes, array_type = node.dtypes, backend.array_type
     if len(dtypes) == 1:
         dtype = dtypes[0].np
         if type(result) is not array_type or result.dtype is not dtype:
             result = backend.coerce(result, dtype, node.shapes[0])
         outputs = [result]
-        # a fresh buffer (the common case) needs no search through the inputs' buffers
-        nbytes = (result.nbytes if result.base is None
-                  else backend.owned_bytes(outputs, _source_data(node)))
     else:
         outputs = [
             out if type(out) is array_type and out.dtype is d.np else backend.coerce(out, d.np, s)
             for out, d, s in zip(result, dtypes, node.shapes)
         ]
-        nbytes = backend.owned_bytes(outputs, _source_data(node))
-    if nbytes:  # `allocate(nbytes)`, inline
-        node.nbytes = nbytes
-        counters.active += nbytes
-        if counters.active > counters.peak:
-            counters.peak = counters.active
-    node.data = outputs
-    node.pending = None
-    if not node.keep:  # `node.detach()`, inline: this runs once per node
-        node.primitive = None
-        node.sources = node.indices = ()
+    if len(outputs) == 1 and getattr(result, "base", 0) is None:
+        return outputs, result.nbytes
+    return outputs, backend.owned_bytes(outputs, _source_data(node))
 
 
 def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None) -> None:
@@ -311,7 +328,7 @@ def _run_after(node: Node, deps: list[Future]) -> None:
         stream = node.stream
         backend = stream.backend
         with backend.scope(stream):
-            _run(node, backend)
+            _run_nodes([node], backend)
     except BaseException:
         _release(node)
         raise
@@ -344,14 +361,7 @@ def _run_tape(tape: list[Node | None], stream: Stream | None) -> None:
         return
     backend = stream.backend
     with backend.scope(stream):  # kernels define their own results for 1/0, nan, ...
-        for i in range(len(tape)):
-            node = tape[i]
-            tape[i] = None  # so intermediates are freed once their consumers ran
-            try:
-                _run(node, backend)  # type: ignore[arg-type]
-            except BaseException:
-                _release(node)  # type: ignore[arg-type]
-                raise
+        _run_nodes(tape, backend)
 
 
 def _synchronize_roots(roots: list[Node]) -> None:
