@@ -50,7 +50,7 @@ def bounded(p, q, k, v, f) -> np.ndarray | None:
     with np.errstate(over="ignore", invalid="ignore"):
         bound = float(np.sqrt(np.max(np.einsum("...i,...i->...", qf, qf)))
                       * np.sqrt(np.max(np.einsum("...i,...i->...", kf, kf))))
-        top = float(np.log(lk * max(float(np.max(np.abs(v))), 1.0)))
+        top = float(np.log(lk * max(float(np.max(v)), -float(np.min(v)), 1.0)))
     if not (bound <= limit and bound + top <= total_limit):
         return None
     ones = r > dv  # the sums from a ones column when copying the values costs less than a pass
