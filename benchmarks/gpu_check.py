@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's nuvec, wherever the command is 
 
 import nuvec as mx  # noqa: E402
 import gpu_attention  # noqa: E402  (beside this script)
+import gpu_gather  # noqa: E402  (beside this script)
 import gpu_gated_delta  # noqa: E402  (beside this script)
 import gpu_kernels  # noqa: E402  (beside this script)
 import gpu_packed_attention  # noqa: E402  (beside this script)
@@ -310,6 +311,7 @@ SECTIONS: list[Callable[[Context], None]] = [
     *gpu_attention.SECTIONS,  # the planner's decode kernels against PyTorch SDPA
     *gpu_gated_delta.SECTIONS,  # gated delta decode against the copy bandwidth
     section_packed_attention,
+    *gpu_gather.SECTIONS,  # gather_mm's grouped GEMM and gather_qmm against PyTorch
 ]
 
 

@@ -176,6 +176,11 @@ def test_vmap_of_compiled_records_one_wider_fused_node():
     assert isinstance(y.primitive, FusedElementwise) and y.primitive.shape == (3, 4, 5)
     want = np.tanh(np.exp(x) * w + 1) * x
     assert_allclose(y, np.moveaxis(want, 1, 0), dtype=mx.float32)
+    # a batched operand of lower rank than the chain: right-aligned under the batch axis
+    ws = rng.standard_normal((2, 5))
+    y = mx.vmap(chain, in_axes=(None, 0))(mx.array(x), mx.array(ws))
+    assert y.primitive.shape == (2, 4, 3, 5)
+    assert_allclose(y, np.stack([np.tanh(np.exp(x) * v + 1) * x for v in ws]), dtype=mx.float32)
 
 
 def test_blocks_cover_the_array_in_order():

@@ -8,26 +8,18 @@ to CuPy, or a GPU override); `tests/backends/test_tables.py` checks both halves.
 from __future__ import annotations
 
 from nuvec.fast.attention import AttentionRows
-from nuvec.fast.gather import GatherMm, GatherQmm
 from nuvec.ops import quantized as q
 
 _ROWS = (
     "the row block of the CPU's attention composition (the planner records it for CPU streams "
     "only; on a GPU it picks an attention kernel): its NumPy body masks in place with copyto"
 )
-_FALLBACK = (
-    "a fused op: its CUDA kernel (nuvec/fast/kernels) is not written yet; its fallback graph "
-    "runs on the CPU stream (run_on_cpu)"
-)
 _PACKED = (
     "bit-stream packing of quantized weights: the NumPy body is written for NumPy's in-place "
-    "bit views; its CUDA kernel belongs with the quantized matmul kernels"
+    "bit views (quantized_matmul has a CUDA kernel, nuvec/fast/kernels/gather_mm.cu)"
 )
 
 CPU_ROUTE: dict[type, str] = {
     AttentionRows: _ROWS,
-    **{cls: _FALLBACK for cls in (
-        GatherMm, GatherQmm,
-    )},
-    **{cls: _PACKED for cls in (q.Quantize, q.Dequantize, q.QuantizedMatmul)},
+    **{cls: _PACKED for cls in (q.Quantize, q.Dequantize)},
 }  # fmt: skip

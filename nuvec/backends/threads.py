@@ -23,7 +23,7 @@ import numpy as np
 MIN_BYTES = 1 << 19
 
 MAX_THREADS = 1024
-_CHUNKS_PER_THREAD = 2  # a late worker (another process on its core) leaves its share to others
+_CHUNKS_PER_THREAD = 4  # a late worker (another process on its core) holds up little work
 
 
 def _environment_threads() -> int | None:

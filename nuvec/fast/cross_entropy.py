@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import DeviceType, stream as stream_context, to_stream
@@ -160,7 +161,7 @@ def cross_entropy(logits: Any, targets: Any, *, stream: Any = None) -> Array:
             )
         floating("cross_entropy", logits.dtype)
         if not targets.dtype.is_integer:
-            raise TypeError(
+            raise DtypeError(
                 "cross_entropy: targets must be integer class indices, got "
                 f"{targets.dtype.name}"
             )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nuvec import ops
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
 from nuvec.graph.device import stream as stream_context
@@ -34,7 +35,7 @@ _NAME = re.compile(r"[A-Za-z_]\w*$")
 
 def _ctype(dtype: dt.Dtype, what: str) -> str:
     if dtype.name not in CTYPES:
-        raise TypeError(f"cuda_kernel: {what} has unsupported dtype {dtype.name}")
+        raise DtypeError(f"cuda_kernel: {what} has unsupported dtype {dtype.name}")
     return CTYPES[dtype.name]
 
 
@@ -164,7 +165,7 @@ class CudaKernel:
                                  f"{threadgroup}")
             for d in output_dtypes:
                 if not isinstance(d, dt.Dtype):
-                    raise TypeError(f"cuda_kernel: output dtypes must be dtypes, got {d!r}")
+                    raise DtypeError(f"cuda_kernel: output dtypes must be dtypes, got {d!r}")
             source, expression, extras = self.source_for(arrays, output_dtypes, template)
             if verbose:
                 print(source)

@@ -19,6 +19,7 @@ import numpy as np
 from nuvec.fast.base import FastOp, as_f32_bits, front, mx, on_gpu, one, record_or_fallback
 from nuvec.fast.rope import rotate_pair
 from nuvec.fast.softmax import LOGSUMEXP
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
@@ -331,7 +332,7 @@ def check_lengths(lengths: Any, tokens: int) -> tuple[int, ...]:
     if isinstance(lengths, (Array, np.ndarray)):
         data = np.asarray(lengths)
         if not (np.issubdtype(data.dtype, np.integer)):
-            raise TypeError(f"{OP}: lengths must be integers, got an array of {data.dtype}")
+            raise DtypeError(f"{OP}: lengths must be integers, got an array of {data.dtype}")
         if data.ndim != 1:
             raise ValueError(f"{OP}: lengths must be 1-D, got shape {tuple(data.shape)}")
         values = [int(n) for n in data]
@@ -362,7 +363,7 @@ def check_qkv(qkv: Array, heads: Any) -> int:
     if heads < 1:
         raise ValueError(f"{OP}: heads must be at least 1, got {heads}")
     if not qkv.dtype.is_floating:
-        raise TypeError(f"{OP}: qkv must be floating-point, got {qkv.dtype.name}")
+        raise DtypeError(f"{OP}: qkv must be floating-point, got {qkv.dtype.name}")
     if qkv.ndim != 2:
         raise ValueError(f"{OP}: qkv must be 2-D [T, 3·heads·D], got shape {qkv.shape}")
     width = qkv.shape[1]
@@ -380,7 +381,7 @@ def check_tables(cos: Array, sin: Array, d: int, longest: int) -> None:
     """Raises unless `cos` and `sin` are floating `[P, D/2]` with P at least `longest`."""
     for name, t in (("cos", cos), ("sin", sin)):
         if not t.dtype.is_floating:
-            raise TypeError(f"{OP}: {name} must be floating-point, got {t.dtype.name}")
+            raise DtypeError(f"{OP}: {name} must be floating-point, got {t.dtype.name}")
     if cos.ndim != 2 or cos.shape != sin.shape or cos.shape[1] != d // 2:
         raise ValueError(f"{OP}: cos and sin must both be [P, D/2] = [P, {d // 2}], got "
                          f"shapes {cos.shape} and {sin.shape}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, handle, leaf, record1
+from nuvec.graph.caller import public_caller
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
 
@@ -167,7 +168,8 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
         try:  # bytes, bytearray, memoryview, array.array: anything with the buffer protocol
             data = np.asarray(memoryview(val))
         except TypeError:
-            raise dt.DtypeError(f"array: cannot make an array from {type(val).__name__}") from None
+            raise dt.DtypeError(f"{public_caller('array')}: cannot make an array from "
+                                f"{type(val).__name__}") from None
         inferred = _infer_dtype(data)
     out = target or inferred
     if data.dtype.kind == "c" and out.kind in "iuf":  # a real number keeps the real part

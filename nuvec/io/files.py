@@ -11,6 +11,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf
 
@@ -134,5 +135,5 @@ def to_array(data: np.ndarray, op: str = "load", file: Any = None) -> Array:
         dtype = None
     if dtype is None or (dtype is dt.complex64 and data.dtype != np.complex64):
         where = "" if file is None else f"{describe(file)}: "
-        raise TypeError(f"{op}: {where}unsupported dtype {data.dtype} in the file")
+        raise DtypeError(f"{op}: {where}unsupported dtype {data.dtype} in the file")
     return leaf(data, dtype)

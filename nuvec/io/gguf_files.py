@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.io import gguf_quants as quants
@@ -199,8 +200,8 @@ def save_gguf(file: Any, arrays: dict[str, Array], metadata: dict[str, Any] | No
     for name, a in arrays.items():
         data = np.ascontiguousarray(host(a, "save_gguf"))
         if a.dtype.name not in _TENSOR_CODES:
-            raise TypeError(f"save_gguf: GGUF has no tensor type for {a.dtype.name} "
-                            f"(array {name!r}); use one of {', '.join(_TENSOR_CODES)}")
+            raise DtypeError(f"save_gguf: GGUF has no tensor type for {a.dtype.name} "
+                             f"(array {name!r}); use one of {', '.join(_TENSOR_CODES)}")
         dims = tuple(reversed(data.shape)) or (1,)
         parts += [_string(name, "array names"), struct.pack(f"<I{len(dims)}Q", len(dims), *dims),
                   struct.pack("<IQ", _TENSOR_CODES[a.dtype.name], offset)]
@@ -234,8 +235,8 @@ def _metadata_value(key: str, value: Any) -> bytes:
     data = host(value, "save_gguf")
     code = _VALUE_CODES.get(data.dtype) if value.dtype is not dt.bfloat16 else None
     if code is None:
-        raise TypeError(f"save_gguf: GGUF metadata cannot hold {value.dtype.name} "
-                        f"(metadata {key!r})")
+        raise DtypeError(f"save_gguf: GGUF metadata cannot hold {value.dtype.name} "
+                         f"(metadata {key!r})")
     if data.ndim > 1:
         raise ValueError(f"save_gguf: metadata {key!r} must be a scalar or 1-D array, got "
                          f"shape {data.shape}")

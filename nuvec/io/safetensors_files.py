@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.io.files import describe, fail, host, read_buffer, to_array, view, writable
 
@@ -135,8 +136,8 @@ def _entry(name: str, info: Any, file: Any) -> tuple[np.dtype, tuple[int, ...], 
         raise fail("load", file, f"tensor {name!r} lacks dtype, shape or data_offsets")
     code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
     if code in _UNSUPPORTED:
-        raise TypeError(f"load: {describe(file)}: tensor {name!r} has dtype {code}, "
-                        "which nuvec does not have")
+        raise DtypeError(f"load: {describe(file)}: tensor {name!r} has dtype {code}, "
+                         "which nuvec does not have")
     if code not in _CODES:
         raise fail("load", file, f"tensor {name!r} has an unknown dtype {code!r}")
     if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):

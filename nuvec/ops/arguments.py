@@ -240,6 +240,14 @@ def real_number(value: Any, op: str, what: str, finite: bool = True,
     return out
 
 
+def check_callable(op: str, fun: Any, what: str = "fun") -> None:
+    """Raises TypeError unless `fun` is callable (transforms check it at the call, not when
+    the transformed function runs)."""
+    if not callable(fun):
+        raise TypeError(f"{public_caller(op)}: {what} must be callable, got {fun!r} "
+                        f"({type(fun).__name__})")
+
+
 def check_shape(shape: Any, op: str) -> Shape:
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
     out = int_tuple(shape, op, "shape")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph.array import Array
+from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import as_array, fresh
 from nuvec.ops.shape import reshape
 
@@ -16,6 +17,7 @@ __all__ = ["atleast_1d", "atleast_2d", "atleast_3d"]
 
 def _atleast(ndim: int, arys: tuple[Any, ...], stream: Any) -> Array | list[Array]:
     op = f"atleast_{ndim}d"
+    stream = to_stream(stream)  # checked even when nothing is recorded
     out = []
     for x in arys:
         x = as_array(x, op)

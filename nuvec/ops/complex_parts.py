@@ -72,6 +72,7 @@ def conjugate(a: Any, /, *, stream: StreamLike = None) -> Array:
         >>> mx.conjugate(mx.array([1 + 2j])).tolist()
         [(1-2j)]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "conjugate")
     if a.dtype is not dt.complex64:
         return fresh(a)
@@ -111,6 +112,7 @@ def real(a: Any, /, *, stream: StreamLike = None) -> Array:
         >>> mx.real(mx.array([1 + 2j])).tolist()
         [1.0]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "real")
     if a.dtype is not dt.complex64:
         return fresh(a)

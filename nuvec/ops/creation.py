@@ -13,6 +13,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph import memory
+from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import cast, from_data
 from nuvec.graph.device import to_stream
@@ -20,7 +21,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary, join, unary
 from nuvec.ops import shape as shape_ops
 from nuvec.ops import sharing
-from nuvec.ops.arguments import as_array, check_shape, check_weak_int, fresh
+from nuvec.ops.arguments import (as_array, check_shape, check_weak_int, fresh, index_int, real_number)
 from nuvec.ops.families import apply
 
 __all__ = [
@@ -345,7 +346,7 @@ def arange(
     else:
         size = max(math.ceil((stop - start) / step), 0)
     if size > 2**31 - 1:
-        raise ValueError(f"arange: the size {size} exceeds the maximum 2**31 - 1")
+        raise ValueError(f"{public_caller('arange')}: the size {size} exceeds the maximum 2**31 - 1")
     return record1(Arange(start, step, int(size), out), (), to_stream(stream))
 
 
@@ -376,8 +377,9 @@ def linspace(
         >>> mx.linspace(0, 1, 5).tolist()
         [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    if not is_int(num):
-        raise TypeError(f"linspace: num must be an int, got {type(num).__name__}")
+    num = index_int(num, "linspace", "num", high=2**31 - 1)
+    start = real_number(start, "linspace", "start", finite=False)
+    stop = real_number(stop, "linspace", "stop", finite=False)
     if num < 0:
         raise ValueError(f"linspace: the number of samples must be non-negative, got {num}")
     out = dt.float32 if dtype is None else dt.to_dtype(dtype, "linspace")

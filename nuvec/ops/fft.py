@@ -113,6 +113,7 @@ def fft_transform(
     A complex input to a forward real transform is rejected (NumPy's TypeError), not silently
     cut to its real part.
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, op)
     if a.ndim < 1:
         raise ValueError(f"{op}: requires an array with at least one dimension, got shape ()")
@@ -260,6 +261,7 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -
 
 
 def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: Any) -> Array:
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, op)
     axes = list(range(a.ndim)) if axes is None else _int_list(axes, op, "axes")
     if not axes:

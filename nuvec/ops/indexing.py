@@ -190,7 +190,8 @@ def check_index_array(op: str, idx: Any) -> Array:
     if idx.dtype is dt.bool_:
         raise ValueError(f"{op}: boolean indices are not supported (MLX); use where()")
     if not idx.dtype.is_integer:
-        raise DtypeError(f"{op}: indices must be integers, got {idx.dtype.name}")
+        raise DtypeError(f"{op}: indices must be integers, got {idx.dtype.name} (shape "
+                         f"{idx.shape})")
     return idx
 
 

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -62,9 +63,10 @@ class Concatenate(Primitive):
 
 def _common(op: str, arrays: Sequence[Any], s: Any) -> list[Array]:
     if isinstance(arrays, Array) or not isinstance(arrays, (list, tuple)):
-        raise TypeError(f"{op}: expected a list or tuple of arrays, got {type(arrays).__name__}")
+        raise TypeError(f"{public_caller(op)}: expected a list or tuple of arrays, got "
+                        f"{type(arrays).__name__}")
     if not arrays:
-        raise ValueError(f"{op}: no arrays given")
+        raise ValueError(f"{public_caller(op)}: no arrays given")
     xs = [as_array(x, op) for x in arrays]
     out = xs[0].dtype
     for x in xs[1:]:
@@ -100,20 +102,41 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, *, stream: Any = No
         axis = 0
     ndim = xs[0].ndim
     if ndim == 0:
-        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+        raise ValueError(f"{public_caller('concatenate')}: zero-dimensional arrays cannot be "
+                         "concatenated")
     ax = normalize_axis(axis, ndim, "concatenate")
     for x in xs:
         if x.ndim != ndim or any(d != e for i, (d, e) in enumerate(zip(x.shape, xs[0].shape))
                                  if i != ax):
             shapes = ", ".join(str(y.shape) for y in xs)
-            raise ValueError(f"concatenate: all shapes must match except along axis {ax}, "
+            raise ValueError(f"{public_caller('concatenate')}: all shapes must match except "
+                             f"along axis {ax}, "
                              f"got {shapes}")
     if len(xs) == 1:
         return fresh(xs[0])
     return record1(Concatenate(ax), tuple(xs), s)
 
 
-concat = concatenate  # MLX's (and the array API's) second name for `concatenate`
+def concat(arrays: Sequence[Any], axis: int | None = 0, *, stream: Any = None) -> Array:
+    """MLX's (and the array API's) second name for `concatenate`.
+
+    Args:
+        arrays: the arrays to join.
+        axis: the axis to join along; None flattens the inputs first.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The joined array.
+
+    Raises:
+        ValueError: as `concatenate`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.concat([mx.zeros((2,)), mx.ones((1,))]).tolist()
+        [0.0, 0.0, 1.0]
+    """
+    return concatenate(arrays, axis, stream=stream)
 
 
 def stack(arrays: Sequence[Any], axis: int = 0, *, stream: Any = None) -> Array:

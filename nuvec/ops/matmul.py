@@ -14,7 +14,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.arguments import as_array, broadcast_shapes, real_number
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import Transpose, broadcast_to, reshape, transpose
@@ -179,6 +179,8 @@ def addmm(
         [[8.0]]
     """
     c, a, b = as_array(c, "addmm"), as_array(a, "addmm"), as_array(b, "addmm")
+    alpha = real_number(alpha, "addmm", "alpha", finite=False)
+    beta = real_number(beta, "addmm", "beta", finite=False)
     s = to_stream(stream)
     dtype = _matmul_dtype("addmm", a, b, c)
     product = _product("addmm", a, b, dtype, s)
@@ -187,7 +189,7 @@ def addmm(
                          f"shape {product.shape}")
     c = broadcast_to(astype(c, dtype, stream=s), product.shape, stream=s)
     if alpha != 1.0:
-        product = multiply(product, float(alpha), stream=s)
+        product = multiply(product, alpha, stream=s)
     if beta != 1.0:
-        c = multiply(c, float(beta), stream=s)
+        c = multiply(c, beta, stream=s)
     return add(product, c, stream=s)

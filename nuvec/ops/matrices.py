@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, index_int, normalize_axis
-from nuvec.ops.creation import Source, is_int
+from nuvec.ops.creation import Source
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 from nuvec.ops.reduction import sum as reduce_sum
 from nuvec.ops.unary import astype
@@ -69,10 +70,11 @@ def eye(
         [[1, 0], [0, 1]]
     """
     m = n if m is None else m
-    if not (is_int(n) and is_int(m) and is_int(k)):
-        raise TypeError("eye: n, m and k must be ints")
+    n, m = (index_int(v, "eye", what, high=2**31 - 1) for v, what in ((n, "n"), (m, "m")))
+    k = index_int(k, "eye", "k", -(2**31), 2**31 - 1)
     if n < 0 or m < 0:
-        raise ValueError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+        raise ValueError(f"{public_caller('eye')}: n and m must be non-negative, got n={n}, "
+                         f"m={m}")
     out = dt.float32 if dtype is None else dt.to_dtype(dtype, "eye")
     return record1(Eye(int(n), int(m), int(k), out), (), to_stream(stream))
 
@@ -124,10 +126,11 @@ def tri(
         [[1, 0], [1, 1]]
     """
     m = n if m is None else m
-    if not (is_int(n) and is_int(m) and is_int(k)):
-        raise TypeError("tri: n, m and k must be ints")
+    n, m = (index_int(v, "tri", what, high=2**31 - 1) for v, what in ((n, "n"), (m, "m")))
+    k = index_int(k, "tri", "k", -(2**31), 2**31 - 1)
     if n < 0 or m < 0:
-        raise ValueError(f"tri: n and m must be non-negative, got n={n}, m={m}")
+        raise ValueError(f"{public_caller('tri')}: n and m must be non-negative, got n={n}, "
+                         f"m={m}")
     out = dt.float32 if dtype is None else dt.to_dtype(dtype, "tri")
     return record1(Tri(int(n), int(m), int(k), out), (), to_stream(stream))
 
@@ -161,9 +164,8 @@ def _triangle(op: str, x: Any, k: int, upper: bool, stream: Any) -> Array:
     x = as_array(x, op)
     if x.ndim < 2:
         raise ValueError(f"{op}: the array must be at least 2-D, got shape {x.shape}")
-    if not is_int(k):
-        raise TypeError(f"{op}: k must be an int, got {type(k).__name__}")
-    return record1(Triangle(int(k), upper), (x,), to_stream(stream))
+    k = index_int(k, op, "k", -(2**31), 2**31 - 1)
+    return record1(Triangle(k, upper), (x,), to_stream(stream))
 
 
 def tril(x: Any, k: int = 0, *, stream: Any = None) -> Array:

@@ -15,7 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, check_shape, fresh, index_int, int_tuple
+from nuvec.ops.arguments import as_array, check_shape, fresh, index_int, int_tuple, real_number
 from nuvec.ops.binary import add, multiply, subtract
 from nuvec.ops.creation import arange, ones, zeros
 from nuvec.ops.families import Linear, apply, move_batch_to_front
@@ -164,6 +164,7 @@ def view(a: Any, /, dtype: Any, *, stream: Any = None) -> Array:
         >>> mx.view(mx.array([1.0], mx.float32), mx.uint32).tolist()
         [1065353216]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "view")
     target = dt.to_dtype(dtype, "view")
     if target is a.dtype:
@@ -252,7 +253,8 @@ def hadamard_transform(a: Any, /, scale: float | None = None, *, stream: Any = N
             f"{op}: the last axis must have size m * 2**k with m in (1, 12, 20, 28), got {n} "
             f"(shape {a.shape})"
         )
-    factor = 1.0 / math.sqrt(n) if scale is None else float(scale)
+    factor = 1.0 / math.sqrt(n) if scale is None else real_number(scale, "hadamard_transform",
+                                                                       "scale")
     dtype = a.dtype if a.dtype.is_floating else dt.float32
     a = astype(a, dtype, stream=s)
     if n == 1 or a.size == 0:  # nothing to mix: only the scale applies

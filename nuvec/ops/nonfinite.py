@@ -154,6 +154,7 @@ def nan_to_num(
         >>> mx.nan_to_num(mx.array([mx.nan, 1.0])).tolist()
         [0.0, 1.0]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
             raise TypeError(f"nan_to_num: {what} must be a real number, got {type(v).__name__}")

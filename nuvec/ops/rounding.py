@@ -29,6 +29,7 @@ FLOOR, CEIL, ROUND, TRUNC = Floor(), Ceil(), Round(), Trunc()
 
 
 def _rounding(name: str, primitive: Unary, a: Any, stream: StreamLike) -> Array:
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, name)
     if a.dtype is dt.complex64:
         raise DtypeError(f"{name}: not supported for complex64 arrays")

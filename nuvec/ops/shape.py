@@ -127,6 +127,7 @@ def reshape(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Array:
         >>> mx.reshape(mx.array([1, 2, 3, 4]), (2, -1)).shape
         (2, 2)
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "reshape")
     shape = _infer_shape(a, shape, "reshape")
     if shape == a.shape:
@@ -216,7 +217,7 @@ def unflatten(a: Any, /, axis: int, shape: Sequence[int], *, stream: Any = None)
     """
     a = as_array(a, "unflatten")
     ax = normalize_axis(axis, a.ndim, "unflatten")
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = int_tuple(shape, "unflatten", "shape")
     if not shape:
         raise ValueError("unflatten: shape must not be empty")
     part = _infer_shape(_Sized(a.shape[ax]), shape, "unflatten")
@@ -248,6 +249,7 @@ def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = Non
         >>> mx.transpose(mx.zeros((2, 3, 4)), (2, 0, 1)).shape
         (4, 2, 3)
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "transpose")
     if axes is None:
         perm = tuple(range(a.ndim - 1, -1, -1))
@@ -263,7 +265,26 @@ def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = Non
     return record1(Transpose(perm), (a,), to_stream(stream))
 
 
-permute_dims = transpose  # MLX's (and the array API's) second name for `transpose`
+def permute_dims(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:
+    """MLX's (and the array API's) second name for `transpose`: `a` with its axes permuted.
+
+    Args:
+        a: the input array.
+        axes: a permutation of the axes; default reverses them.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        The permuted array.
+
+    Raises:
+        ValueError: if `axes` is not a permutation of `a`'s axes.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.permute_dims(mx.zeros((2, 3)), (1, 0)).shape
+        (3, 2)
+    """
+    return transpose(a, axes, stream=stream)
 
 
 def swapaxes(a: Any, /, axis1: int, axis2: int, *, stream: Any = None) -> Array:
@@ -338,6 +359,7 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Arra
         >>> mx.broadcast_to(mx.array([1, 2]), (2, 2)).tolist()
         [[1, 2], [1, 2]]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "broadcast_to")
     shape = check_shape(shape, "broadcast_to")
     if len(shape) < a.ndim or _broadcast_shapes(a.shape, shape, op="broadcast_to") != shape:
@@ -386,6 +408,7 @@ def broadcast_arrays(*arrays: Any, stream: Any = None) -> tuple[Array, ...]:
         >>> [x.shape for x in mx.broadcast_arrays(mx.zeros((2, 1)), mx.zeros((3,)))]
         [(2, 3), (2, 3)]
     """
+    stream = to_stream(stream)
     arrays_ = [as_array(a, "broadcast_arrays") for a in arrays]
     shape = _broadcast_shapes(*(a.shape for a in arrays_), op="broadcast_arrays")
     return tuple(broadcast_to(a, shape, stream=stream) for a in arrays_)
@@ -439,6 +462,7 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
         >>> mx.squeeze(mx.zeros((1, 3, 1))).shape
         (3,)
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "squeeze")
     if axis is None:
         drop = {i for i, d in enumerate(a.shape) if d == 1}

@@ -291,6 +291,7 @@ def abs(a: Any, /, *, stream: StreamLike = None) -> Array:
         >>> mx.abs(mx.array([-1, 2])).tolist()
         [1, 2]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "abs")
     if a.dtype is dt.bool_ or a.dtype.kind == "u":
         return fresh(a)
@@ -312,6 +313,7 @@ def sign(a: Any, /, *, stream: StreamLike = None) -> Array:
         >>> mx.sign(mx.array([-2.0, 0.0, 3.0])).tolist()
         [-1.0, 0.0, 1.0]
     """
+    stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "sign")
     if a.dtype is dt.bool_:
         return fresh(a)

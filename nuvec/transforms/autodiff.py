@@ -15,6 +15,7 @@ from nuvec.graph.array import Array, Node, handle
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
+from nuvec.ops.arguments import check_callable, int_tuple
 from nuvec.ops.binary import add
 from nuvec.ops.creation import ones_like, zeros_like
 from nuvec.ops.unary import astype
@@ -243,11 +244,18 @@ def _select_args(
 
 def _normalize_argnums(op: str, argnums: Any, argnames: Any) -> tuple[list[int], list[str]]:
     """MLX's rules: argnums default to 0 without argnames; sorted, non-negative, unique."""
-    names = [argnames] if isinstance(argnames, str) else list(argnames)
+    try:
+        names = [argnames] if isinstance(argnames, str) else list(argnames)
+    except TypeError:
+        names = [None]
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{op}: argnames must be a str or a sequence of str, got {argnames!r}")
     if argnums is None:
         nums = [] if names else [0]
     else:
-        nums = sorted([argnums] if isinstance(argnums, int) else list(argnums))
+        nums = sorted(int_tuple(argnums, op, "argnums"))
+        if nums and nums[-1] >= 2**31:
+            raise ValueError(f"{op}: argnums must be below 2**31, got {nums[-1]}")
     if not nums and not names:
         raise ValueError(f"{op}: gradient with respect to no argument requested")
     if nums and nums[0] < 0:
@@ -281,6 +289,7 @@ def _loss_of(op: str, value: Any, aux_allowed: bool) -> Array:
 def _value_and_grad(
     op: str, fun: Callable[..., Any], argnums: Any, argnames: Any, aux_allowed: bool
 ) -> Callable[..., tuple[Any, Any]]:
+    check_callable(op, fun)
     nums, names = _normalize_argnums(op, argnums, argnames)
 
     def wrapped(*args: Any, **kwargs: Any) -> tuple[Any, Any]:

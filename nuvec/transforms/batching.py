@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from nuvec.graph.array import Array, placeholder
 from nuvec.graph.tree import flatten, unflatten
+from nuvec.ops.arguments import check_callable
 from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
 from nuvec.transforms.trace import Key, apply_rule, key_of, release, trace, traced_graph
 
@@ -51,6 +54,26 @@ def _flat_axes(op: str, axes: Any, tree: Any, output: bool) -> list[int | None]:
     raise ValueError(f"{op}: axes {axes!r} do not match the structure {type(tree).__name__}")
 
 
+def _check_axes_spec(what: str, spec: Any) -> None:
+    """Raises at the call for an axes spec that is not an int, None or a list, tuple or dict of
+    them (the ranges are checked against the arguments when the function runs)."""
+    if spec is None:
+        return
+    if isinstance(spec, (list, tuple)):
+        for item in spec:
+            _check_axes_spec(what, item)
+        return
+    if isinstance(spec, dict):
+        for item in spec.values():
+            _check_axes_spec(what, item)
+        return
+    if isinstance(spec, bool) or not isinstance(spec, (int, np.integer)):
+        raise ValueError(f"vmap: axis must be int or None (or a list, tuple or dict of them) "
+                         f"in {what}, got {spec!r} ({type(spec).__name__})")  # MLX's ValueError
+    if not -(2**31) <= spec < 2**31:
+        raise ValueError(f"vmap: {what} entries must fit in int32, got {spec}")
+
+
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
     """Returns `fun` vectorized over a batch axis of its inputs.
 
@@ -75,6 +98,9 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         >>> mx.vmap(lambda x: x.sum())(mx.ones((3, 2))).tolist()
         [2.0, 2.0, 2.0]
     """
+    check_callable("vmap", fun)
+    _check_axes_spec("in_axes", in_axes)
+    _check_axes_spec("out_axes", out_axes)
 
     def wrapped(*args: Any) -> Any:
         leaves, treedef = flatten(list(args))

@@ -16,6 +16,7 @@ from nuvec.graph.array import Array, record
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.graph.tree import TreeDef, flatten, unflatten
+from nuvec.ops.arguments import check_callable
 from nuvec.ops.creation import zeros_like
 from nuvec.transforms.autodiff import jvp, vjp
 from nuvec.transforms.batching import vmap
@@ -271,12 +272,16 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     Returns:
         A function with `fun`'s signature and results.
 
+    Raises:
+        TypeError: if `fun` is not callable.
+
     Example:
         >>> import nuvec as mx
         >>> f = mx.checkpoint(lambda x: (x * x).exp())
         >>> round(mx.grad(lambda x: f(x).sum())(mx.array([0.5])).item(), 4)
         1.284
     """
+    check_callable("checkpoint", fun)
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:

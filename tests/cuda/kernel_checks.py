@@ -103,7 +103,28 @@ def cases():
             (f"gated_delta_steps-{dt}", GatedDelta(True), [*delta, random((2, 2, 17, 32), dt, 13)]),
             (f"gated_delta_slots-{dt}", GatedDeltaSlots(),
              [*delta, random((3, 2, 17, 32), dt, 14), np.array([2, -3], np.int32)]),
+            *gather_cases(dt),
         ]
+    return out
+
+
+def gather_cases(dt):
+    """gather_mm with and without offsets, gather_qmm both ways (4-bit, groups of 32)."""
+    from nuvec.fast.gather import GatherMm, GatherQmm
+    from nuvec.ops.quantized import quantize
+
+    rhs = np.array([0, 0, 2, 2, 2, 3], np.uint32)
+    lhs = np.array([1, 0, 3, 2, 2, 0], np.uint32)
+    offsets = np.array([0, 2, 2, 5], np.int32)
+    out = [(f"gather_mm_segments-{dt}", GatherMm(),
+            [random((4, 1, 40), dt), random((4, 40, 70), dt, 1), lhs, rhs, offsets]),
+           (f"gather_mm-{dt}", GatherMm(),
+            [random((2, 5, 24), dt), random((3, 24, 9), dt, 1), lhs[:3] % 2, rhs[:3]])]
+    for transpose in (True, False):
+        w, s, b = (np.asarray(a) for a in quantize(random((4, 64, 64), "float32", 2), 32, 4))
+        s, b = s.astype(DTYPES[dt]), b.astype(DTYPES[dt])
+        out.append((f"gather_qmm-{'t' if transpose else 'n'}-{dt}", GatherQmm(32, 4, transpose),
+                    [random((4, 1, 64), dt), w, s, b, lhs, rhs, offsets]))
     return out
 
 

@@ -28,6 +28,9 @@ BOUNDS = {
     # and dV in registers (its sm_80 build keeps part of the score block on the stack)
     "attend": (64, 0, 0), "attend_mma": (176, 0, 0), "delta": (32, 0, 0),
     "attend_back": (80, 0, 0), "attend_back_mma": (255, 0, 256), "rotate_back": (24, 0, 0),
+    # gathered matmuls: tiles in dynamic shared memory (at most 17.7 KB), 32 float
+    # accumulators per thread for tiles of 64 rows; launch bounds of 4 blocks per SM
+    "gather_segments": (112, 0, 0), "gather_batched": (112, 0, 0),
     # gated delta: ROWS x N float state registers per lane (N = 8 for Dk up to 256), no shared
     "gated_delta": (88, 0, 0), "gated_delta_steps": (88, 0, 0), "gated_delta_slots": (88, 0, 0),
 }

@@ -94,6 +94,25 @@ def test_user_kernels_on_the_gpu_stream(emulated_gpu):
     assert emulated_gpu.launched == ["custom_kernel_negate"]
 
 
+def test_gathered_and_quantized_products_launch_the_gather_kernels(emulated_gpu):
+    rng = np.random.default_rng(2)
+    x = mx.array(rng.standard_normal((6, 1, 32)), mx.float16)
+    w = mx.array(rng.standard_normal((3, 32, 16)), mx.float16)
+    rhs = mx.array([0, 0, 1, 2, 2, 2])
+    wq, s, b = mx.quantize(mx.array(rng.standard_normal((16, 64)), mx.float16), 32, 4)
+    xq = mx.array(rng.standard_normal((2, 64)), mx.float16)
+    outs = {}
+    for device in (mx.gpu, mx.cpu):
+        with mx.stream(device):
+            outs[device] = (np.asarray(mx.gather_mm(x, w, rhs_indices=rhs, sorted_indices=True)),
+                            np.asarray(mx.quantized_matmul(xq, wq, s, b, group_size=32, bits=4)))
+    assert "gather_segments<__half, 16, 0>" in emulated_gpu.launched
+    assert "gather_batched<__half, 16, 1>" in emulated_gpu.launched
+    for got, want in zip(outs[mx.gpu], outs[mx.cpu]):
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=4e-3,
+                                   atol=4e-3 * np.abs(want).max())
+
+
 def test_gated_delta_nodes_launch_their_kernels(emulated_gpu):
     rng = np.random.default_rng(2)
     q, k = (mx.array(rng.standard_normal((2, 3, 1, 32)) * 0.2, mx.bfloat16) for _ in range(2))

@@ -8,6 +8,7 @@ import pytest
 
 import nuvec as mx
 from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, sample
+from nuvec.backends.numpy.fast_attention import TILE_ROWS
 from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.attention import plan_attention
 from nuvec.graph.array import record
@@ -101,6 +102,10 @@ CASES = {
                              mask="causal", sinks=True, cap=40),
     "causal_blocks": dict(qs=(1, 2, 17, 4), ks=(1, 2, 20, 4), vs=(1, 2, 20, 4),
                           mask="causal", cap=300),
+    "causal_tiles": dict(qs=(1, 2, 150, 8), ks=(1, 2, 150, 8), vs=(1, 2, 150, 8),
+                         mask="causal"),
+    "causal_tiles_gqa_window_lq_lt_lk": dict(qs=(1, 4, 140, 8), ks=(1, 2, 170, 8),
+                                             vs=(1, 2, 170, 6), mask="causal", window=40),
     "empty_queries": dict(qs=(1, 2, 0, 4), ks=(1, 2, 3, 4), vs=(1, 2, 3, 5), mask="causal"),
     "empty_keys": dict(qs=(1, 2, 3, 4), ks=(1, 2, 0, 4), vs=(1, 2, 0, 5)),
     "empty_keys_causal_sinks": dict(qs=(1, 2, 3, 4), ks=(1, 2, 0, 4), vs=(1, 2, 0, 5),
@@ -113,6 +118,18 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES), ids=str)
 def test_values(case, dtype):
     run(dtype, **CASES[case])
+
+
+@pytest.mark.parametrize("mask", [None, "causal"], ids=str)
+def test_large_scores_take_the_exact_path(mask):
+    """Scores too large for `exp` without the row maximum still give the softmax."""
+    rng = np.random.default_rng(8)
+    q, qr = sample(rng, (1, 2, 70, 8), mx.float32)
+    k, kr = sample(rng, (1, 2, 70, 8), mx.float32)
+    out = sdpa(q * 60, k, k, scale=0.5, mask=mask)
+    want = reference(qr * 60, kr, kr, 0.5, mask)
+    assert np.max(np.abs(qr * 60 @ np.swapaxes(kr, -1, -2) * 0.5)) > 100
+    assert_allclose(out, want, dtype=mx.float32, rtol=1e-4, atol=1e-4)
 
 
 def test_promotes_and_converts():
@@ -182,7 +199,8 @@ def test_row_block_kernel_matches_its_fallback(dtype, options):
 
 
 def test_peak_memory_under_the_cap():
-    """NumPy reports its buffers to tracemalloc: the peak includes the kernels' scores."""
+    """NumPy reports its buffers to tracemalloc: the peak includes the kernels' score tiles,
+    never every score at once."""
     import tracemalloc
 
     rng = np.random.default_rng(5)
@@ -196,7 +214,8 @@ def test_peak_memory_under_the_cap():
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     full_scores = 4 * 256 * 256 * 4
-    assert peaks[0] > full_scores > 8 * peaks[1]
+    tile_scores = 4 * TILE_ROWS * 256 * 4  # the widest tile of the bounded CPU path
+    assert full_scores > peaks[0] >= tile_scores and full_scores > 8 * peaks[1]
 
 
 # -- rejected inputs ---------------------------------------------------------------------

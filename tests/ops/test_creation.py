@@ -103,17 +103,21 @@ def test_identity_and_empty_tri():
 def test_eye_rejects_negative(n, m):
     with pytest.raises(ValueError, match="^eye: n and m must be non-negative"):
         mx.eye(n, m)
-    with pytest.raises(ValueError, match="^eye: n and m must be non-negative"):
+    with pytest.raises(ValueError, match="^identity: n and m must be non-negative"):
         mx.identity(n if n <= 0 else m)
 
 
 def test_tri_errors():
     with pytest.raises(ValueError, match="^tri: n and m must be non-negative"):
         mx.tri(-1)
-    with pytest.raises(TypeError, match="^tri: n, m and k must be ints"):
+    with pytest.raises(TypeError, match="^tri: k must be an int, got 0.5"):
         mx.tri(2, k=0.5)
-    with pytest.raises(TypeError, match="^eye: n, m and k must be ints"):
+    with pytest.raises(TypeError, match="^eye: n must be an int, got 2.0"):
         mx.eye(2.0)
+    with pytest.raises(TypeError, match="^identity: n must be an int, got '3'"):
+        mx.identity("3")
+    with pytest.raises(ValueError, match=f"^tril: k must be <= 2147483647, got {2**40}"):
+        mx.tril(mx.ones((2, 2)), k=2**40)
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=ids)

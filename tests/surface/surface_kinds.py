@@ -146,9 +146,12 @@ def run(fn: Callable, args: list, kwargs: dict) -> tuple[str, BaseException | No
 
 
 def shows(exc: BaseException, value: Any) -> bool:
-    """Whether the message shows the offending value (its repr, str or type name)."""
+    """Whether the message shows the offending value (its repr, str or type name; an array by
+    its shape, as messages show arrays)."""
     msg = str(exc)
     candidates = [repr(value), str(value), type(value).__name__]
+    if isinstance(value, mx.array):
+        candidates.append(str(value.shape))
     if isinstance(value, tuple):
         candidates += [str(v) for v in value]
     return any(c in msg for c in candidates)

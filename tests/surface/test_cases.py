@@ -209,7 +209,7 @@ MEMORY = r"needs (\d+) bytes, more than the (\d+) bytes of memory of Device\(\w+
 @pytest.mark.parametrize("name,call,shape", [
     ("zeros", lambda: mx.zeros((2**20, 2**20)), r"\(1048576, 1048576\)"),
     ("ones", lambda: mx.ones((2**20, 2**20), dtype=mx.int8), r"\(1048576, 1048576\)"),
-    ("eye", lambda: mx.eye(2**40, 4), r"\(1099511627776, 4\)"),
+    ("eye", lambda: mx.eye(2**20), r"\(1048576, 1048576\)"),
     ("normal", lambda: mx.random.normal((2**20, 2**20)), r"\(1048576, 1048576\)"),
     ("conv1d", lambda: mx.conv1d(mx.ones((1, 8, 2)), mx.ones((3, 3, 2)), padding=2**30),
      r"\(1, 2147483654, 3\)"),
@@ -227,5 +227,59 @@ def test_int32_dimensions_and_lazy_broadcasts():
     with pytest.raises(ValueError, match=r"^zeros: shape dimension falls outside the supported "
                                          r"int32 range, got \(1099511627776,\)"):
         mx.zeros((2**40,))
+    with pytest.raises(ValueError, match=r"^eye: n must be <= 2147483647, got 1099511627776"):
+        mx.eye(2**40, 4)
     big = mx.broadcast_to(mx.array(1.0), (2**20, 2**20))  # a view: allowed
     assert big.shape == (2**20, 2**20) and big[:2, :3].tolist() == [[1.0] * 3] * 2
+
+
+# -- dtype errors outside ops are both TypeError and ValueError (MLX raises ValueError) ---------
+
+def test_io_and_fast_dtype_errors_are_value_errors_too(tmp_path):
+    cases = [
+        (lambda: mx.save_gguf(str(tmp_path / "a.gguf"), {"a": mx.ones((2,), mx.complex64)}),
+         r"^save_gguf: GGUF has no tensor type for complex64"),
+        (lambda: mx.fast.cross_entropy(mx.ones((2, 3)), mx.ones((2,))),
+         r"^cross_entropy: targets must be integer class indices, got float32"),
+        (lambda: mx.fast.packed_attention(mx.ones((4, 24), mx.int32), [4], mx.ones((4, 2)),
+                                          mx.ones((4, 2)), heads=2),
+         r"^packed_attention: qkv must be floating-point, got int32"),
+    ]
+    for call, message in cases:
+        for error in (TypeError, ValueError):
+            with pytest.raises(error, match=message):
+                call()
+
+
+# -- scalar and callable arguments --------------------------------------------------------------
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: mx.addmm(mx.ones((2, 2)), mx.ones((2, 2)), mx.ones((2, 2)), alpha="x"), TypeError,
+     r"^addmm: alpha must be a real number, got 'x' \(str\)"),
+    (lambda: mx.hadamard_transform(mx.ones((4,)), scale=Opaque()), TypeError,
+     r"^hadamard_transform: scale must be a real number, got <Opaque>"),
+    (lambda: mx.linspace("0", 1), TypeError, r"^linspace: start must be a real number, got '0'"),
+    (lambda: mx.linspace(0, 1, 2**40), ValueError, r"^linspace: num must be <= 2147483647"),
+    (lambda: mx.grad(3), TypeError, r"^grad: fun must be callable, got 3 \(int\)"),
+    (lambda: mx.value_and_grad(lambda x: x, argnums=1.5), TypeError,
+     r"^value_and_grad: argnums must be an int or a sequence of ints, got 1.5"),
+    (lambda: mx.grad(lambda x: x, argnames=3), TypeError,
+     r"^grad: argnames must be a str or a sequence of str, got 3"),
+    (lambda: mx.vmap("f"), TypeError, r"^vmap: fun must be callable, got 'f' \(str\)"),
+    (lambda: mx.vmap(lambda x: x, in_axes=1.5), ValueError,
+     r"^vmap: axis must be int or None \(or a list, tuple or dict of them\) in in_axes, got 1.5"),
+    (lambda: mx.vmap(lambda x: x, out_axes=2**40), ValueError,
+     r"^vmap: out_axes entries must fit in int32, got 1099511627776"),
+    (lambda: mx.checkpoint(3), TypeError, r"^checkpoint: fun must be callable, got 3"),
+])
+def test_scalar_and_callable_arguments_are_checked_at_the_call(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_valid_scalar_spellings_pass():
+    out = mx.addmm(mx.ones((2, 2)), mx.ones((2, 2)), mx.ones((2, 2)), alpha=np.float32(2.0),
+                   beta=mx.array(1))
+    assert out.tolist() == [[5.0, 5.0], [5.0, 5.0]]
+    assert mx.linspace(np.int64(0), mx.array(1.0), np.int64(3)).tolist() == [0.0, 0.5, 1.0]
+    assert mx.eye(np.int64(2), k=mx.array(1)).tolist() == [[0.0, 1.0], [0.0, 0.0]]

@@ -8,7 +8,8 @@ temporary is one sequence's size and reused from one sequence to the next: memor
 the longest sequence, never with T², and no full-size intermediate is made. A forward
 whose backward is already recorded keeps its probabilities and rotated queries and keys for
 it (`Kept`, at most `KEEP_BYTES`; the sum of squared lengths, never T²), so the backward
-needs four matmuls per block instead of five. Half types compute in float32, float64 in
+needs four matmuls per block instead of five; the buffer of the last one freed is kept as a
+spare for the next (at most `KEEP_BYTES` held between steps). Half types compute in float32, float64 in
 float64.
 """
 
@@ -165,6 +166,15 @@ class Kept:
 KEEP_BYTES = 64 << 20
 # Forward output buffer id -> its `Kept` (removed when the buffer is freed).
 KEPT: dict[int, Kept] = {}
+# The buffer of the last `Kept` freed, reused by the next (a training loop then keeps its
+# probabilities without touching fresh pages every step).
+SPARE: list[np.ndarray] = []
+
+
+def release(key: int, buffer: np.ndarray) -> None:
+    """Forgets the `Kept` of a freed output and keeps its buffer as the spare."""
+    KEPT.pop(key, None)
+    SPARE[:] = [buffer]
 
 
 def keeping(p, pack: Pack, arrays) -> Kept | None:
@@ -178,7 +188,10 @@ def keeping(p, pack: Pack, arrays) -> Kept | None:
     if size > KEEP_BYTES or any(len(list(pack.blocks(n))) > 1 for n in set(pack.lengths) if n):
         return None
     keep = Kept(p, arrays)
-    keep.buffer = np.empty(elements, pack.f)
+    spare = SPARE.pop() if SPARE else None
+    if spare is None or spare.dtype != pack.f or spare.size < elements:
+        spare = np.empty(elements, pack.f)
+    keep.buffer = spare
     return keep
 
 
@@ -227,7 +240,7 @@ def packed_attention(p, qkv, cos, sin):
                 keep.probs[a] = s
     if keep is not None:
         KEPT[id(out)] = keep
-        weakref.finalize(out, KEPT.pop, id(out), None)
+        weakref.finalize(out, release, id(out), keep.buffer)
     return out.reshape(pack.t, pack.h * pack.d), lse
 
 

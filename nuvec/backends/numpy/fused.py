@@ -27,8 +27,8 @@ __all__ = ["BLOCK", "blocks", "fused_elementwise"]
 
 
 # Elements per block: `python benchmarks/bench_compile.py --blocks` on the 8-op chain over
-# [2048, 2048] float32: 4K-8K blocks pay NumPy's per-call cost, 16K-128K are alike, 64K is
-# the fastest (docs/performance.md has the figures).
+# [2048, 2048] float32: 4K-16K blocks pay NumPy's per-call cost, 32K-256K are alike within
+# the noise; 64K (256 KiB of float32 per scratch buffer) sits in L2 (docs/performance.md).
 BLOCK = 1 << 16
 
 

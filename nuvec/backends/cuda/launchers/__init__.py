@@ -15,8 +15,8 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
-from nuvec.backends.cuda.launchers import (attention, elementwise, fused, gated_delta, norms,
-                                          packed_attention, rope, softmax)
+from nuvec.backends.cuda.launchers import (attention, elementwise, fused, gated_delta, gather,
+                                          norms, packed_attention, rope, softmax)
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.attention import Attention
@@ -25,11 +25,13 @@ from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.fused import FusedElementwise
 from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
+from nuvec.fast.gather import GatherMm, GatherQmm
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
 from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp
 from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.fast.rope import NormRope, Rope
 from nuvec.fast.softmax import LogSumExp, Softmax
+from nuvec.ops.quantized import QuantizedMatmul
 
 __all__ = ["KERNEL_FILES", "LAUNCHERS", "WRITES_INTO", "register", "takes"]
 
@@ -51,6 +53,9 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     PackedAttentionVjp: packed_attention.backward_node,
     Attention: attention.attention,
     PagedAttention: attention.paged_attention,
+    GatherMm: gather.gather_mm,
+    GatherQmm: gather.gather_qmm,
+    QuantizedMatmul: gather.quantized_matmul,
     GatedDelta: gated_delta.gated_delta,
     GatedDeltaSlots: gated_delta.gated_delta_slots,
     FusedElementwise: fused.fused_elementwise,  # generated per chain (no kernel file)
@@ -59,7 +64,8 @@ KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFT
                                   softmax.CROSS_ENTROPY, rope.ROPE, rope.NORM_ROPE,
                                   elementwise.CONV1D, elementwise.PAGED_WRITE,
                                   packed_attention.KERNEL, attention.ATTENTION,
-                                  attention.PAGED_ATTENTION, gated_delta.GATED_DELTA]
+                                  attention.PAGED_ATTENTION, gated_delta.GATED_DELTA,
+                                  gather.KERNEL]
 # The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
 # as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
 WRITES_INTO = frozenset({PagedWrite, NormRope})
@@ -68,6 +74,9 @@ _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
     PackedAttention: packed_attention.takes,
     PackedAttentionVjp: packed_attention.takes,
     Attention: attention.takes,
+    GatherMm: gather.takes,
+    GatherQmm: gather.takes,
+    QuantizedMatmul: gather.takes,
     GatedDelta: gated_delta.takes,
     GatedDeltaSlots: gated_delta.takes,
     FusedElementwise: fused.takes,
