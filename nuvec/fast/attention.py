@@ -8,6 +8,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Sequence
 
+from nuvec.fast.attention_grad import lse_graph, tiled_vjp
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, wide
 from nuvec.fast.planner import (
     AttentionOptions,
@@ -29,7 +30,7 @@ from nuvec.fast.planner import (
 )
 from nuvec.fast.softmax import SOFTMAX
 from nuvec.graph import dtypes as dt
-from nuvec.graph.array import Array, record
+from nuvec.graph.array import Array, record, tracing
 from nuvec.graph.device import DeviceType, to_stream
 from nuvec.graph.device import stream as stream_context
 from nuvec.ops.arguments import as_array
@@ -170,7 +171,7 @@ def attention_config(op: Attention, inputs) -> bool:
     if op.passes == 0:
         return tiled_head(d, dv) and (not op.causal or lq <= lk) and not op.gqa_kernel \
             and not op.tk1
-    if op.passes not in (1, 2):
+    if op.passes not in (1, 2) or op.lse:
         return False
     vector = lq <= 8 and lq <= lk and vector_head(d, dv) and (d != 512 or lq == 1)
     two = op.passes == 1 or (
@@ -187,25 +188,28 @@ class Attention(FastOp):
     `passes` is 1 or 2 for the vector kernels (`blocks` key partitions in the first of two,
     `gqa_kernel` the grouped-query decode kernel, `tk1` its one-key-per-step variant) or 0
     for the tiled kernel; set by the planner. `window` (causal only, beyond the seed's node):
-    each query sees only its last `window` keys.
+    each query sees only its last `window` keys. With `lse` (the tiled kernel) the node also
+    outputs each row's log-sum-exp `[B, Hq, Lq]` (float32), from which its `vjp` on a GPU
+    stream runs the fused backward (`AttentionVjp`).
     """
 
     __slots__ = ("scale", "causal", "mask", "sinks", "passes", "blocks", "gqa_kernel", "tk1",
-                 "window")
+                 "window", "lse")
     op = OP
 
     def __init__(self, scale: float, causal: bool = False, mask: bool = False,
                  sinks: bool = False, passes: int = 0, blocks: int = 1,
-                 gqa_kernel: bool = False, tk1: bool = False, window: int | None = None):
+                 gqa_kernel: bool = False, tk1: bool = False, window: int | None = None,
+                 lse: bool = False):
         self.scale = as_f32_bits(scale)
         self.causal, self.mask, self.sinks = bool(causal), bool(mask), bool(sinks)
         self.passes, self.blocks = int(passes), int(blocks)
         self.gqa_kernel, self.tk1 = bool(gqa_kernel), bool(tk1)
-        self.window = None if window is None else int(window)
+        self.window, self.lse = None if window is None else int(window), bool(lse)
 
     def params(self):
         return (self.scale, self.causal, self.mask, self.sinks, self.passes, self.blocks,
-                self.gqa_kernel, self.tk1, self.window)
+                self.gqa_kernel, self.tk1, self.window, self.lse)
 
     def arity(self, inputs):
         return 3 + int(self.mask) + int(self.sinks)
@@ -231,11 +235,19 @@ class Attention(FastOp):
 
     def specs(self, inputs):
         q, v = inputs[0], inputs[2]
-        return [((*q.shape[:3], v.shape[3]), q.dtype)]
+        out = [((*q.shape[:3], v.shape[3]), q.dtype)]
+        lse = dt.float64 if q.dtype is dt.float64 else dt.float32
+        return out + [(q.shape[:3], lse)] if getattr(self, "lse", False) else out
 
     def fallback(self, inputs):
-        return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks,
-                                window=self.window)]
+        args = (self.scale, self.causal, self.mask, self.sinks)
+        out = [attention_graph(inputs, *args, None, self.window)]
+        return out + [lse_graph(inputs, *args, self.window)] if self.lse else out
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        if self.lse and to_stream(None).device.type is DeviceType.gpu:
+            return tiled_vjp(self, primals, cotangents, argnums, outputs)
+        return self.fallback_vjp(primals, cotangents, argnums)
 
 
 class AttentionRows(FastOp):
@@ -303,10 +315,13 @@ class Call:
 
     def fused(self, start: int, end: int, keys: int, passes: int = 0, blocks: int = 1,
               gqa_kernel: bool = False, tk1: bool = False) -> Array:
-        """One kernel node over query rows `start..end` and the first `keys` keys."""
+        """One kernel node over query rows `start..end` and the first `keys` keys; a tiled
+        node recorded under a transform also saves its lse for the fused backward."""
         q, k, v, mask = self.slices((start, end), (0, keys))
+        tiled = passes == 0
         op = Attention(self.scale, self.key.mask == "causal", mask is not None,
-                       self.sinks is not None, passes, blocks, gqa_kernel, tk1, self.key.window)
+                       self.sinks is not None, passes, blocks, gqa_kernel, tk1, self.key.window,
+                       tiled and tracing.depth > 0)
         return record(op, self._inputs(q, k, v, mask), to_stream(None))[0]
 
     def group(self, g: Group) -> Array:

@@ -279,8 +279,6 @@ def supported(key: RouteKey, kernel: str) -> tuple[bool, str]:
         return False, "the CPU has no fused attention kernel"
     if key.lq == 0 or key.lk == 0:
         return False, "empty sequences"
-    if key.window is not None and kernel == "tiled":
-        return False, "the tiled kernel takes no window"
     reason = _vector_reason(key) if kernel == "vector" else _tiled_reason(key)
     return reason is None, reason or ""
 

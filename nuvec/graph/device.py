@@ -382,11 +382,30 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
     return s
 
 
+def stream(s: Stream | Device | DeviceType) -> Any:
+    """Makes `s` (or the default stream of a device) the default within the block, per thread.
+
+    Args:
+        s: a Stream, or a Device (or DeviceType) for its default stream.
+
+    Returns:
+        A context manager yielding the stream.
+
+    Raises:
+        TypeError: (at the call) if `s` is not a Stream or Device.
+
+    Example:
+        >>> import nuvec as mx
+        >>> with mx.stream(mx.cpu) as s:
+        ...     mx.default_stream(mx.cpu) == s
+        True
+    """
+    return _scope(to_stream(s))
+
+
 @contextmanager
-def stream(s: Stream | Device | DeviceType) -> Iterator[Stream]:
-    """Makes `s` (or the default stream of a device) the default within the block, per thread."""
+def _scope(resolved: Stream) -> Iterator[Stream]:
     global _scoped
-    resolved = to_stream(s)
     saved_stream, saved_device = _state.stream, _state.device
     with _lock:
         _scoped += 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
@@ -97,23 +97,46 @@ def set_printoptions(precision: int = -1, threshold: int | None = None,
         ...     print(mx.array([1 / 3]))
         array([0.33], dtype=float32)
     """
+    _options.update(_checked_options("set_printoptions", precision, threshold, edgeitems))
+
+
+def _checked_options(op: str, precision: Any, threshold: Any, edgeitems: Any) -> dict:
     given = {"precision": precision, "threshold": threshold, "edgeitems": edgeitems}
     given = {key: value for key, value in given.items() if value is not None}
     for key, value in given.items():
         lowest = -1 if key == "precision" else 0
-        if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
-            raise ValueError(f"set_printoptions: {key} must be an int >= {lowest}, got "
-                             f"{value!r}")
-    _options.update(given)
+        if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value < 2**31:
+            raise ValueError(f"{op}: {key} must be an int in [{lowest}, 2**31), got {value!r}")
+    return given
+
+
+def printoptions(precision: int = -1, threshold: int | None = None,
+                 edgeitems: int | None = None) -> Any:
+    """Sets print options (as `set_printoptions`) inside a `with` block and restores the
+    previous ones on exit, even after an error.
+
+    Args:
+        precision, threshold, edgeitems: as `set_printoptions`.
+
+    Returns:
+        The context manager.
+
+    Raises:
+        ValueError: (at the call) for options `set_printoptions` rejects.
+
+    Example:
+        >>> import nuvec as mx
+        >>> with mx.printoptions(precision=2):
+        ...     print(mx.array([1 / 3]))
+        array([0.33], dtype=float32)
+    """
+    return _scoped_options(_checked_options("printoptions", precision, threshold, edgeitems))
 
 
 @contextmanager
-def printoptions(precision: int = -1, threshold: int | None = None,
-                 edgeitems: int | None = None) -> Iterator[None]:
-    """Sets print options (as `set_printoptions`) inside a `with` block and restores the
-    previous ones on exit, even after an error."""
+def _scoped_options(given: dict) -> Iterator[None]:
     saved = dict(_options)
-    set_printoptions(precision, threshold, edgeitems)
+    _options.update(given)
     try:
         yield
     finally:

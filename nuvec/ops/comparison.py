@@ -13,6 +13,7 @@ import numpy as np
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.caller import name_function
+from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -359,7 +360,8 @@ def isclose(
     """
     for name, value in (("rtol", rtol), ("atol", atol)):
         if not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"isclose: {name} must be a real number, got {type(value).__name__}")
+            raise TypeError(f"{public_caller('isclose')}: {name} must be a real number, got "
+                            f"{value!r} ({type(value).__name__})")
     s = to_stream(stream)
     a, b = binary.binary_operands("isclose", a, b, s)
     if not a.dtype.is_inexact:

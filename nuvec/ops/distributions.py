@@ -17,7 +17,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import (as_array, broadcast_shapes, check_shape, check_weak_int,
-                                   normalize_axis)
+                                   index_int, normalize_axis)
 from nuvec.ops.binary import add, clip, maximum, multiply
 from nuvec.ops.comparison import less
 from nuvec.ops.creation import zeros
@@ -351,7 +351,8 @@ def categorical(
     lg = moveaxis(lg, ax, -1, stream=s)
     rest, classes = lg.shape[:-1], lg.shape[-1]
     if num_samples is not None:
-        if int(num_samples) < 0:
+        num_samples = index_int(num_samples, "categorical", "num_samples", high=2**31 - 1)
+        if num_samples < 0:
             raise ValueError(f"categorical: num_samples must be non-negative, got {num_samples}")
         out_shape = (*rest, int(num_samples))
         lg = expand_dims(lg, -2, stream=s)

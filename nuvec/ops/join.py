@@ -17,7 +17,7 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import creation, indexing, slicing, unary
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import as_array, fresh, int_tuple, normalize_axis
+from nuvec.ops.arguments import INT64_MAX, INT64_MIN, as_array, fresh, int_tuple, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 
 __all__ = ["concatenate", "concat", "stack", "split", "pad", "repeat", "tile", "roll"]
@@ -380,6 +380,8 @@ def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
     a = as_array(a, "roll")
     s = to_stream(stream)
     shifts = int_tuple(shift, "roll", "shift")
+    if any(not INT64_MIN <= v <= INT64_MAX for v in shifts):
+        raise ValueError(f"roll: shift must fit in int64, got {shift!r}")
     if axis is None:
         if len(shifts) != 1:
             raise ValueError(f"roll: shift {shift!r} needs an axis of the same length")

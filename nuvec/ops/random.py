@@ -191,9 +191,10 @@ def split(key: Array, num: int = 2, *, stream: Any = None) -> Array:
         (2, 2)
     """
     k = _key_input(key, "split")
-    if int(num) < 0:
+    num = index_int(num, "split", "num", high=2**31 - 1)
+    if num < 0:
         raise ValueError(f"split: num must be non-negative, got {num}")
-    return record1(RandomBits((int(num), 2), 4), (k,), to_stream(stream))
+    return record1(RandomBits((num, 2), 4), (k,), to_stream(stream))
 
 
 def float_dtype(dtype: Any, op: str) -> dt.Dtype:

@@ -15,7 +15,7 @@ from nuvec.graph.caller import name_function
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, unary
-from nuvec.ops.arguments import StreamLike, as_array, fresh
+from nuvec.ops.arguments import StreamLike, as_array, fresh, index_int
 from nuvec.ops.families import Unary, flat_primitive
 
 __all__ = ["floor", "ceil", "round", "trunc"]
@@ -92,8 +92,7 @@ def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
         >>> mx.round(mx.array([1.25, 2.5]), 1).tolist()
         [1.2000000476837158, 2.5]
     """
-    if not isinstance(decimals, int) or isinstance(decimals, bool):
-        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    decimals = index_int(decimals, "round", "decimals", -(2**31), 2**31 - 1)
     a = as_array(a, "round")
     if decimals == 0 or a.dtype is dt.complex64:
         return _rounding("round", ROUND, a, stream)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
@@ -254,12 +255,14 @@ def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = Non
     if axes is None:
         perm = tuple(range(a.ndim - 1, -1, -1))
     else:
-        axes = tuple(axes)
+        axes = int_tuple(axes, "transpose", "axes")
         if len(axes) != a.ndim:
-            raise ValueError(f"transpose: axes {axes} are not a permutation for shape {a.shape}")
+            raise ValueError(f"{public_caller('transpose')}: axes {axes} are not a permutation "
+                             f"for shape {a.shape}")
         perm = tuple(normalize_axis(x, a.ndim, "transpose") for x in axes)
         if sorted(perm) != list(range(a.ndim)):
-            raise ValueError(f"transpose: axes {axes} are not a permutation for shape {a.shape}")
+            raise ValueError(f"{public_caller('transpose')}: axes {axes} are not a permutation "
+                             f"for shape {a.shape}")
     if perm == tuple(range(a.ndim)):
         return fresh(a)
     return record1(Transpose(perm), (a,), to_stream(stream))

@@ -28,6 +28,11 @@ BOUNDS = {
     # and dV in registers (its sm_80 build keeps part of the score block on the stack)
     "attend": (64, 0, 0), "attend_mma": (176, 0, 0), "delta": (32, 0, 0),
     "attend_back": (80, 0, 0), "attend_back_mma": (255, 0, 256), "rotate_back": (24, 0, 0),
+    # the tiled attention kernel: the FMA forward keeps its rows' outputs on the stack, the
+    # mma backward part of its score block (as attend_back_mma)
+    "flash_attend": (128, 0, 96), "flash_attend_mma": (224, 0, 0), "flash_delta": (32, 0, 0),
+    "flash_attend_back": (48, 0, 0), "flash_attend_back_mma": (240, 0, 256),
+    "flash_dq": (16, 0, 0),
     # gathered matmuls: tiles in dynamic shared memory (at most 17.7 KB), 32 float
     # accumulators per thread for tiles of 64 rows; launch bounds of 4 blocks per SM
     "gather_segments": (112, 0, 0), "gather_batched": (112, 0, 0),
@@ -59,3 +64,21 @@ def test_every_variant_compiles_within_bounds(modules, kf, arch):
 def test_every_launcher_kernel_has_bounds():
     names = {v.split("<")[0] for kf in KERNEL_FILES for v in kf.variants}
     assert names == set(BOUNDS)
+
+
+# Opt-in dynamic shared memory per block: sm_80 163 KiB, sm_90 227 KiB.
+SHARED_OPT_IN = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tiled_attention_dynamic_shared_memory_fits(arch):
+    from nuvec.backends.cuda.launchers import attention_tiled as tiled
+    from nuvec.backends.cuda.launchers.rows import CTYPES, ITEMSIZE
+
+    for variant in tiled.TILED.variants:
+        name, args = variant.split("<")
+        if name not in tiled.ROWS:
+            continue  # flash_delta, flash_dq: no shared memory
+        ctype, d = args.rstrip(">").split(", ")
+        dtype = next(k for k, c in CTYPES.items() if c == ctype)
+        assert tiled.shared_bytes(name, int(d), ITEMSIZE[dtype]) <= SHARED_OPT_IN[arch], variant

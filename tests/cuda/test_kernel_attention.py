@@ -164,9 +164,9 @@ def test_planner_choice_is_the_kernel_launched(case):
                                atol=atol)
 
 
-def test_tiled_choice_takes_the_fallback():
-    inputs = _inputs("float16", 1, 2, 2, 16, 16, 64)
-    assert not takes(Attention(0.125, True), inputs)
+def test_kernels_refuse_what_they_do_not_take():
+    assert takes(Attention(0.125, True), _inputs("float16", 1, 2, 2, 16, 16, 64))
+    assert not takes(Attention(0.125, True), _inputs("float16", 1, 2, 2, 16, 16, 96))
     assert not takes(_op(passes=2, tk1=True), _inputs("float32", 1, 1, 1, 1, 8, 64))
 
 

@@ -283,3 +283,39 @@ def test_valid_scalar_spellings_pass():
     assert out.tolist() == [[5.0, 5.0], [5.0, 5.0]]
     assert mx.linspace(np.int64(0), mx.array(1.0), np.int64(3)).tolist() == [0.0, 0.5, 1.0]
     assert mx.eye(np.int64(2), k=mx.array(1)).tolist() == [[0.0, 1.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: mx.printoptions(precision="x"), ValueError,
+     r"^printoptions: precision must be an int in \[-1, 2\*\*31\), got 'x'"),
+    (lambda: mx.set_printoptions(threshold=2**40), ValueError,
+     r"^set_printoptions: threshold must be an int in \[0, 2\*\*31\), got 1099511627776"),
+    (lambda: mx.stream("s"), TypeError,
+     r"^stream: stream must be a Stream, Device or None, got 's'"),
+    (lambda: mx.random.split(mx.random.key(0), num=1.5), TypeError,
+     r"^split: num must be an int, got 1.5"),
+    (lambda: mx.random.categorical(mx.zeros((2, 3)), num_samples="2"), TypeError,
+     r"^categorical: num_samples must be an int, got '2'"),
+    (lambda: mx.round(mx.ones((2,)), 2**40), ValueError,
+     r"^round: decimals must be <= 2147483647, got 1099511627776"),
+    (lambda: mx.roll(mx.ones((2,)), 2**70), ValueError, r"^roll: shift must fit in int64"),
+    (lambda: mx.permute_dims(mx.ones((2, 3)), (0, 0)), ValueError,
+     r"^permute_dims: axes \(0, 0\) are not a permutation for shape \(2, 3\)"),
+    (lambda: mx.permute_dims(mx.ones((2, 3)), (0, 1.5)), TypeError,
+     r"^permute_dims: axes must be an int or a sequence of ints, got \(0, 1.5\)"),
+    (lambda: mx.allclose(mx.ones((2,)), mx.ones((2,)), rtol="x"), TypeError,
+     r"^allclose: rtol must be a real number, got 'x'"),
+    (lambda: mx.concat([mx.ones((2,)), mx.ones((2, 2))]), ValueError,
+     r"^concat: all shapes must match except along axis 0"),
+])
+def test_options_counts_and_aliases_are_checked_at_the_call(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize("op", ["squeeze", "swapaxes", "moveaxis", "real", "conj", "atleast_1d"])
+def test_ops_that_record_nothing_still_check_the_stream(op):
+    args = {"squeeze": (mx.ones((2,)),), "swapaxes": (mx.ones((2,)), 0, 0),
+            "moveaxis": (mx.ones((2,)), 0, 0)}.get(op, (mx.ones((2,)),))
+    with pytest.raises(TypeError, match=rf"^{op}: stream must be a Stream, Device or None, got 3"):
+        getattr(mx, op)(*args, stream=3)

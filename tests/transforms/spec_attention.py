@@ -8,6 +8,7 @@ import numpy as np
 
 import nuvec as mx
 from nuvec.fast.attention import Attention, AttentionRows
+from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.graph.array import record
 from nuvec.graph.device import to_stream
@@ -64,6 +65,17 @@ SPECS = [
            lambda q, k, v, m: node(Attention(0.125, False, True, False, 0), q, k, v, m),
            args(normal(1, 1, 9, 64), normal(1, 1, 10, 64), normal(1, 1, 10, 64),
                 normal(1, 1, 9, 10)), covers=[Attention]),
+    OpSpec("fast.attention_tiled_window_lse_node",
+           lambda q, k, v, s: node(Attention(0.125, True, False, True, 0, window=2, lse=True),
+                                   q, k, v, s),
+           args(normal(1, 2, 9, 64), normal(1, 1, 10, 64), normal(1, 1, 10, 64), normal(2)),
+           covers=[Attention]),
+    OpSpec("fast.attention_vjp_node",
+           lambda q, k, v, m, o, lse, do: record(AttentionVjp(0.125, False, True), [
+               q, k, v, m, o, lse, do], to_stream(None))[1],
+           args(normal(1, 2, 5, 64), normal(1, 1, 6, 64), normal(1, 1, 6, 64),
+                normal(1, 2, 5, 6), normal(1, 2, 5, 64), normal(1, 2, 5), normal(1, 2, 5, 64)),
+           covers=[AttentionVjp]),
     OpSpec("fast.paged_attention_node",
            lambda q, kc, vc: node(PagedAttention(0.125), q, kc, vc, _TABLES, _LENGTHS),
            args(normal(2, 2, 2, 64), normal(3, 1, 4, 64), normal(3, 1, 4, 64)),

@@ -1,6 +1,6 @@
 """CPU kernels of `nuvec.fast`'s attention nodes: the CPU composition's row block
-(`AttentionRows`) computed directly, and nodes built for a GPU kernel (`Attention`, the paged
-ops) through their fallback graphs (`run_on_cpu`).
+(`AttentionRows`) computed directly, and nodes built for a GPU kernel (`Attention`,
+`AttentionVjp`, the paged ops) through their fallback graphs (`run_on_cpu`).
 
 A row block without a mask array or sinks whose scores are bounded (`|scale·q·k| <=
 |scale·q|·|k|` small enough that `exp` of every score, and their sums with the values, stay
@@ -16,11 +16,12 @@ import numpy as np
 
 from nuvec.backends.numpy.registry import kernel
 from nuvec.fast.attention import Attention, AttentionRows
+from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
 from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.graph import dtypes as dt
 
-kernel(Attention, PagedAttention, PagedWrite)(cpu_fallback_kernel)
+kernel(Attention, AttentionVjp, PagedAttention, PagedWrite)(cpu_fallback_kernel)
 
 
 def _hide(s: np.ndarray, cols: slice, hidden: np.ndarray, fill: float) -> None:

@@ -18,7 +18,7 @@ from nuvec.backends import threads
 from nuvec.backends.common.unary import HALF
 from nuvec.backends.numpy.registry import table
 from nuvec.ops import reduction as r
-from nuvec.ops.families import Binary
+from nuvec.ops.families import Binary, Unary
 
 _ALIGN = 1024  # flat chunks start on 4 KiB of float32: SIMD loops see the unsplit alignment
 
@@ -113,8 +113,9 @@ def reduction(kernel: Callable) -> Callable:
 
 def _install() -> None:
     for cls in list(table.writes_into):  # the elementwise kernels taking `out=`
-        arity = 2 if issubclass(cls, Binary) else 1
-        table.add(cls, elementwise(table.get(cls), arity), out=True, replace=True)
+        arity = 2 if issubclass(cls, Binary) else 1 if issubclass(cls, Unary) else 0
+        if arity:
+            table.add(cls, elementwise(table.get(cls), arity), out=True, replace=True)
     for cls in (r.Sum, r.Prod, r.Max, r.Min, r.AllTrue, r.AnyTrue, r.ArgMax, r.ArgMin):
         table.add(cls, reduction(table.get(cls)), replace=True)
 

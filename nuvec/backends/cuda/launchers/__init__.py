@@ -15,11 +15,13 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from nuvec.backends.cuda.custom import custom_kernel
-from nuvec.backends.cuda.launchers import (attention, elementwise, fused, gated_delta, gather,
-                                          norms, packed_attention, rope, softmax)
+from nuvec.backends.cuda.launchers import (attention, attention_tiled, elementwise, fused,
+                                          gated_delta, gather, norms, packed_attention, rope,
+                                          softmax)
 from nuvec.backends.cuda.launchers.rows import fits
 from nuvec.backends.cuda.runner import KernelFile, Runner
 from nuvec.fast.attention import Attention
+from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.fused import FusedElementwise
@@ -52,6 +54,7 @@ LAUNCHERS: dict[type, Callable[..., Any]] = {
     PackedAttention: packed_attention.forward_node,
     PackedAttentionVjp: packed_attention.backward_node,
     Attention: attention.attention,
+    AttentionVjp: attention_tiled.attend_back,
     PagedAttention: attention.paged_attention,
     GatherMm: gather.gather_mm,
     GatherQmm: gather.gather_qmm,
@@ -65,7 +68,7 @@ KERNEL_FILES: list[KernelFile] = [norms.RMS_NORM, norms.LAYER_NORM, softmax.SOFT
                                   elementwise.CONV1D, elementwise.PAGED_WRITE,
                                   packed_attention.KERNEL, attention.ATTENTION,
                                   attention.PAGED_ATTENTION, gated_delta.GATED_DELTA,
-                                  gather.KERNEL]
+                                  gather.KERNEL, attention_tiled.TILED]
 # The launchers that take `out=` (a buffer of the output's shape and dtype the caller gives up,
 # as the evaluator's `writes_into`) and then write a cache in place instead of copying it.
 WRITES_INTO = frozenset({PagedWrite, NormRope})
@@ -74,6 +77,7 @@ _CONDITIONS: dict[type, Callable[[Any, Sequence[Any]], bool]] = {
     PackedAttention: packed_attention.takes,
     PackedAttentionVjp: packed_attention.takes,
     Attention: attention.takes,
+    AttentionVjp: lambda p, inputs: attention_tiled.takes(inputs),
     GatherMm: gather.takes,
     GatherQmm: gather.takes,
     QuantizedMatmul: gather.takes,

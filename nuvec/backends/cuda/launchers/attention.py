@@ -4,7 +4,7 @@
 A node's recorded choice is what runs (`kernel_names`): `passes == 1` is `sdpa_vector`;
 `passes == 2` is `sdpa_vector_2pass_1` (its `tk1` variant when the node says so) or, for the
 grouped-query decode node, `sdpa_gqa_decode_1`, each followed by `sdpa_vector_2pass_2`. The
-tiled choice (`passes == 0`) has no kernel here and computes through the fallback (`takes`).
+tiled choice (`passes == 0`) runs `attention_tiled.cu` (`launchers/attention_tiled.py`).
 A causal node's sliding `window` is a kernel argument: each row scans only its window's keys,
 and the two-pass kernels split the keys from the first query's window start.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.backends.cuda.launchers import attention_tiled as tiled
 from nuvec.backends.cuda.launchers.rows import CTYPES
 from nuvec.backends.cuda.runner import KernelFile, Runner
 
@@ -48,8 +49,9 @@ PAGED_ATTENTION = KernelFile("paged_attention", tuple(
 
 
 def takes(p: Any, inputs) -> bool:
-    """Whether a vector kernel runs the node (the tiled choice and other head sizes take the
-    fallback)."""
+    """Whether a kernel runs the node (other head sizes take the fallback)."""
+    if p.passes == 0:
+        return tiled.takes(inputs)
     d = inputs[0].shape[3]
     gqa = inputs[0].shape[1] // inputs[1].shape[1]
     if p.passes not in (1, 2) or d not in HEADS or inputs[2].shape[3] != d:
@@ -60,7 +62,8 @@ def takes(p: Any, inputs) -> bool:
 
 
 def kernel_names(p: Any) -> tuple[str, ...]:
-    """The kernels a vector `Attention` node launches, in order."""
+    """The kernels a vector `Attention` node launches, in order (for a tiled one see
+    `attention_tiled.kernel_names`)."""
     if p.passes == 1:
         return ("sdpa_vector",)
     first = "sdpa_gqa_decode_1" if p.gqa_kernel else "sdpa_vector_2pass_1"
@@ -76,7 +79,10 @@ def _mask_kind(runner: Runner, p: Any, inputs) -> tuple[Any, int]:
 
 def attention(runner: Runner, p: Any, *inputs: Any) -> Any:
     """`Attention(scale, causal, mask, sinks, passes, blocks, gqa_kernel, tk1, window)` of
-    `(q, k, v[, mask][, sinks])` with `passes` 1 or 2."""
+    `(q, k, v[, mask][, sinks])` with `passes` 1 or 2; the tiled kernel's outputs for
+    `passes` 0."""
+    if p.passes == 0:
+        return tiled.attend(runner, p, *inputs)
     q, k, v = (runner.contiguous(a) for a in inputs[:3])
     dtype = runner.dtype_of(q)
     c = CTYPES[dtype]
