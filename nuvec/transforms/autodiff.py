@@ -22,11 +22,14 @@ from nuvec.ops.unary import astype
 from nuvec.transforms.depends import depends
 from nuvec.transforms.trace import (
     Key,
+    Slots,
     apply_rule,
     check_arrays,
+    fill_in_place,
     key_of,
     mark,
     release,
+    restore_unchanged,
     trace,
     traced_graph,
 )
@@ -311,17 +314,24 @@ def _value_and_grad(
         traced = list(leaves)
         for i, start in zip(where, _handles(starts)):
             traced[i] = start
-        rebuilt = unflatten(treedef, traced)
+        slots: Slots = {}
+        filled = iter(traced)  # the caller's lists and dicts take the handles in place (MLX)
+        rebuilt = [fill_in_place(arg, filled, slots) for arg in selected]
         call_args = list(args)
         for n, value in zip(nums, rebuilt):
             call_args[n] = value
         call_kwargs = dict(kwargs)
         for k, value in zip(names, rebuilt[len(nums):]):
             call_kwargs[k] = value
-        value = trace(fun, call_args, call_kwargs)
+        kept: list[Array] = []
+        try:
+            value = trace(fun, call_args, call_kwargs)
+        finally:
+            for arg in rebuilt:
+                restore_unchanged(arg, slots, kept)
         loss = _loss_of(op, value, aux_allowed)
         grads = backward([loss], [ones_like(loss)], starts)
-        release(value, starts)
+        release(value, kept, starts)
         fitted = list(leaves)
         for i, g in zip(where, grads):
             fitted[i] = _fit(op, g, leaves[i])
@@ -341,7 +351,9 @@ def value_and_grad(
     """Returns a function computing `fun`'s value and its gradient.
 
     `fun` returns a scalar array, or a tuple (or list) whose first entry is a scalar array
-    (the rest is auxiliary output, returned but not differentiated).
+    (the rest is auxiliary output, returned but not differentiated). As in MLX, `fun` gets the
+    caller's own lists and dicts with traced arrays in them; afterwards the caller's arrays are
+    put back, except in entries `fun` assigned or updated in place, which keep the new value.
 
     Args:
         fun: the function; its differentiated arguments are float arrays or trees of them.
