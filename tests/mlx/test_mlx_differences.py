@@ -100,6 +100,19 @@ def test_arrays_past_memory_raise_at_the_call():
     assert mx.broadcast_to(mx.array(0.0), (2**20, 2**20)).shape == (2**20, 2**20)
 
 
+def test_out_of_range_array_indices_fail_at_evaluation():
+    x = mx.arange(3)
+    for lazy in (lambda: x[mx.array([5])], lambda: mx.take(x, mx.array([-4])),
+                 lambda: mx.take_along_axis(x, mx.array([3]), 0)):
+        with pytest.raises(mx.EvaluationError, match="out of bounds"):
+            mx.eval(lazy())
+    y = mx.arange(3)
+    y[mx.array([7])] = 1
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        mx.eval(y)
+    assert x[mx.array([2, -1])].tolist() == [2, 2]
+
+
 def test_cross_entropy_targets_out_of_range():
     logits = mx.zeros((2, 3))
     with pytest.raises(ValueError, match=r"^cross_entropy: target 3 is out of range"):
