@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from nuvec.graph.array import Array, Node, handle
 from nuvec.graph.device import to_stream
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.ops.arguments import check_callable, int_tuple
@@ -301,13 +302,13 @@ def _value_and_grad(
         leaves, treedef = flatten(selected)
         for arg in selected:
             if not isinstance(arg, (Array, list, tuple, dict)):
-                raise TypeError(f"{op}: differentiated arguments must be arrays or trees of "
+                raise DtypeError(f"{op}: differentiated arguments must be arrays or trees of "
                                 f"arrays, got {type(arg).__name__}")
         # non-array leaves of a tree pass through unchanged, into the gradient too (MLX)
         where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Array)]
         for i in where:
             if not leaves[i].dtype.is_inexact:
-                raise TypeError(f"{op}: cannot differentiate with respect to an array of "
+                raise DtypeError(f"{op}: cannot differentiate with respect to an array of "
                                 f"{leaves[i].dtype.name} (shape {leaves[i].shape}); use a "
                                 "float dtype")
         starts = mark([leaves[i] for i in where])
