@@ -7,7 +7,7 @@ A row block without a mask array or sinks whose scores are bounded (`|scale·q·
 finite and normal) is computed in tiles of `TILE_ROWS` query rows, each against only the keys
 its rows see (fully masked keys skipped under the causal mask and the window), without the
 row maximum: `exp(s)` through BLAS-shaped products, the row sums from a column of ones next
-to the values. Every other block takes the exact path, with the row maximum.
+to the values (for blocks of more rows than the values have columns; a sum otherwise). Every other block takes the exact path, with the row maximum.
 """
 
 from __future__ import annotations
@@ -51,12 +51,15 @@ def bounded(p, q, k, v, f) -> np.ndarray | None:
     with np.errstate(over="ignore", invalid="ignore"):
         bound = float(np.sqrt(np.max(np.einsum("...i,...i->...", qf, qf)))
                       * np.sqrt(np.max(np.einsum("...i,...i->...", kf, kf))))
-        top = float(np.log(lk * max(float(np.max(np.abs(v))), 1.0)))
+        top = float(np.log(lk * max(float(np.max(v)), -float(np.min(v)), 1.0)))
     if not (bound <= limit and bound + top <= total_limit):
         return None
-    values = np.empty((b, hkv, lk, dv + 1), f)  # the values and a column of ones (the sums)
-    values[..., :dv] = v
-    values[..., dv] = 1
+    ones = r > dv  # the sums from a ones column when copying the values costs less than a pass
+    values = v.astype(f, copy=False)
+    if ones:
+        values = np.empty((b, hkv, lk, dv + 1), f)
+        values[..., :dv] = v
+        values[..., dv] = 1
     out = np.empty((b, hkv, rep, r, dv), f)
     for r0 in range(0, r, TILE_ROWS):
         r1 = min(r, r0 + TILE_ROWS)
@@ -70,8 +73,9 @@ def bounded(p, q, k, v, f) -> np.ndarray | None:
         if p.causal:
             hide_outside(s.reshape(b, hkv, rep, r1 - r0, k1 - k0), p, r0, r1, k0, k1)
         np.exp(s, out=s)
-        o = np.matmul(s, values[:, :, k0:k1]).reshape(b, hkv, rep, r1 - r0, dv + 1)
-        np.divide(o[..., :dv], o[..., dv:], out=out[:, :, :, r0:r1])
+        o = np.matmul(s, values[:, :, k0:k1]).reshape(b, hkv, rep, r1 - r0, -1)
+        total = o[..., dv:] if ones else s.sum(axis=-1).reshape(b, hkv, rep, r1 - r0, 1)
+        np.divide(o[..., :dv], total, out=out[:, :, :, r0:r1])
     return out.reshape(b, hq, r, dv)
 
 
