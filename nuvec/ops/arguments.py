@@ -36,6 +36,19 @@ def fresh(a: Array) -> Array:
     return handle(a._node, a._index)
 
 
+def mlx_array_of(x: Any, op: str) -> Any:
+    """`x.__mlx_array__()` for an object that offers it (MLX's protocol for array-like
+    classes), checked to be an array; anything else unchanged."""
+    method = getattr(type(x), "__mlx_array__", None)
+    if method is None or isinstance(x, Array):
+        return x
+    out = method(x)
+    if not isinstance(out, Array):
+        raise TypeError(f"{public_caller(op)}: {type(x).__name__}.__mlx_array__ must return an "
+                        f"array, got {type(out).__name__}")
+    return out
+
+
 def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
     """`x` as an array: arrays pass through, scalars/lists/NumPy data are converted (MLX rules).
 
@@ -43,6 +56,7 @@ def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
         TypeError: if `x` cannot be converted.
         ValueError: if `x` is a Python int that the integer `dtype` cannot hold.
     """
+    x = mlx_array_of(x, op)
     if isinstance(x, Array):
         return x
     if dtype is not None:  # a value taking the dtype of the array it updates or pads (MLX)
@@ -77,6 +91,9 @@ def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
         out = a.dtype if a.dtype.is_inexact else dt.float32  # (`weak_scalar_result`'s rule)
         return (a if a.dtype is out else cast(a, out, stream)), scalar_array(b, out, a.shape)
     a_is_array, b_is_array = isinstance(a, Array), isinstance(b, Array)
+    if not (a_is_array and b_is_array):  # objects with `__mlx_array__` are arrays, not weak
+        a, b = mlx_array_of(a, op), mlx_array_of(b, op)
+        a_is_array, b_is_array = isinstance(a, Array), isinstance(b, Array)
     if a_is_array and b_is_array:
         if a.dtype is b.dtype:
             return a, b

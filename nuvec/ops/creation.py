@@ -21,7 +21,8 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary, join, unary
 from nuvec.ops import shape as shape_ops
 from nuvec.ops import sharing
-from nuvec.ops.arguments import (as_array, check_shape, check_weak_int, fresh, index_int, real_number)
+from nuvec.ops.arguments import (as_array, check_shape, check_weak_int, fresh, index_int,
+                                 mlx_array_of, real_number)
 from nuvec.ops.families import apply
 
 __all__ = [
@@ -38,7 +39,7 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
     float64 data becomes float32 unless `dtype` says otherwise (MLX's rule).
 
     Args:
-        val: the data.
+        val: the data; an object with MLX's `__mlx_array__` method gives the array it returns.
         dtype: the dtype to store; default as above.
         copy: for NumPy data and other buffers, True (the default) copies; None shares the
             memory when the dtype allows and copies otherwise; False shares or raises.
@@ -53,6 +54,7 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
         array([1, 2, 3], dtype=int32)
     """
     target = dt.to_dtype(dtype, "array") if dtype is not None else None
+    val = mlx_array_of(val, "array")
     if copy is not True:
         shared = sharing.shared_array(val, target, copy, "array")
         if shared is not None:

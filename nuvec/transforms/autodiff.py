@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from nuvec.graph.array import Array, Node, handle
 from nuvec.graph.device import to_stream
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.ops.arguments import check_callable, int_tuple
@@ -23,11 +24,14 @@ from nuvec.ops.unary import astype
 from nuvec.transforms.depends import depends
 from nuvec.transforms.trace import (
     Key,
+    Slots,
     apply_rule,
     check_arrays,
+    fill_in_place,
     key_of,
     mark,
     release,
+    restore_unchanged,
     trace,
     traced_graph,
 )
@@ -316,30 +320,37 @@ def _value_and_grad(
         leaves, treedef = flatten(selected)
         for arg in selected:
             if not isinstance(arg, (Array, list, tuple, dict)):
-                raise TypeError(f"{op}: differentiated arguments must be arrays or trees of "
+                raise DtypeError(f"{op}: differentiated arguments must be arrays or trees of "
                                 f"arrays, got {type(arg).__name__}")
         # non-array leaves of a tree pass through unchanged, into the gradient too (MLX)
         where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Array)]
         for i in where:
             if not leaves[i].dtype.is_inexact:
-                raise TypeError(f"{op}: cannot differentiate with respect to an array of "
+                raise DtypeError(f"{op}: cannot differentiate with respect to an array of "
                                 f"{leaves[i].dtype.name} (shape {leaves[i].shape}); use a "
                                 "float dtype")
         starts = mark([leaves[i] for i in where])
         traced = list(leaves)
         for i, start in zip(where, _handles(starts)):
             traced[i] = start
-        rebuilt = unflatten(treedef, traced)
+        slots: Slots = {}
+        filled = iter(traced)  # the caller's lists and dicts take the handles in place (MLX)
+        rebuilt = [fill_in_place(arg, filled, slots) for arg in selected]
         call_args = list(args)
         for n, value in zip(nums, rebuilt):
             call_args[n] = value
         call_kwargs = dict(kwargs)
         for k, value in zip(names, rebuilt[len(nums):]):
             call_kwargs[k] = value
-        value = trace(fun, call_args, call_kwargs)
+        kept: list[Array] = []
+        try:
+            value = trace(fun, call_args, call_kwargs)
+        finally:
+            for arg in rebuilt:
+                restore_unchanged(arg, slots, kept)
         loss = _loss_of(op, value, aux_allowed)
         grads = backward([loss], [ones_like(loss)], starts)
-        release(value, starts)
+        release(value, kept, starts)
         fitted = list(leaves)
         for i, g in zip(where, grads):
             fitted[i] = _fit(op, g, leaves[i])
@@ -359,7 +370,9 @@ def value_and_grad(
     """Returns a function computing `fun`'s value and its gradient.
 
     `fun` returns a scalar array, or a tuple (or list) whose first entry is a scalar array
-    (the rest is auxiliary output, returned but not differentiated).
+    (the rest is auxiliary output, returned but not differentiated). As in MLX, `fun` gets the
+    caller's own lists and dicts with traced arrays in them; afterwards the caller's arrays are
+    put back, except in entries `fun` assigned or updated in place, which keep the new value.
 
     Args:
         fun: the function; its differentiated arguments are float arrays or trees of them.

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from nuvec.graph.array import Array, placeholder
+from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.ops.arguments import check_callable
 from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
@@ -46,7 +47,7 @@ def _flat_axes(op: str, axes: Any, tree: Any, output: bool) -> list[int | None]:
             return [a for k in tree for a in _flat_axes(op, axes[k], tree[k], output)]
     else:
         what = "outputs" if output else "arguments"
-        raise TypeError(f"{op}: the {what} must be arrays or trees of arrays, got "
+        raise DtypeError(f"{op}: the {what} must be arrays or trees of arrays, got "
                         f"{type(tree).__name__}")
     if axes is None or (isinstance(axes, int) and not isinstance(axes, bool)):
         return [a for sub in (tree.values() if isinstance(tree, dict) else tree)

@@ -8,14 +8,14 @@ the outermost transform is done lets the traced nodes detach again (`release`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from nuvec.graph.array import Array, Node, record1, tracing
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import COPY
 from nuvec.graph.toposort import toposort
-from nuvec.graph.tree import flatten
+from nuvec.graph.tree import flatten, is_node
 
 Key = tuple[Node, int]  # (node, output index); nodes hash by identity
 
@@ -104,3 +104,62 @@ def apply_rule(node: Node, rule: Callable[..., Any], *args: Any) -> Any:
         return rule(*args)
     with stream_context(node.stream):
         return rule(*args)
+
+
+Slots = dict[tuple[int, Any], tuple[Array, Key, Array]]
+
+
+def fill_in_place(tree: Any, leaves: Iterator[Any], slots: Slots) -> Any:
+    """`tree` with its leaves replaced in order from `leaves`, as MLX passes traced arguments.
+
+    Lists and dicts are updated in place, so the function sees (and may change) the caller's
+    containers; tuples are immutable and are rebuilt. The order is that of `flatten`. Each
+    array put into a container is recorded in `slots` under `(id(container), index or key)`
+    as `(new array, its key, the caller's array)`, for `restore_unchanged`.
+    """
+    if not is_node(tree):
+        return next(leaves)
+    mutable = type(tree) in (dict, list)
+    filled = tree if mutable else list(tree)
+    for k in list(tree) if type(tree) is dict else range(len(tree)):
+        old = filled[k]
+        new = filled[k] = fill_in_place(old, leaves, slots)
+        if not mutable:
+            continue
+        _record(slots, tree, k, old, new)
+    if mutable:
+        return tree
+    rebuilt = tuple(filled) if type(tree) is tuple else type(tree)(*filled)
+    for k, (old, new) in enumerate(zip(tree, rebuilt)):
+        _record(slots, rebuilt, k, old, new)
+    return rebuilt
+
+
+def _record(slots: Slots, container: Any, k: Any, old: Any, new: Any) -> None:
+    if isinstance(new, Array) and isinstance(old, Array):
+        first = slots.get((id(container), k))  # a container passed twice keeps its first record
+        slots[(id(container), k)] = (new, key_of(new), old if first is None else first[2])
+
+
+def restore_unchanged(tree: Any, slots: Slots, kept: list[Array]) -> Any:
+    """`tree` with the caller's arrays back in the slots where the function left the array it
+    was given unchanged (lists and dicts in place, tuples rebuilt); slots it wrote (or whose
+    array it updated in place) keep the new value, as in MLX. The arrays so kept are added to
+    `kept`.
+    """
+    if not is_node(tree):
+        return tree
+    mutable = type(tree) in (dict, list)
+    restored = tree if mutable else list(tree)
+    for k in list(tree) if type(tree) is dict else range(len(tree)):
+        v = restored[k]
+        given, key, old = slots.get((id(tree), k), (None, None, None))
+        if given is not None and given is v and key_of(v) == key:
+            restored[k] = old
+        elif isinstance(v, Array):
+            kept.append(v)
+        else:
+            restored[k] = restore_unchanged(v, slots, kept)
+    if mutable:
+        return tree
+    return tuple(restored) if type(tree) is tuple else type(tree)(*restored)

@@ -50,6 +50,30 @@ def test_construction_from_buffers(data, dtype, values):
     assert a.dtype is dtype and a.tolist() == values
 
 
+class _Wrapped:
+    """An array-like class using MLX's `__mlx_array__` protocol."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __mlx_array__(self):
+        return self.value
+
+
+def test_objects_with_mlx_array_convert_as_arrays():
+    w = _Wrapped(mx.array([1, 2], mx.int8))
+    assert mx.array(w).dtype is mx.int8 and mx.array(w).tolist() == [1, 2]
+    assert mx.array(w, mx.float32).dtype is mx.float32 and mx.asarray(w).tolist() == [1, 2]
+    assert mx.add(w, 1).dtype is mx.int8  # an array operand: the Python scalar stays weak
+    assert mx.add(w, mx.array([1], mx.int16)).dtype is mx.int16
+    assert (mx.array([1.5, 1.5]) + w).tolist() == [2.5, 3.5] and mx.sum(w).item() == 3
+    with pytest.raises(TypeError, match="^array: _Wrapped.__mlx_array__ must return an array, "
+                                        "got list"):
+        mx.array(_Wrapped([1]))
+    with pytest.raises(TypeError, match="^add: _Wrapped.__mlx_array__ must return an array"):
+        mx.add(_Wrapped(3), 1)
+
+
 def test_repr_summarises_long_arrays():
     assert repr(mx.array([1] * 6)) == "array([1, 1, 1, 1, 1, 1], dtype=int32)"
     assert repr(mx.array([1] * 7)) == "array([1, 1, 1, ..., 1, 1, 1], dtype=int32)"

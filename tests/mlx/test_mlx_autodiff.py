@@ -89,3 +89,31 @@ def test_gradients_over_trees_with_non_array_leaves():
     with pytest.raises(TypeError, match="^grad: differentiated arguments must be arrays or "
                                         "trees of arrays, got float"):
         mx.grad(lambda x: x)(1.0)
+
+
+def test_writes_into_the_callers_containers_stay_as_in_mlx():
+    def loss(model):
+        model["b"] = model["w"].sum()  # a new entry
+        model["layers"][0] = mx.array(2.0)  # a replaced leaf
+        model["layers"][1][0] = 7.0  # an in-place update of a given array
+        return model["w"].sum() * model["layers"][0] + model["layers"][1].sum()
+
+    w, kept, updated = mx.array([1.0, 2.0]), mx.array(5.0), mx.array([1.0, 1.0])
+    model = {"w": w, "layers": [mx.array(1.0), updated], "pair": (kept, [kept])}
+    grads = mx.grad(loss)(model)
+    assert grads["w"].tolist() == [2.0, 2.0] and grads["layers"][1].tolist() == [0.0, 1.0]
+    assert model["w"] is w and model["pair"][0] is kept and model["pair"][1][0] is kept
+    assert model["b"].item() == 3.0 and model["layers"][0].item() == 2.0
+    assert model["layers"][1].tolist() == [7.0, 1.0] and updated.tolist() == [1.0, 1.0]
+
+
+def test_the_callers_containers_are_restored_when_the_function_raises():
+    def fails(params):
+        assert params[0] is not original
+        raise RuntimeError("inside")
+
+    original = mx.array(1.0)
+    params = [original]
+    with pytest.raises(RuntimeError, match="inside"):
+        mx.grad(fails)(params)
+    assert params[0] is original

@@ -30,6 +30,14 @@ def test_dtype_error_is_both_type_and_value_error():
     (lambda: mx.array([1, 2]) < "hello", "^less: cannot compare an array with str"),
     (lambda: mx.array([1, 2]) >= [1, 2], "^greater_equal: cannot compare an array with list"),
     (lambda: mx.array([1, 2]) > (1, 2), "^greater: cannot compare an array with tuple"),
+    (lambda: mx.vmap(lambda a, s: a * s)(mx.ones((2, 3)), 2.0),
+     "^vmap: the arguments must be arrays or trees of arrays, got float"),
+    (lambda: mx.vmap(lambda a: 1.0)(mx.ones(2)),
+     "^vmap: the outputs must be arrays or trees of arrays, got float"),
+    (lambda: mx.grad(lambda x: x)(1.0),
+     "^grad: differentiated arguments must be arrays or trees of arrays, got float"),
+    (lambda: mx.grad(lambda x: x.sum())(mx.array([1, 2])),
+     r"^grad: cannot differentiate with respect to an array of int32 \(shape \(2,\)\)"),
 ])
 def test_dtype_errors_are_caught_as_value_error(call, message):
     """MLX raises ValueError for these; nuvec's DtypeError is caught by either clause."""
