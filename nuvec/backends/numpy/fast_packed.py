@@ -268,7 +268,9 @@ def packed_attention_vjp(p, qkv, cos, sin, out, lse, dout, dlse=None):
         x = pack.tokens(a, n)
         q, k = pack.rotated(x) if keep is None else keep.qk[a]
         v = x[:, 2].transpose(1, 0, 2).astype(f, copy=False)
-        do = heads(do_all, tokens).astype(f, copy=False)
+        # contiguous: a broadcast cotangent (the gradient of a sum) would take NumPy's matmul
+        # off BLAS
+        do = np.ascontiguousarray(heads(do_all, tokens), dtype=f)
         delta = np.einsum("hnd,hnd->hn", do, heads(o_all, tokens).astype(f, copy=False))
         if dlse is not None:
             delta -= dlse[:, tokens]
