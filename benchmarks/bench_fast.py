@@ -29,11 +29,14 @@ except ImportError:  # PyTorch is an optional peer
 EPS = 1e-5
 
 
-def medians(fns: list[Callable[[], object] | None], repeats: int) -> list[float | None]:
-    """Median seconds of each function, run in turn so machine noise hits all alike."""
+def medians(fns: list[Callable[[], object] | None], repeats: int,
+            warmup: int = 1) -> list[float | None]:
+    """Median seconds of each function, run in turn so machine noise hits all alike, after
+    `warmup` untimed runs of each."""
     live = [f for f in fns if f is not None]
-    for f in live:
-        f()
+    for _ in range(warmup):
+        for f in live:
+            f()
     times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
         for i, f in enumerate(fns):
