@@ -130,11 +130,6 @@ def _check_limit(name: str, limit: Any) -> int:
     return limit
 
 
-def _memory_size() -> int:
-    device = default_device()
-    return int(backend_for(device).device_info(device.index).get("memory_size", 0))
-
-
 def set_memory_limit(limit: int) -> int:
     """Sets the bytes nuvec may allocate; returns the previous limit.
 
@@ -159,7 +154,7 @@ def set_memory_limit(limit: int) -> int:
         True
     """
     limit = _check_limit("set_memory_limit", limit)
-    previous = _memory_size() if limits.memory is None else limits.memory
+    previous = device_memory(default_device()) if limits.memory is None else limits.memory
     limits.memory = limit
     for b in loaded_backends():
         b.set_memory_limit(limit)
@@ -191,7 +186,7 @@ def set_cache_limit(limit: int) -> int:
     limit = _check_limit("set_cache_limit", limit)
     previous = limits.cache
     if previous is None:
-        previous = _memory_size() if limits.memory is None else limits.memory
+        previous = device_memory(default_device()) if limits.memory is None else limits.memory
     limits.cache = limit
     for b in loaded_backends():
         b.set_cache_limit(limit)
