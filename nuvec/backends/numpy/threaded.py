@@ -37,28 +37,27 @@ def _leading(arrays: list[Any]) -> tuple[list[Any], int]:
     return [a[(0,) * k] for a in arrays], 1
 
 
-def _result_dtype(kernel: Callable, p: Any, inputs: tuple) -> np.dtype:
+def _result_dtype(kernel: Callable, p: Any, x: Any) -> np.dtype:
     """The dtype of `kernel`'s result, from one element; a half-type input computed in
     float32 gives its own dtype back (the node's, as the evaluator would cast it)."""
-    probe = np.asarray(kernel(p, *(a[(slice(0, 1),) * a.ndim] for a in inputs)))
-    if inputs[0].dtype in HALF and probe.dtype == np.float32:
-        return inputs[0].dtype
+    probe = np.asarray(kernel(p, x[(slice(0, 1),) * x.ndim]))
+    if x.dtype in HALF and probe.dtype == np.float32:
+        return x.dtype
     return probe.dtype
 
 
-def _split_elementwise(kernel: Callable, p: Any, inputs: tuple, out: Any) -> Any:
+def _split_elementwise(kernel: Callable, p: Any, x: Any, out: Any) -> Any:
     if out is None:
-        out = np.empty(inputs[0].shape, _result_dtype(kernel, p, inputs))
-    views, align = _leading([*inputs, out])
-    *parts, target = views
+        out = np.empty(x.shape, _result_dtype(kernel, p, x))
+    (part, target), align = _leading([x, out])
 
     def chunk(start: int, stop: int) -> None:
         into = target[start:stop]
-        result = kernel(p, *(v[start:stop] for v in parts), out=into)
+        result = kernel(p, part[start:stop], out=into)
         if result is not into:  # a half type computed in float32: cast as the evaluator does
             into[...] = result
 
-    row_bytes = max(v[0:1].nbytes for v in views) if len(target) else 0
+    row_bytes = max(part[0:1].nbytes, target[0:1].nbytes) if len(target) else 0
     threads.parallel_rows(len(target), chunk, row_bytes=row_bytes, align=align)
     return out
 
@@ -69,7 +68,7 @@ def elementwise(kernel: Callable) -> Callable:
     def run(p, x, out=None):
         if x.nbytes < 2 * threads.MIN_BYTES or _small(x):  # the first test is the fast path
             return kernel(p, x, out=out)
-        return _split_elementwise(kernel, p, (x,), out)
+        return _split_elementwise(kernel, p, x, out)
 
     return run
 
