@@ -257,13 +257,21 @@ def compile(
     def compiled(*args: Any, **kwargs: Any) -> Any:
         if not _settings["enabled"]:
             return fun(*args, **kwargs)
-        leaves, treedef, constants = _split_args(args, kwargs)
-        arrays = [a for a in leaves if isinstance(a, Array)]
         state_in = _state_arrays(inputs)
-        key = (treedef, constants, _signature(arrays, shapeless), _signature(state_in, shapeless))
+        if not kwargs and all(type(a) is Array for a in args):
+            # arrays only (the common call): keyed by their number, with no tree to flatten
+            arrays = list(args)
+            key: tuple = (len(arrays), _signature(arrays, shapeless),
+                          _signature(state_in, shapeless))
+        else:
+            leaves, treedef, constants = _split_args(args, kwargs)
+            arrays = [a for a in leaves if isinstance(a, Array)]
+            key = (treedef, constants, _signature(arrays, shapeless),
+                   _signature(state_in, shapeless))
         entry = cache.get(key)
         state_out = _state_arrays(outputs)
         if entry is None or entry[2] != len(state_out):
+            leaves, treedef, _ = _split_args(args, kwargs)
             entry = _trace(fun, leaves, treedef, state_in, outputs, not shapeless)
             if entry[0].reusable:
                 cache[key] = entry

@@ -67,9 +67,15 @@ def _fused_count(y):
     return count
 
 
-@pytest.fixture
-def small_blocks(monkeypatch):
-    monkeypatch.setattr(cpu_fused, "BLOCK", 64)  # many blocks, ragged tails, on small arrays
+@pytest.fixture(params=["blocks", "whole"])
+def small_blocks(request, monkeypatch):
+    """The CPU kernel's two paths: many blocks with ragged tails (small arrays otherwise run
+    whole), or each step over the whole arrays."""
+    if request.param == "blocks":
+        monkeypatch.setattr(cpu_fused, "BLOCK", 64)
+        monkeypatch.setattr(cpu_fused, "WHOLE", 0)
+    else:
+        monkeypatch.setattr(cpu_fused, "WHOLE", 1 << 20)
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -87,6 +93,8 @@ def test_random_chains_equal_the_unfused_graph(seed, small_blocks):
     assert isinstance(got.primitive, FusedElementwise), name  # (smaller operands: own chains)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(np.array(got), np.array(want), err_msg=name)
+    for a, d in zip(arrays, data):  # steps write into their own values, never an input's
+        np.testing.assert_array_equal(np.array(a), np.array(mx.array(d, a.dtype)))
     reference = f(np, *[d.astype(np.float64) for d in data])
     scale = max(1.0, float(np.max(np.abs(reference))))
     np.testing.assert_allclose(np.array(got).astype(np.float64), reference,
@@ -232,6 +240,7 @@ def test_gpu_streams_fuse_only_what_the_generated_kernel_covers():
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_blocks_split_over_threads_give_the_same_values(threads, monkeypatch):
     monkeypatch.setattr(cpu_fused, "BLOCK", 4096)  # 64 blocks of 128 KiB of work each
+    monkeypatch.setattr(cpu_fused, "WHOLE", 0)
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal(512)
     f = lambda x, w: mx.tanh(mx.exp(x) * w + 1) * 0.5 + mx.sin(x) - 1
