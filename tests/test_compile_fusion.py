@@ -176,6 +176,48 @@ def test_grad_of_compiled_and_compiled_grad():
     assert_allclose(tangent[0], _df_np(x, w).sum(), dtype=mx.float64)
 
 
+def _count(out, cls):
+    """Nodes of primitive class `cls` in the graphs of the arrays `out`."""
+    seen, stack, count = set(), list(out), 0
+    while stack:
+        a = stack.pop()
+        if id(a._node) in seen or a.primitive is None:
+            continue
+        seen.add(id(a._node))
+        count += isinstance(a.primitive, cls)
+        stack.extend(a.inputs)
+    return count
+
+
+def test_grad_of_compiled_replays_a_fused_backward_and_one_forward():
+    from nuvec.ops.unary import Exp
+
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((6, 5)) * 0.5, rng.standard_normal(5)
+    xs, ws = mx.array(x, mx.float64), mx.array(w, mx.float64)
+    calls = []
+
+    def f(x, w):
+        calls.append(1)
+        return _f(x, w)
+
+    step = mx.value_and_grad(mx.compile(f))
+    for _ in range(3):  # traced once (the reverse mode too), replayed after
+        value, g = step(xs, ws)
+        # the backward pass is fused; the forward pass (one exp) is computed once, its
+        # values read by the backward pass
+        assert isinstance(g.primitive, FusedElementwise)
+        assert _count([value, g], Exp) == 1
+        assert_allclose(value, _f_np(x, w), dtype=mx.float64)
+        assert_allclose(g, _df_np(x, w), dtype=mx.float64)
+    assert len(calls) == 1
+    # with respect to both arguments: the broadcast weight's cotangent is summed
+    gx, gw = mx.grad(mx.compile(_f), argnums=(0, 1))(xs, ws)
+    t = np.tanh(np.exp(x) * w + 1)
+    assert_allclose(gw, (x * (1 - t**2) * np.exp(x)).sum(0), dtype=mx.float64)
+    assert_allclose(gx, _df_np(x, w), dtype=mx.float64)
+
+
 def test_vmap_of_compiled_records_one_wider_fused_node():
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((4, 3, 5)), rng.standard_normal(5)
