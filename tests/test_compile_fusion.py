@@ -54,17 +54,22 @@ def _chain(rng):
     return f, "-".join(name for name, _ in ops)
 
 
-def _fused_count(y):
-    """The FusedElementwise nodes in the graph of `y`."""
-    count, stack, seen = 0, [y], set()
+def _count(out, cls):
+    """Nodes of primitive class `cls` in the graphs of the arrays `out`."""
+    seen, stack, count = set(), list(out), 0
     while stack:
         a = stack.pop()
         if id(a._node) in seen or a.primitive is None:
             continue
         seen.add(id(a._node))
-        count += isinstance(a.primitive, FusedElementwise)
+        count += isinstance(a.primitive, cls)
         stack.extend(a.inputs)
     return count
+
+
+def _fused_count(y):
+    """The FusedElementwise nodes in the graph of `y`."""
+    return _count([y], FusedElementwise)
 
 
 @pytest.fixture(params=["blocks", "whole"])
@@ -174,19 +179,6 @@ def test_grad_of_compiled_and_compiled_grad():
     value, tangent = mx.jvp(mx.compile(_f), [xs, ws], [mx.ones_like(xs), mx.zeros_like(ws)])
     assert_allclose(value[0], _f_np(x, w), dtype=mx.float64)
     assert_allclose(tangent[0], _df_np(x, w).sum(), dtype=mx.float64)
-
-
-def _count(out, cls):
-    """Nodes of primitive class `cls` in the graphs of the arrays `out`."""
-    seen, stack, count = set(), list(out), 0
-    while stack:
-        a = stack.pop()
-        if id(a._node) in seen or a.primitive is None:
-            continue
-        seen.add(id(a._node))
-        count += isinstance(a.primitive, cls)
-        stack.extend(a.inputs)
-    return count
 
 
 def test_grad_of_compiled_replays_a_fused_backward_and_one_forward():
