@@ -64,6 +64,10 @@ class _Program:
                 continue
             inputs = tuple(refs.get(k) or self._constant(handle(*k)) for k in zip(node.sources,
                                                                                    node.indices))
+            if node.primitive is COPY and node.stream is node.sources[0].stream:
+                # a transform's mark (`value_and_grad` inside the step): the same value
+                refs[(node, 0)] = inputs[0]
+                continue
             if all(r[0] == "const" for r in inputs):
                 self._fold(node, inputs, refs)
                 continue
@@ -132,7 +136,10 @@ class _Program:
                 continue
             node = Node(primitive, [get(r) for r in refs], stream, shapes, dtypes)
             values.append([handle(node, i) for i in range(len(shapes))])
-        return [get(r) for r in outs]
+        # an input passed through comes back as a new handle: rebinding one (an in-place
+        # update) never rebinds the other
+        return [get(r) if r[0] != "in" else handle(inputs[r[1]]._node, inputs[r[1]]._index)
+                for r in outs]
 
 
 class _VjpPrograms:
