@@ -32,11 +32,13 @@ __all__ = ["BLOCK", "WHOLE", "blocks", "fused_elementwise"]
 # the noise; 64K (256 KiB of float32 per scratch buffer) sits in L2 (docs/performance.md).
 BLOCK = 1 << 16
 
-# Up to this many output elements the steps run once each over the whole arrays (one call per
-# step, no blocks, no scratch): arrays this small stay in the last-level cache between steps,
-# so blocks would save no memory traffic and cost NumPy's per-call time once per block (the
-# 3-op relu gradient on [256, 512] took 1.3x its unfused time in 64K blocks). A step's value
-# is dropped after its last reader, as the unfused graph frees it.
+# Up to WHOLE / 4 output elements (up to WHOLE for chains of at most 4 steps) the steps run
+# once each over the whole arrays (one call per step, no blocks, no scratch): arrays this small
+# stay in the last-level cache between steps, so blocks would save little memory traffic and
+# cost NumPy's per-call time once per block (the 3-op relu gradient on [256, 512] took 1.3x
+# its unfused time in 64K blocks, the 2-op SGD update on 1M elements 1.7x). Long chains on
+# larger arrays keep the blocks (the 256-op chain on 1M elements: 0.76x unfused in blocks,
+# 1.06x whole). A step's value is dropped after its last reader, as the unfused graph frees it.
 WHOLE = 1 << 20
 
 
@@ -184,7 +186,8 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
     shape = p.shape or (1,)
     # broadcast views, as the unfused graph's broadcast nodes give them to its kernels
     views = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
-    if 0 < math.prod(shape) <= WHOLE:  # read at each call (tests vary it)
+    size = math.prod(shape)
+    if 0 < size <= WHOLE and (len(p.steps) <= 4 or size <= WHOLE // 4):  # (tests vary WHOLE)
         result = _run_whole(p, views)
         return result if p.shape else result.reshape(())
     out = np.empty(p.shape, p.steps[-1][2].np)
