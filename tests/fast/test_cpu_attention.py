@@ -140,3 +140,38 @@ def test_live_scores_stay_under_the_cap(num_threads, cap):
     assert 0 < len(call.scratch) <= tiles.live and live <= plan.max_intermediate_bytes
     want = reference(*(a.astype(np.float64) for a in arrays), 0.3, "causal")
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def _row_nodes(out) -> int:
+    """How many `AttentionRows` nodes the graph of `out` holds."""
+    seen, stack, count = set(), [out], 0
+    while stack:
+        a = stack.pop()
+        if id(a._node) not in seen:
+            seen.add(id(a._node))
+            count += isinstance(a._node.primitive, AttentionRows)
+            stack.extend(a._node.inputs)
+    return count
+
+
+def test_one_node_and_row_blocks_under_a_transform():
+    """Outside a transform the call is one node; traced for a gradient it is split into row
+    blocks of at most the cap of scores, since the backward differentiates each block's
+    fallback graph (which holds the block's scores)."""
+    rng = np.random.default_rng(1)
+    q, qr = sample(rng, (1, 2, 64, 8), mx.float64)
+    assert _row_nodes(sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=1024)) == 1
+    counts = []
+
+    def loss(q):
+        out = sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=1024)
+        counts.append(_row_nodes(out))
+        return mx.sum(out * out)
+
+    g = mx.grad(loss)(q)
+    assert counts == [64]  # blocks of one row: 2 heads x 64 keys x 8 bytes = 1024
+
+    eps = 1e-6  # a central difference of the float64 formula along one direction
+    d = rng.standard_normal(qr.shape)
+    f = [np.sum(reference(x, x, x, 0.5, "causal") ** 2) for x in (qr + eps * d, qr - eps * d)]
+    np.testing.assert_allclose(np.sum(np.asarray(g) * d), (f[0] - f[1]) / (2 * eps), rtol=1e-6)

@@ -98,6 +98,14 @@ class Tiles:
                       or not is_bounded(p, q, self.k, self.v, f))
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
+        # The row sums from a column of ones next to the values, when a tile has more rows
+        # than the values have columns (the product then costs less than a pass over the
+        # scores); each key head's extended values are written by its first item.
+        self.ones = self.rep * self.rows > dv
+        if self.ones:
+            self.values = np.empty((b, hkv, lk, dv + 1), f)
+            self.ready = np.zeros((b, hkv), bool)
+            self.locks = [threading.Lock() for _ in range(b * hkv)]
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
         items = []
@@ -127,7 +135,7 @@ class Tiles:
             rows = self.rep * self.rows
             width = min(self.p.tile_keys, max(1, self.lk))
             mine = self.scratch[threading.get_ident()] = Scratch(
-                rows, width, self.q.shape[3], self.v.shape[3], self.f)
+                rows, width, self.q.shape[3], self.v.shape[3] + self.ones, self.f)
         return mine
 
     def run(self) -> np.ndarray:
@@ -146,11 +154,12 @@ class Tiles:
         qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
         np.multiply(self.q[bi, heads, r0:r1], self.scale, out=qt)
         qt = qt.reshape(rows, sc.d)
-        acc, total = sc.acc[:rows], sc.total[:rows]
+        acc = sc.acc[:rows]
+        total = acc[:, -1:] if self.ones else sc.total[:rows]
         top = sc.top[:rows] if self.exact else None
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
         k0, k1 = self.key_range(r0, r1)
-        kh, vh = self.k[bi, h], self.v[bi, h]
+        kh, vh = self.k[bi, h], (self.extended(bi, h) if self.ones else self.v[bi, h])
         for c0 in range(k0, k1, sc.width):
             c1 = min(k1, c0 + sc.width)
             s = sc.s[:rows * (c1 - c0)].reshape(rows, c1 - c0)
@@ -159,13 +168,26 @@ class Tiles:
             self.chunk(s, c0 == k0, vh[c0:c1], sc, rows, top, sink)
         if sink is not None:
             total += np.exp(sink - top)
-        np.divide(acc.reshape(rep, n, -1), total.reshape(rep, n, 1),
+        dv = self.out.shape[3]
+        np.divide(acc[:, :dv].reshape(rep, n, dv), total.reshape(rep, n, 1),
                   out=self.out[bi, heads, r0:r1])
+
+    def extended(self, bi: int, h: int) -> np.ndarray:
+        """The values of key head `h` with a column of ones, written on first use."""
+        if not self.ready[bi, h]:
+            with self.locks[bi * self.ready.shape[1] + h]:
+                if not self.ready[bi, h]:
+                    ext = self.values[bi, h]
+                    ext[:, :-1] = self.v[bi, h]
+                    ext[:, -1] = 1
+                    self.ready[bi, h] = True
+        return self.values[bi, h]
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
         running row maximum `top`."""
-        acc, total = sc.acc[:rows], sc.total[:rows]
+        acc = sc.acc[:rows]
+        total = acc[:, -1:] if self.ones else sc.total[:rows]
         if top is not None:
             m = top if first else sc.m[:rows]
             np.max(s, axis=1, keepdims=True, out=m)
@@ -178,16 +200,19 @@ class Tiles:
                 np.subtract(top, m, out=top)
                 alpha = np.exp(top, out=top)
                 acc *= alpha
-                total *= alpha
+                if not self.ones:
+                    total *= alpha
                 top[...] = m
             s -= top
         np.exp(s, out=s)
         if first:
             np.matmul(s, values, out=acc)
-            np.sum(s, axis=1, keepdims=True, out=total)
+            if not self.ones:
+                np.sum(s, axis=1, keepdims=True, out=total)
             return
         acc += np.matmul(s, values, out=sc.part[:rows])
-        total += np.sum(s, axis=1, keepdims=True, out=sc.psum[:rows])
+        if not self.ones:
+            total += np.sum(s, axis=1, keepdims=True, out=sc.psum[:rows])
 
     def hide(self, s3, bi, heads, r0, r1, c0, c1) -> None:
         """Masks a chunk of scores (`[rep, rows, keys]`, keys `c0..c1`): a blind tile
