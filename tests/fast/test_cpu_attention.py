@@ -14,7 +14,7 @@ from nuvec.fast.attention import AttentionRows, plan_attention
 from nuvec.testing import assert_allclose
 
 sdpa = mx.fast.scaled_dot_product_attention
-TOL = {"float32": 1e-5, "float64": 1e-12}
+TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
 
 
 @pytest.fixture
@@ -70,14 +70,16 @@ def run_case(rng, dtype, qs, ks, mask=None, sinks=False, window=None, scale=1.0,
     return out, reference(qr, kr, vr, 0.4, mr, sr, window)
 
 
-@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=str)
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64, mx.float16, mx.bfloat16], ids=str)
 @pytest.mark.parametrize("cap", [None, 4096], ids=["default", "online"])
 @pytest.mark.parametrize("case", list(CASES), ids=str)
 def test_tiles_match_float64(case, cap, dtype):
     """Under a 4 KiB cap the tiles take a few rows and 128-key chunks (the online softmax)."""
     rng = np.random.default_rng(len(case))
     out, want = run_case(rng, dtype, **CASES[case], cap=cap)
-    tol = TOL[dtype.name] * (40 if CASES[case].get("scale") else 1)
+    tol = TOL[dtype.name]
+    if CASES[case].get("scale") and dtype in (mx.float32, mx.float64):
+        tol *= 40  # scores near 100: exp's relative error grows with its argument
     assert_allclose(out, want, dtype=dtype, rtol=tol, atol=tol)
 
 
