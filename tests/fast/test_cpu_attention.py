@@ -177,3 +177,16 @@ def test_one_node_and_row_blocks_under_a_transform():
     d = rng.standard_normal(qr.shape)
     f = [np.sum(reference(x, x, x, 0.5, "causal") ** 2) for x in (qr + eps * d, qr - eps * d)]
     np.testing.assert_allclose(np.sum(np.asarray(g) * d), (f[0] - f[1]) / (2 * eps), rtol=1e-6)
+
+
+def test_tiles_choose_their_path_by_their_own_bound():
+    """One key head's queries score up to about 100 (the exact path, with the row maximum),
+    the other's stay small (the bounded path): both match the formula."""
+    rng = np.random.default_rng(12)
+    q, qr = sample(rng, (1, 4, 150, 8), mx.float32)
+    k, kr = sample(rng, (1, 2, 150, 8), mx.float32)
+    boost = np.array([1.0, 1.0, 40.0, 40.0]).reshape(1, 4, 1, 1)  # key head 1's queries
+    out = sdpa(q * mx.array(boost, mx.float32), k, k, scale=0.5, mask="causal")
+    want = reference(qr * boost, kr, kr, 0.5, "causal")
+    assert np.max(np.abs(qr * boost @ np.swapaxes(np.repeat(kr, 2, 1), -1, -2))) * 0.5 > 100
+    assert_allclose(out, want, dtype=mx.float32, rtol=1e-4, atol=1e-4)
