@@ -41,7 +41,7 @@ def fusion(repeats: int) -> None:
     print(f"eager fusion: best of {repeats}, taking turns; {mx.get_num_threads()} threads; "
           f"default threshold {default} elements")
     try:
-        for exponent in range(12, 23, 2):
+        for exponent in range(12, 23):
             cols = 1 << min(exponent, 11)
             shape = (1 << exponent) // cols, cols
             x, w = (mx.array(rng.uniform(-1, 1, shape).astype(np.float32)) for _ in range(2))

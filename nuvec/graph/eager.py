@@ -34,9 +34,11 @@ from nuvec.graph.array import Node
 __all__ = ["FUSE_MIN_ELEMENTS", "enabled", "forget", "plan", "restore", "saved", "set_planner",
            "starts_chain", "unfuse"]
 
-# Outputs from this many elements are fused: `python benchmarks/bench_elementwise.py --fusion`
-# (docs/performance.md) measured the per-node path faster below it.
-FUSE_MIN_ELEMENTS = 1 << 16
+# Outputs from this many elements (8 MiB of float32) are fused: `python
+# benchmarks/bench_elementwise.py --fusion` (docs/performance.md) measured the per-node path as
+# fast or faster below it on the two-core machine, whose 32 MiB cache holds the temporaries of
+# smaller chains, and a fused chain's plan and blocks cost 30-40 us.
+FUSE_MIN_ELEMENTS = 1 << 21
 
 # (groups, elementwise): `groups(steps, outs)` as `nuvec.fusion.fused_groups` with the CPU's
 # arguments, `elementwise(primitive)` whether a primitive may be a chain's member

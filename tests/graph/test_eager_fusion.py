@@ -132,13 +132,18 @@ def test_thread_counts_do_not_change_values(monkeypatch, fusing, threads):
     _same(fused, unfused)
 
 
-def test_exp_w_b_matches_numpy_at_full_size():
+def test_exp_w_b_matches_numpy_at_full_size(monkeypatch):
     # at the default threshold: the peer benchmark's workload, fused
     rng = np.random.default_rng(0)
-    x, w = (rng.standard_normal((512, 512)).astype(np.float32) for _ in range(2))
-    b = rng.standard_normal(512).astype(np.float32)
+    shape = (eager.FUSE_MIN_ELEMENTS // 1024, 1024)
+    x, w = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    b = rng.standard_normal(1024).astype(np.float32)
+    plans = []
+    plan = eager.plan
+    monkeypatch.setattr(eager, "plan", lambda rest: plans.append(1) or plan(rest))
     y = mx.exp(mx.array(x)) * mx.array(w) + mx.array(b)
     mx.eval(y)
+    assert plans == [1]
     expected = (np.exp(x.astype(np.float64)) * w + b).astype(np.float32)
     np.testing.assert_allclose(np.asarray(y), expected, rtol=2e-6, atol=1e-6)
     assert not eager.saved
