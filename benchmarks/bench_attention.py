@@ -1,6 +1,8 @@
 """Causal attention on the CPU: `mx.fast.scaled_dot_product_attention` against the direct NumPy
 formula and PyTorch eager (when importable; never a dependency of nuvec), and its peak memory
-with and without `max_score_bytes`.
+with and without `max_score_bytes`. nuvec runs as planned (its tiles on the thread pool), on
+one thread (`set_num_threads(1)`), and under a cap small enough for the online softmax over key
+chunks.
 
 Run: python benchmarks/bench_attention.py [--repeats N] [--shape B H L D]
 Times are medians of N runs (recording and evaluation included; nuvec and NumPy interleaved,
@@ -57,9 +59,16 @@ def main() -> None:
     q, k, v = mx.array(q_np), mx.array(k_np), mx.array(v_np)
     mx.eval(q, k, v)
 
-    def ours(cap=None):
-        return lambda: mx.eval(mx.fast.scaled_dot_product_attention(
-            q, k, v, scale=scale, mask="causal", max_score_bytes=cap))
+    def ours(cap=None, threads=None):
+        def run():
+            before = mx.get_num_threads()
+            mx.set_num_threads(threads or before)
+            try:
+                mx.eval(mx.fast.scaled_dot_product_attention(
+                    q, k, v, scale=scale, mask="causal", max_score_bytes=cap))
+            finally:
+                mx.set_num_threads(before)
+        return run
 
     want = numpy_attention(q_np, k_np, v_np, scale)
     got = np.asarray(mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask="causal"))
@@ -75,13 +84,15 @@ def main() -> None:
                 sdpa(qt, kt, vt, is_causal=True, scale=scale)
 
     cap = 1 << 18
-    t_ours, t_capped, t_np = medians(
-        [ours(), ours(cap), lambda: numpy_attention(q_np, k_np, v_np, scale)], args.repeats)
+    t_ours, t_one, t_capped, t_np = medians(
+        [ours(), ours(threads=1), ours(cap), lambda: numpy_attention(q_np, k_np, v_np, scale)],
+        args.repeats)
     # PyTorch runs last, on its own: its OpenMP threads keep spinning after each call and
     # would slow down the NumPy (OpenBLAS) work interleaved with it on a small machine.
     (t_torch,) = medians([torch_fn], args.repeats)
     name = f"causal attention [{b}, {h}, {n}, {d}] float32"
-    for label, t in ((name, t_ours), (f"{name}, max_score_bytes={cap}", t_capped)):
+    for label, t in ((name, t_ours), (f"{name}, one thread", t_one),
+                     (f"{name}, max_score_bytes={cap}", t_capped)):
         line = f"{label:58s} nuvec {t * 1e3:8.2f} ms   numpy {t_np * 1e3:8.2f} ms " \
                f"(ratio {t / t_np:5.2f})"
         if t_torch is not None:

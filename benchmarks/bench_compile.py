@@ -1,7 +1,9 @@
 """`mx.compile` against the same functions uncompiled: a 256-op elementwise chain on small and
-large arrays, an 8-op chain `tanh(exp(x) * w + b) * 0.5 + sin(x) - 1` on [2048, 2048], and an
-SGD step of a 784-512-512-10 ReLU MLP (batch 256), with NumPy (and `jax.jit`, when importable;
-never a dependency of nuvec) on the same work.
+large arrays, an 8-op chain `tanh(exp(x) * w + b) * 0.5 + sin(x) - 1` on [2048, 2048], an
+SGD step of a 784-512-512-10 ReLU MLP (batch 256) written with `mx.value_and_grad` and as MLX
+code writes it (`nn.value_and_grad`, `optimizer.update`, the state compiled as `inputs` and
+`outputs`), and `grad(compile(f))` of `sum(tanh(tanh(tanh(x @ W))))`, with NumPy (and
+`jax.jit`, when importable; never a dependency of nuvec) on the same work.
 
 Run: python benchmarks/bench_compile.py [--repeats N] [--quick] [--blocks]
 Times are medians of N runs, evaluation included; ratios are compiled / uncompiled and
@@ -102,6 +104,29 @@ def _mlp(rng):
     return params, x, y
 
 
+def _jax_mlp_step(params, x, y):
+    """The same SGD step in JAX, jitted (None without JAX)."""
+    if jax is None:
+        return None
+    ps = [(jnp.asarray(np.asarray(w)), jnp.asarray(np.asarray(b))) for w, b in params]
+    xj, yj = jnp.asarray(np.asarray(x)), jnp.asarray(np.asarray(y))
+
+    def loss_fn(ps):
+        h = xj
+        for i, (w, b) in enumerate(ps):
+            h = h @ w + b
+            h = jnp.maximum(h, 0) if i < len(ps) - 1 else h
+        picked = jnp.take_along_axis(h, yj[:, None], -1)[:, 0]
+        return jnp.mean(jax.nn.logsumexp(h, axis=-1) - picked)
+
+    @jax.jit
+    def step(ps):
+        loss, grads = jax.value_and_grad(loss_fn)(ps)
+        return loss, [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(ps, grads)]
+
+    return lambda: jax.block_until_ready(step(ps))
+
+
 def bench_mlp(repeats: int) -> None:
     params, x, y = _mlp(np.random.default_rng(1))
 
@@ -119,8 +144,64 @@ def bench_mlp(repeats: int) -> None:
     compiled = mx.compile(step)
     plain_loss, compiled_loss = step(params)[0].item(), compiled(params)[0].item()
     assert abs(plain_loss - compiled_loss) <= 1e-5 * abs(plain_loss), (plain_loss, compiled_loss)
-    report("MLP 784-512-512-10 SGD step (batch 256)",
-           medians([lambda: mx.eval(step(params)), lambda: mx.eval(compiled(params))], repeats))
+    fns = [lambda: mx.eval(step(params)), lambda: mx.eval(compiled(params)), None,
+           _jax_mlp_step(params, x, y)]
+    report("MLP 784-512-512-10 SGD step (batch 256)", medians(fns, repeats))
+
+
+def bench_module_step(repeats: int) -> None:
+    """The step as MLX code writes it: `nn.value_and_grad` of a model, `optimizer.update`,
+    compiled with the model's and the optimizer's state as `inputs` and `outputs`."""
+    import nuvec.nn as nn
+    import nuvec.optimizers as optim
+
+    rng = np.random.default_rng(1)
+    x = mx.array(rng.standard_normal((256, 784)).astype(np.float32))
+    y = mx.array(rng.integers(0, 10, 256).astype(np.int32))
+
+    def build(compiled: bool):
+        mx.random.seed(0)
+        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                              nn.Linear(512, 10))
+        optimizer = optim.SGD(learning_rate=0.01)
+        loss_and_grad = nn.value_and_grad(
+            model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean"))
+
+        def step(x, y):
+            loss, grads = loss_and_grad(model, x, y)
+            optimizer.update(model, grads)
+            return loss
+
+        state = [model.state, optimizer.state]
+        run = mx.compile(step, inputs=state, outputs=state) if compiled else step
+        return lambda: mx.eval(run(x, y), state)
+
+    plain, compiled = build(False), build(True)
+    for _ in range(3):  # both models take the same steps: the compiled one gives equal weights
+        plain(), compiled()
+    report("nn.Sequential MLP step, value_and_grad + SGD.update, state compiled",
+           medians([plain, compiled], repeats))
+
+
+def bench_tanh_grad(repeats: int) -> None:
+    """`grad(compile(f))`: the compiled function's reverse mode is traced once and fused."""
+    rng = np.random.default_rng(3)
+    xd = (rng.standard_normal((256, 512)) * 0.05).astype(np.float32)
+    wd = (rng.standard_normal((512, 512)) * 0.05).astype(np.float32)
+    x, w = mx.array(xd), mx.array(wd)
+
+    def f(w):
+        return mx.sum(mx.tanh(mx.tanh(mx.tanh(x @ w))))
+
+    plain, compiled = mx.grad(f), mx.grad(mx.compile(f))
+    np.testing.assert_allclose(np.array(compiled(w)), np.array(plain(w)), rtol=1e-4, atol=1e-6)
+    fns = [lambda: mx.eval(plain(w)), lambda: mx.eval(compiled(w)), None]
+    if jax is not None:
+        xj, wj = jnp.asarray(xd), jnp.asarray(wd)
+        jitted = jax.jit(jax.grad(lambda w: jnp.sum(jnp.tanh(jnp.tanh(jnp.tanh(xj @ w))))))
+        fns.append(lambda: jitted(wj).block_until_ready())
+    report("grad of sum(tanh(tanh(tanh(x @ W)))), [256, 512] x [512, 512]",
+           medians(fns, repeats))
 
 
 def report(name: str, times: list) -> None:
@@ -128,7 +209,8 @@ def report(name: str, times: list) -> None:
     line = (f"{name}: uncompiled {plain * 1e3:.3f} ms, compiled {compiled * 1e3:.3f} ms, "
             f"compiled/uncompiled {compiled / plain:.2f}")
     for peer, t in zip(["NumPy", "jax.jit"], peers):
-        line += f", {peer} {t * 1e3:.3f} ms (compiled/{peer} {compiled / t:.2f})"
+        if t is not None:
+            line += f", {peer} {t * 1e3:.3f} ms (compiled/{peer} {compiled / t:.2f})"
     print(line)
 
 
@@ -146,6 +228,8 @@ def main() -> None:
     bench_chain(16, repeats)
     bench_chain(1 << 14 if args.quick else 1 << 20, repeats)
     bench_mlp(repeats)
+    bench_module_step(repeats)
+    bench_tanh_grad(repeats)
 
 
 if __name__ == "__main__":

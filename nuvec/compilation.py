@@ -11,7 +11,9 @@ extra arguments and those named by `outputs` are rebound to their new values aft
 as MLX's captured state is. Chains of elementwise steps are then fused into one
 `FusedElementwise` step each (`nuvec.fusion`; not for `shapeless` programs, whose broadcast
 shapes are not fixed): the CPU evaluates such a step in cache-sized blocks, a GPU stream in one
-generated CUDA kernel.
+generated CUDA kernel. Called on the primals of a reverse-mode transform (`grad(compile(f))`),
+a program replays its reverse mode, traced once and split into fused forward and backward
+programs (`_VjpPrograms`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nuvec.graph.array import Array, Node, handle, placeholder, record
+from nuvec.graph.array import Array, Node, handle, placeholder, record, tracing
+from nuvec.graph.device import to_stream
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import COPY
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.fusion import fuse
+from nuvec.transforms.autodiff import vjp
+from nuvec.transforms.custom import CustomTransforms
 from nuvec.transforms.trace import Key, key_of, release, trace, traced_graph, untraced
 
 __all__ = ["compile", "disable_compile", "enable_compile"]
@@ -40,7 +45,9 @@ Ref = tuple
 class _Program:
     """A traced graph as steps, replayed on new inputs by recording the same primitives."""
 
-    def __init__(self, in_keys: Sequence[Key], outs: Sequence[Array], fused: bool = True):
+    def __init__(self, in_keys: Sequence[Key], outs: Sequence[Array], fused: bool = True,
+                 stops: frozenset[Node] = frozenset()):
+        """`stops`: computed nodes whose outputs are inputs (in `in_keys`), not steps."""
         refs: dict[Key, Ref] = {key: ("in", i) for i, key in enumerate(in_keys)}
         self.in_dtypes = [node.dtypes[i] for node, i in in_keys]
         # False when the graph reads arrays an enclosing transform is tracing (placeholders
@@ -48,7 +55,7 @@ class _Program:
         self.reusable = True
         self.steps: list[tuple] = []  # (primitive, stream, input refs, shapes, dtypes)
         seen: dict[Any, int] = {}
-        for node in traced_graph(list(outs), set()):
+        for node in traced_graph(list(outs), set(stops)):
             if node.primitive is COPY and node.keep and (node.sources[0],
                                                          node.indices[0]) not in refs:
                 # where an enclosing transform starts tracing an array `fun` reads
@@ -64,6 +71,9 @@ class _Program:
             for i in range(len(node.shapes)):
                 refs[(node, i)] = ("op", step, i)
         self.outs = [refs.get(key_of(o)) or self._constant(o) for o in outs]
+        # the steps before fusion: the reverse mode is traced through them (`_VjpPrograms`),
+        # whose own programs are then fused, instead of through fused nodes' chains
+        self.unfused = (self.steps, self.outs)
         if fused:
             self.steps, self.outs = fuse(self.steps, self.outs, _ref_id, self._dtype_of,
                                          _gpu_covers)
@@ -103,9 +113,11 @@ class _Program:
         for i, v in enumerate(values):
             refs[(node, i)] = ("const", v)
 
-    def __call__(self, inputs: Sequence[Array], shapeless: bool) -> list[Array]:
+    def __call__(self, inputs: Sequence[Array], shapeless: bool, fused: bool = True
+                 ) -> list[Array]:
         """Records the steps on `inputs`; with the traced shapes, or the primitives' own
-        shape rules if `shapeless`."""
+        shape rules if `shapeless`; the steps before fusion if not `fused`."""
+        steps, outs = (self.steps, self.outs) if fused else self.unfused
         values: list[list[Array]] = []
 
         def get(ref: Ref) -> Array:
@@ -114,13 +126,76 @@ class _Program:
                 return values[ref[1]][ref[2]]
             return inputs[ref[1]] if kind == "in" else ref[1]
 
-        for primitive, stream, refs, shapes, dtypes in self.steps:
+        for primitive, stream, refs, shapes, dtypes in steps:
             if shapeless:
                 values.append(record(primitive, [get(r) for r in refs], stream))
                 continue
             node = Node(primitive, [get(r) for r in refs], stream, shapes, dtypes)
             values.append([handle(node, i) for i in range(len(shapes))])
-        return [get(r) for r in self.outs]
+        return [get(r) for r in outs]
+
+
+class _VjpPrograms:
+    """A program's reverse mode, traced once: `forward` computes its outputs and the residuals
+    (the values of the forward pass its backward reads), `backward` the cotangents of its
+    inputs from the inputs, the residuals and the outputs' cotangents. Both are simplified and
+    fused as the program is, so `grad(compile(f))` replays a fused backward pass without
+    tracing it again, and computes the forward pass once."""
+
+    def __init__(self, program: _Program, like: Sequence[Array]):
+        def derive() -> tuple[list[Array], list[Array], list[Array], list[Array]]:
+            primals = [placeholder(a.shape, a.dtype, a.stream) for a in like]
+            probe = program(primals, False)
+            cots = [placeholder(o.shape, o.dtype, o.stream) for o in probe]
+            outs, grads = vjp(lambda *xs: program(list(xs), False, fused=False), primals, cots)
+            return primals, cots, outs, grads
+
+        primals, cots, outs, grads = untraced(derive)
+        cot_nodes = {c._node for c in cots}
+        later: set[Node] = set()  # nodes of the backward pass (they read a cotangent)
+        residuals: dict[Key, None] = {}
+        for node in traced_graph(grads, set()):
+            if any(s in cot_nodes or s in later for s in node.sources):
+                later.add(node)
+                for key in zip(node.sources, node.indices):
+                    if key[0] not in later and key[0].primitive is not None:
+                        residuals[key] = None
+        keys = [key_of(p) for p in primals]
+        kept = [handle(*k) for k in residuals]
+        self.n_outs = len(outs)
+        self.forward = _Program(keys, outs + kept)
+        self.backward = _Program(keys + list(residuals) + [key_of(c) for c in cots], grads,
+                                 stops=frozenset(k[0] for k in residuals))
+        self.reusable = self.forward.reusable and self.backward.reusable
+
+    def __call__(self, program: _Program, inputs: list[Array]) -> list[Array]:
+        """The outputs, recorded with the backward program as their reverse-mode rule."""
+        values = untraced(lambda: self.forward(inputs, False))
+        outs, residuals = values[: self.n_outs], values[self.n_outs:]
+
+        def backward(primals, cotangents, outputs, wanted):
+            return self.backward([*primals, *residuals, *cotangents], False)
+
+        rule = CustomTransforms(len(inputs), lambda *xs: program(list(xs), False), backward)
+        return record(rule, [*inputs, *outs], to_stream(None))
+
+
+def _differentiated(inputs: Sequence[Array]) -> bool:
+    """Whether `inputs` are the primals a reverse-mode transform has just marked (`grad`,
+    `vjp` of the compiled function itself: each input evaluated or a mark over an evaluated
+    array, at least one marked). Inputs computed inside a trace (an enclosing `compile`,
+    `vmap` or a function of the primals) take the plain replay."""
+    if not tracing.depth:
+        return False
+    marked = False
+    for a in inputs:
+        node = a._node
+        if node.data is not None and not node.keep:
+            continue
+        if not (node.primitive is COPY and node.keep and node.sources[0].data is not None):
+            return False
+        marked = True
+    return marked
 
 
 def _gpu_covers(primitive: Any, dtype: Any) -> bool:
@@ -257,25 +332,54 @@ def compile(
     def compiled(*args: Any, **kwargs: Any) -> Any:
         if not _settings["enabled"]:
             return fun(*args, **kwargs)
-        leaves, treedef, constants = _split_args(args, kwargs)
-        arrays = [a for a in leaves if isinstance(a, Array)]
         state_in = _state_arrays(inputs)
-        key = (treedef, constants, _signature(arrays, shapeless), _signature(state_in, shapeless))
+        if not kwargs and all(type(a) is Array for a in args):
+            # arrays only (the common call): keyed by their number, with no tree to flatten
+            arrays = list(args)
+            key: tuple = (len(arrays), _signature(arrays, shapeless),
+                          _signature(state_in, shapeless))
+        else:
+            leaves, treedef, constants = _split_args(args, kwargs)
+            arrays = [a for a in leaves if isinstance(a, Array)]
+            key = (treedef, constants, _signature(arrays, shapeless),
+                   _signature(state_in, shapeless))
         entry = cache.get(key)
         state_out = _state_arrays(outputs)
         if entry is None or entry[2] != len(state_out):
+            leaves, treedef, _ = _split_args(args, kwargs)
             entry = _trace(fun, leaves, treedef, state_in, outputs, not shapeless)
             if entry[0].reusable:
                 cache[key] = entry
             state_out = _state_arrays(outputs)
         program, out_def, n_state = entry
-        results = program(arrays + state_in, shapeless)
+        if not shapeless and _differentiated(arrays + state_in):
+            results = _with_vjp(program, arrays + state_in)
+        else:
+            results = program(arrays + state_in, shapeless)
         returned = results[: len(results) - n_state]
         for a, value in zip(state_out, results[len(returned):]):
             a._rebind(value)
         return unflatten(out_def, returned)
 
     return compiled
+
+
+def _with_vjp(program: _Program, inputs: list[Array]) -> list[Array]:
+    """`program`'s outputs on `inputs` with its traced reverse mode (see `_VjpPrograms`)."""
+    split = _vjp_programs.get(id(program))
+    if split is None or split[0] is not program:
+        split = (program, _VjpPrograms(program, inputs))
+        if split[1].reusable:
+            if len(_vjp_programs) >= 64:
+                _vjp_programs.clear()
+            _vjp_programs[id(program)] = split
+    if not split[1].reusable:
+        return program(inputs, False)
+    return split[1](program, inputs)
+
+
+# id(program) -> (program, its reverse mode), the program held so that the id stays its own
+_vjp_programs: dict[int, tuple[_Program, _VjpPrograms]] = {}
 
 
 def disable_compile() -> None:

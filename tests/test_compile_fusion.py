@@ -54,22 +54,33 @@ def _chain(rng):
     return f, "-".join(name for name, _ in ops)
 
 
-def _fused_count(y):
-    """The FusedElementwise nodes in the graph of `y`."""
-    count, stack, seen = 0, [y], set()
+def _count(out, cls):
+    """Nodes of primitive class `cls` in the graphs of the arrays `out`."""
+    seen, stack, count = set(), list(out), 0
     while stack:
         a = stack.pop()
         if id(a._node) in seen or a.primitive is None:
             continue
         seen.add(id(a._node))
-        count += isinstance(a.primitive, FusedElementwise)
+        count += isinstance(a.primitive, cls)
         stack.extend(a.inputs)
     return count
 
 
-@pytest.fixture
-def small_blocks(monkeypatch):
-    monkeypatch.setattr(cpu_fused, "BLOCK", 64)  # many blocks, ragged tails, on small arrays
+def _fused_count(y):
+    """The FusedElementwise nodes in the graph of `y`."""
+    return _count([y], FusedElementwise)
+
+
+@pytest.fixture(params=["blocks", "whole"])
+def small_blocks(request, monkeypatch):
+    """The CPU kernel's two paths: many blocks with ragged tails (small arrays otherwise run
+    whole), or each step over the whole arrays."""
+    if request.param == "blocks":
+        monkeypatch.setattr(cpu_fused, "BLOCK", 64)
+        monkeypatch.setattr(cpu_fused, "WHOLE", 0)
+    else:
+        monkeypatch.setattr(cpu_fused, "WHOLE", 1 << 20)
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -87,6 +98,8 @@ def test_random_chains_equal_the_unfused_graph(seed, small_blocks):
     assert isinstance(got.primitive, FusedElementwise), name  # (smaller operands: own chains)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(np.array(got), np.array(want), err_msg=name)
+    for a, d in zip(arrays, data):  # steps write into their own values, never an input's
+        np.testing.assert_array_equal(np.array(a), np.array(mx.array(d, a.dtype)))
     reference = f(np, *[d.astype(np.float64) for d in data])
     scale = max(1.0, float(np.max(np.abs(reference))))
     np.testing.assert_allclose(np.array(got).astype(np.float64), reference,
@@ -168,6 +181,35 @@ def test_grad_of_compiled_and_compiled_grad():
     assert_allclose(tangent[0], _df_np(x, w).sum(), dtype=mx.float64)
 
 
+def test_grad_of_compiled_replays_a_fused_backward_and_one_forward():
+    from nuvec.ops.unary import Exp
+
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((6, 5)) * 0.5, rng.standard_normal(5)
+    xs, ws = mx.array(x, mx.float64), mx.array(w, mx.float64)
+    calls = []
+
+    def f(x, w):
+        calls.append(1)
+        return _f(x, w)
+
+    step = mx.value_and_grad(mx.compile(f))
+    for _ in range(3):  # traced once (the reverse mode too), replayed after
+        value, g = step(xs, ws)
+        # the backward pass is fused; the forward pass (one exp) is computed once, its
+        # values read by the backward pass
+        assert isinstance(g.primitive, FusedElementwise)
+        assert _count([value, g], Exp) == 1
+        assert_allclose(value, _f_np(x, w), dtype=mx.float64)
+        assert_allclose(g, _df_np(x, w), dtype=mx.float64)
+    assert len(calls) == 1
+    # with respect to both arguments: the broadcast weight's cotangent is summed
+    gx, gw = mx.grad(mx.compile(_f), argnums=(0, 1))(xs, ws)
+    t = np.tanh(np.exp(x) * w + 1)
+    assert_allclose(gw, (x * (1 - t**2) * np.exp(x)).sum(0), dtype=mx.float64)
+    assert_allclose(gx, _df_np(x, w), dtype=mx.float64)
+
+
 def test_vmap_of_compiled_records_one_wider_fused_node():
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((4, 3, 5)), rng.standard_normal(5)
@@ -232,6 +274,7 @@ def test_gpu_streams_fuse_only_what_the_generated_kernel_covers():
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_blocks_split_over_threads_give_the_same_values(threads, monkeypatch):
     monkeypatch.setattr(cpu_fused, "BLOCK", 4096)  # 64 blocks of 128 KiB of work each
+    monkeypatch.setattr(cpu_fused, "WHOLE", 0)
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal(512)
     f = lambda x, w: mx.tanh(mx.exp(x) * w + 1) * 0.5 + mx.sin(x) - 1

@@ -11,8 +11,9 @@ from nuvec.fast.attention import AttentionRows
 from nuvec.ops import quantized as q
 
 _ROWS = (
-    "the row block of the CPU's attention composition (the planner records it for CPU streams "
-    "only; on a GPU it picks an attention kernel): its NumPy body masks in place with copyto"
+    "the CPU attention kernel's node (the planner records it for CPU targets only, float64 on a "
+    "GPU stream among them; for the GPU's dtypes it picks an attention kernel): its NumPy body "
+    "runs tiles on the CPU thread pool with BLAS pinned to one thread"
 )
 _PACKED = (
     "bit-stream packing of quantized weights: the NumPy body is written for NumPy's in-place "

@@ -1,4 +1,6 @@
-"""The CPU kernels' thread pool: `parallel_rows` splits a kernel's leading rows over threads.
+"""The CPU kernels' thread pool: `parallel_rows` splits a kernel's leading rows over threads,
+`parallel_items` deals out independent work items one at a time, `one_blas_thread` keeps
+the BLAS library to one thread of its own while items that call it run on the pool's.
 
 NumPy releases the GIL inside its loops, so row chunks computed on several threads run on
 several cores. One process-wide pool, sized by `NUVEC_NUM_THREADS`, else `OMP_NUM_THREADS`,
@@ -6,6 +8,10 @@ else the cores this process may run on; `set_num_threads` changes it. Work is cl
 chunk: the calling thread computes chunks too and only waits for chunks a worker has already
 started, so callers on several threads (the evaluator's per-stream workers) never deadlock, and
 a `parallel_rows` inside a chunk (nested use) runs inline. Imports nothing from nuvec.
+
+OpenBLAS serialises callers on several threads while it runs its own threads, so kernels whose
+items are matrix products pin it to one thread through `threadpoolctl` (its controller built
+once, on first use: it scans the loaded libraries; a limit and its restore take about 7 us).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import threading
 from typing import Callable
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 # Below this much work a chunk costs more to hand to another thread than it saves: waking a
 # worker and collecting its chunk take 20-60 us here, NumPy streams about 4-8 GB/s per core.
@@ -170,6 +177,87 @@ def set_num_threads(n: int) -> None:
     _pool.threads = int(n)
 
 
+class _BlasPin:
+    """How many callers want BLAS on one thread, and the limit to restore after the last."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.controller: ThreadpoolController | None = None
+        self.limit = None
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.users == 0:
+                if self.controller is None:
+                    self.controller = ThreadpoolController()
+                self.limit = self.controller.limit(limits=1, user_api="blas")
+            self.users += 1
+
+    def __exit__(self, *exc) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0 and self.limit is not None:
+                self.limit.restore_original_limits()
+                self.limit = None
+
+
+_blas_pin = _BlasPin()
+
+
+def one_blas_thread() -> _BlasPin:
+    """A context manager in which the BLAS library runs each call on its caller's thread.
+
+    Nested and concurrent uses share one limit: the library's thread count is restored when
+    the last of them exits.
+
+    Example:
+        >>> from nuvec.backends.threads import one_blas_thread
+        >>> with one_blas_thread():
+        ...     pass
+    """
+    return _blas_pin
+
+
+def parallel_items(count: int, body: Callable[[int], object], *, threads: int | None = None
+                   ) -> None:
+    """Calls `body(i)` for every `i` in `[0, count)`, on up to `threads` (default
+    `get_num_threads()`, never more) threads, each claiming the next item as it is free;
+    returns once every item has run.
+
+    Items must be independent; which thread runs which, and in what order, varies (order them
+    by decreasing cost for balance). One thread, one item, or a call from inside an item
+    runs them in order on the calling thread. The first exception an item raises is raised
+    here, after every item has finished.
+
+    Example:
+        >>> from nuvec.backends.threads import parallel_items
+        >>> out = [0] * 5
+        >>> parallel_items(5, lambda i: out.__setitem__(i, i * i))
+        >>> out
+        [0, 1, 4, 9, 16]
+    """
+    n = min(_pool.threads, count, _pool.threads if threads is None else max(threads, 1))
+    if n <= 1 or getattr(_local, "inside", False):
+        for i in range(count):
+            body(i)
+        return
+    _run(_Job(lambda i, _: body(i), list(range(count + 1))), n)
+
+
+def _run(job: _Job, threads: int) -> None:
+    """Runs `job`'s chunks on the calling thread and `threads - 1` workers."""
+    _pool.wake(job, threads - 1)
+    _local.inside = True
+    try:
+        job.run()
+    finally:
+        _local.inside = False
+    job.done.wait()
+    if job.error is not None:
+        raise job.error
+
+
 def chunk_bounds(n_rows: int, chunks: int, align: int = 1) -> list[int]:
     """`chunks + 1` increasing bounds from 0 to `n_rows`, inner ones multiples of `align`."""
     inner = {n_rows * i // chunks // align * align for i in range(1, chunks)}
@@ -197,6 +285,7 @@ def parallel_rows(
 
     Example:
         >>> import numpy as np
+from threadpoolctl import ThreadpoolController
         >>> from nuvec.backends.threads import parallel_rows
         >>> x = np.arange(12.0).reshape(4, 3); out = np.empty_like(x)
         >>> parallel_rows(4, lambda a, b: np.exp(x[a:b], out=out[a:b]), row_bytes=24, min_bytes=24)
@@ -212,12 +301,4 @@ def parallel_rows(
         body(0, n_rows)
         return
     job = _Job(body, chunk_bounds(n_rows, chunks, align))
-    _pool.wake(job, min(threads, len(job.bounds) - 1) - 1)
-    _local.inside = True
-    try:
-        job.run()
-    finally:
-        _local.inside = False
-    job.done.wait()
-    if job.error is not None:
-        raise job.error
+    _run(job, min(threads, len(job.bounds) - 1))

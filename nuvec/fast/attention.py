@@ -1,6 +1,7 @@
 """Scaled dot-product attention: the `Attention` primitive, its fallback graph (MLX's, with
 sinks folded into the softmax, a causal offset and a sliding window), and the execution of a
-plan (vector or tiled nodes on a GPU, the composition in row blocks elsewhere).
+plan (vector or tiled nodes on a GPU, one node of the tiled CPU kernel on the CPU, the
+composition in row blocks elsewhere).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from typing import Any, Sequence
 from nuvec.fast.attention_grad import lse_graph, tiled_vjp
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, wide
 from nuvec.fast.planner import (
+    CPU_TILE_ROWS,
     AttentionOptions,
     AttentionPlan,
     Composed,
     ComposedBlocks,
+    CpuTiles,
     Group,
     RouteKey,
     Target,
@@ -253,25 +256,29 @@ class Attention(FastOp):
 
 
 class AttentionRows(FastOp):
-    """`(q, k, v[, mask][, sinks])`: one row block of the CPU composition as one node.
+    """`(q, k, v[, mask][, sinks])`: attention over the CPU kernel's tiles as one node.
 
-    The same computation as `attention_graph` with the block's causal `offset` and `window`
-    (its fallback), computed by a NumPy kernel that masks only the block's diagonal columns
-    and normalises the output rather than the probabilities.
+    The same computation as `attention_graph` with the causal `offset` and `window` (its
+    fallback), computed by a NumPy kernel in tiles of `tile_rows` query rows (of every query
+    head of a key head) over chunks of at most `tile_keys` keys, at most `live` tiles at once.
     """
 
-    __slots__ = ("scale", "causal", "mask", "sinks", "offset", "window")
+    __slots__ = ("scale", "causal", "mask", "sinks", "offset", "window", "tile_rows",
+                 "tile_keys", "live")
     op = OP
     cpu_fused = True
 
     def __init__(self, scale: float, causal: bool, mask: bool, sinks: bool, offset: int,
-                 window: int | None):
+                 window: int | None, tiles: CpuTiles | None = None):
         self.scale = as_f32_bits(scale)
         self.causal, self.mask, self.sinks = bool(causal), bool(mask), bool(sinks)
         self.offset, self.window = int(offset), window
+        tiles = tiles or CpuTiles(CPU_TILE_ROWS, 1 << 62, 1)
+        self.tile_rows, self.tile_keys, self.live = tiles.rows, tiles.keys, tiles.live
 
     def params(self):
-        return (self.scale, self.causal, self.mask, self.sinks, self.offset, self.window)
+        return (self.scale, self.causal, self.mask, self.sinks, self.offset, self.window,
+                self.tile_rows, self.tile_keys, self.live)
 
     def arity(self, inputs):
         return 3 + int(self.mask) + int(self.sinks)
@@ -338,9 +345,11 @@ class Call:
                                mask is not None, self.sinks is not None,
                                g.start + key.lk - key.lq)
 
-    def composed(self, start: int, end: int, after: Array | None) -> Array:
+    def composed(self, start: int, end: int, after: Array | None,
+                 tiles: CpuTiles | None = None) -> Array:
         """The composition over query rows `start..end` with the keys those rows see,
-        evaluated after `after` when given (so one block's scores are live at a time)."""
+        evaluated after `after` when given (so one block's scores are live at a time); on
+        the CPU one node of the tiled kernel."""
         key = self.key
         lo, hi = key_range(key, start, end)
         q, k, v, mask = self.slices((start, end), (lo, hi))
@@ -350,7 +359,7 @@ class Call:
                 start + key.lk - key.lq - lo, key.window)
         inputs = self._inputs(q, k, v, mask)
         if key.target.kind == "cpu" and q.size and k.size:
-            return one(AttentionRows(*args), inputs)
+            return one(AttentionRows(*args, tiles), inputs)
         return attention_graph(inputs, *args)
 
     def run(self) -> Array:
@@ -360,6 +369,8 @@ class Call:
             return self.fused(0, key.lq, key.lk)
         if route.kind == "vector":
             outs = [self.group(g) for g in route.groups]
+        elif route.tiles is not None:
+            outs = [self.composed(0, key.lq, None, route.tiles)]
         else:
             outs = []
             for s, e in row_blocks(key, route.rows):
@@ -475,6 +486,8 @@ def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequ
         kernel: Any = Vector(passes, blocks, len(r.groups))
     elif r.kind == "tiled":
         kernel = Tiled()
+    elif r.tiles is not None:
+        kernel = r.tiles
     elif r.rows < key.lq:
         kernel = ComposedBlocks(r.rows)
     else:

@@ -17,15 +17,25 @@ __all__ = [
     "AttentionPlan",
     "Composed",
     "ComposedBlocks",
+    "CpuTiles",
     "Target",
     "Tiled",
     "Vector",
 ]
 
 KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
-# Score bytes one row block of the CPU composition may hold when no cap is given: small
-# enough that a block's scores stay in cache between the softmax passes.
+# Score bytes the CPU kernel's tiles may hold at once (all threads together) when no cap is
+# given, and the most one tile holds: a tile's scores stay in a core's cache (1-2 MiB of L2
+# here) between the product that writes them and the one that reads them.
 CPU_SCORE_BYTES = 1 << 22
+CPU_TILE_BYTES = 1 << 19
+# Stacked query rows per CPU tile (the query heads of one key head times the tile's rows),
+# and the fewest keys per chunk before the tile takes fewer rows instead.
+CPU_TILE_ROWS = 128
+CPU_MIN_KEYS = 128
+# A tile takes at most this share of the budget, so that a capped call still runs this many
+# tiles at once (on as many cores).
+CPU_LIVE_TILES = 2
 # Queries the vector kernels take per call; lanes of one query in the two-pass kernel.
 VECTOR_QUERIES = 8
 SIMD = 32
@@ -116,14 +126,27 @@ class ComposedBlocks:
 
 
 @dataclass(frozen=True)
+class CpuTiles:
+    """The CPU kernel: tiles of `rows` query rows (of every query head of one key head) over
+    chunks of at most `keys` keys (an online softmax across the chunks of a tile), at most
+    `live` tiles computed at once (on threads)."""
+
+    rows: int
+    keys: int
+    live: int
+
+
+@dataclass(frozen=True)
 class AttentionPlan:
     """What runs an attention call.
 
     Attributes:
-        kernel: `Vector`, `Tiled`, `Composed` or `ComposedBlocks`.
+        kernel: `Vector`, `Tiled`, `Composed`, `ComposedBlocks` or `CpuTiles`.
         scratch_bytes: scratch memory of the kernel (the two-pass kernel's partial results).
-        max_intermediate_bytes: the largest intermediate held at once (scores or scratch).
-        capped: whether `max_score_bytes` made the composition's row blocks smaller.
+        max_intermediate_bytes: the most bytes of intermediates held at once (scores or
+            scratch; for `CpuTiles`, the scores of `live` tiles).
+        capped: whether `max_score_bytes` made the composition's row blocks (the CPU
+            kernel's tiles, or how many of them are live) smaller.
         rejected: `(kernel, reason)` for each kernel not chosen.
 
     Example:
@@ -131,10 +154,10 @@ class AttentionPlan:
         >>> s = (1, 8, 16, 64)
         >>> p = mx.fast.plan_attention(s, s, s, mx.float32, stream=mx.cpu)
         >>> p.kernel, p.capped
-        (Composed(), False)
+        (CpuTiles(rows=16, keys=16, live=128), False)
     """
 
-    kernel: Vector | Tiled | Composed | ComposedBlocks
+    kernel: Vector | Tiled | Composed | ComposedBlocks | CpuTiles
     scratch_bytes: int
     max_intermediate_bytes: int
     capped: bool
@@ -168,6 +191,7 @@ class Route:
     kind: str
     groups: tuple[Group, ...] = ()
     rows: int = 0
+    tiles: CpuTiles | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +275,39 @@ def composed_rows(key: RouteKey, budget: int) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def tile_span(key: RouteKey, rows: int) -> int:
+    """The most keys a tile of `rows` query rows sees (at least 1)."""
+    if key.mask == "causal" and key.window is not None:
+        return max(1, min(key.lk, key.window + rows - 1))
+    return max(1, key.lk)
+
+
+def cpu_tiles(key: RouteKey, budget: int) -> CpuTiles:
+    """The CPU kernel's tiles under `budget` bytes of scores: a tile of at most
+    `CPU_TILE_BYTES` and `budget / CPU_LIVE_TILES`, of `CPU_TILE_ROWS` stacked rows (fewer when
+    even `CPU_MIN_KEYS` keys would not fit), the keys they see or as many as fit; as many live
+    tiles as fit the budget (and there are items). A function of the call alone, never of
+    the thread count, so that every row's sums run in one order on any number of threads."""
+    e, rep = elem_bytes(key.dtype), key.hq // key.hkv
+    tile = max(1, min(budget // CPU_LIVE_TILES, CPU_TILE_BYTES))
+    rows = max(1, min(CPU_TILE_ROWS // rep, key.lq))
+    if rep * rows * min(tile_span(key, rows), CPU_MIN_KEYS) * e > tile:
+        rows = max(1, tile // (rep * CPU_MIN_KEYS * e))
+    keys = max(1, min(tile_span(key, rows), tile // (rep * rows * e)))
+    items = key.b * key.hkv * -(-max(key.lq, 1) // rows)
+    return CpuTiles(rows, keys, max(1, min(items, budget // (rep * rows * keys * e))))
+
+
+def _cpu_plan(key: RouteKey, rejected: tuple[tuple[str, str], ...]) -> Plan:
+    """The CPU kernel over the whole call, its tiles under the cap and `CPU_SCORE_BYTES`."""
+    default = cpu_tiles(key, CPU_SCORE_BYTES)
+    tiles = default if key.cap is None else cpu_tiles(key, min(key.cap, CPU_SCORE_BYTES))
+    e, rep = elem_bytes(key.dtype), key.hq // key.hkv
+    live = tiles.live * rep * tiles.rows * tiles.keys * e
+    route = Route("composed", rows=max(key.lq, 1), tiles=tiles)
+    return Plan(route, 0, live, tiles != default, rejected)
 
 
 def _vector_reason(key: RouteKey) -> str | None:
@@ -345,8 +402,8 @@ def _vector_route(key: RouteKey) -> tuple[Route, int, int]:
 
 def plan(key: RouteKey) -> Plan:
     """The route of a validated call: vector kernels for short query blocks on a GPU, the
-    tiled kernel for long ones, else the composition (in row blocks under the cap, and on
-    the CPU always in blocks small enough for the cache).
+    tiled kernel for long ones, on the CPU its tiled kernel (`CpuTiles`), else the
+    composition (in row blocks under the cap).
 
     Raises:
         ValueError: for a window without the causal mask.
@@ -363,10 +420,8 @@ def plan(key: RouteKey) -> Plan:
             return Plan(Route("tiled"), 0, 0, False, tuple(rejected))
         rejected.append((name, reason))
     if key.target.kind == "cpu":
-        default = composed_rows(key, CPU_SCORE_BYTES)
-    else:
-        default = max(key.lq, 1)
-    rows = default
+        return _cpu_plan(key, tuple(rejected))
+    rows = default = max(key.lq, 1)
     if key.cap is not None:
         rows = min(rows, composed_rows(key, key.cap))
     route = Route("composed", rows=rows)

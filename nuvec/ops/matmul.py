@@ -18,7 +18,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, real_number
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import Transpose, broadcast_to, reshape, transpose
+from nuvec.ops.shape import Transpose, broadcast_to, permuted, reshape
 from nuvec.ops.unary import astype
 
 __all__ = ["matmul", "addmm"]
@@ -27,7 +27,7 @@ __all__ = ["matmul", "addmm"]
 def _swap_last(x: Array) -> Array:
     perm = list(range(x.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
-    return transpose(x, perm)
+    return permuted(x, tuple(perm))
 
 
 class Matmul(Primitive):

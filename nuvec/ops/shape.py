@@ -68,11 +68,23 @@ class Transpose(Linear, Primitive):
         inverse = [0] * len(self.axes)
         for i, a in enumerate(self.axes):
             inverse[a] = i
-        return [apply(Transpose(tuple(inverse)), cotangents[0])]
+        return [permuted(cotangents[0], tuple(inverse))]
 
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])
         return [apply(Transpose((0, *(a + 1 for a in self.axes))), x)], [0]
+
+
+def permuted(x: Array, perm: tuple[int, ...]) -> Array:
+    """`x` with its axes permuted by `perm` inside rules: an unevaluated transpose that `perm`
+    undoes gives back its input (a weight gradient's transpose and its transpose back, say)
+    instead of a second node."""
+    primitive = x.primitive
+    if isinstance(primitive, Transpose):
+        axes = primitive.axes
+        if all(axes[p] == i for i, p in enumerate(perm)):
+            return x.inputs[0]
+    return apply(Transpose(perm), x)
 
 
 class BroadcastTo(Linear, Primitive):

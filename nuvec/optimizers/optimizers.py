@@ -27,6 +27,15 @@ def _zeros(state: dict[str, Any], parameter: mx.array, *names: str) -> None:
         state[name] = mx.zeros_like(parameter)
 
 
+def _rate(lr: mx.array, dtype: mx.Dtype) -> Any:
+    """A learning rate that only multiplies arrays of `dtype`: as a Python number when it is
+    computed already (a weak scalar, which is `dtype` in the product, as the cast array is, and
+    records no broadcast node), else cast to `dtype` (a schedule's value, a traced state)."""
+    if lr.ndim == 0 and lr.is_evaluated:
+        return lr.item()
+    return lr.astype(dtype)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent, with momentum, dampening, Nesterov and weight decay.
 
@@ -69,7 +78,7 @@ class SGD(Optimizer):
         """One SGD step."""
         if self.weight_decay != 0:
             gradient = gradient + self.weight_decay * parameter
-        lr = self.learning_rate.astype(gradient.dtype)
+        lr = _rate(self.learning_rate, gradient.dtype)
         if self.momentum <= 0:
             return parameter - lr * gradient
         v = self.momentum * state["v"]

@@ -196,3 +196,69 @@ def test_streams_evaluate_threaded_kernels_together(num_threads):
     mx.eval(a + b)
     for y in (a, b):
         np.testing.assert_allclose(np.asarray(y), expected, rtol=1e-6)
+
+
+# -- parallel_items and one_blas_thread ----------------------------------------------------
+@pytest.mark.parametrize("n, limit", [(1, None), (4, 1), (5, None), (9, 2), (30, 3)])
+def test_parallel_items_runs_each_item_once(num_threads, n, limit):
+    num_threads(3)
+    seen, names, lock = [], set(), threading.Lock()
+
+    def body(i):
+        with lock:
+            seen.append(i)
+            names.add(threading.current_thread().name)
+
+    threads.parallel_items(n, body, threads=limit)
+    assert sorted(seen) == list(range(n))
+    assert len(names) <= min(3, n, limit or 3)
+
+
+def test_parallel_items_on_one_thread_keeps_the_order(num_threads):
+    num_threads(1)
+    seen = []
+    threads.parallel_items(6, seen.append)
+    assert seen == list(range(6))
+
+
+def test_parallel_items_raises_the_first_error_after_every_item(num_threads):
+    num_threads(2)
+    seen = []
+
+    def body(i):
+        seen.append(i)
+        if i == 3:
+            raise KeyError("item 3")
+
+    with pytest.raises(KeyError, match="item 3"):
+        threads.parallel_items(8, body)
+    assert sorted(seen) == list(range(8))
+
+
+def test_parallel_items_nested_run_inline(num_threads):
+    num_threads(2)
+    inner = []
+
+    def body(i):
+        outer = threading.current_thread().name
+        threads.parallel_items(3, lambda j: inner.append((i, j, threading.current_thread().name
+                                                          == outer)))
+
+    threads.parallel_items(4, body)
+    assert sorted(inner) == [(i, j, True) for i in range(4) for j in range(3)]
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_one_blas_thread_limits_and_restores_once_the_last_user_exits():
+    before = _blas_threads()
+    with threads.one_blas_thread():
+        assert all(n == 1 for n in _blas_threads())
+        with threads.one_blas_thread():
+            assert all(n == 1 for n in _blas_threads())
+        assert all(n == 1 for n in _blas_threads())  # the outer user still holds the limit
+    assert _blas_threads() == before

@@ -119,3 +119,37 @@ def nodes(out, cls) -> int:
             count += 1
         stack.extend(node.inputs)
     return count
+
+
+def reference(q, k, v, scale, mask=None, sinks=None, window=None):
+    """Float64 attention from the formula: a query that sees no key averages every key
+    (without sinks); sinks join each softmax's denominator."""
+    scale = float(np.float32(scale))
+    rep = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    lq, lk = s.shape[-2:]
+    seen = np.ones(s.shape, bool)
+    if isinstance(mask, str):
+        p = np.arange(lq)[:, None] + lk - lq
+        j = np.arange(lk)[None, :]
+        seen = np.broadcast_to(j <= p if window is None else (j <= p) & (j > p - window),
+                               s.shape)
+    elif mask is not None and mask.dtype == bool:
+        seen = np.broadcast_to(mask, s.shape)
+    elif mask is not None:
+        s = s + mask
+    s = np.where(seen, s, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True) if lk else np.zeros((*s.shape[:-1], 1))
+    if sinks is not None:
+        m = np.maximum(m, sinks.reshape(1, -1, 1, 1))
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    denom = e.sum(-1, keepdims=True)
+    if sinks is not None:
+        denom = denom + np.exp(sinks.reshape(1, -1, 1, 1) - m)
+    with np.errstate(invalid="ignore"):
+        p = e / denom
+    if sinks is None and lk:
+        p = np.where(seen.any(-1, keepdims=True), p, 1.0 / lk)
+    return p @ v

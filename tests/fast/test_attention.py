@@ -7,50 +7,15 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, sample
-from nuvec.backends.numpy.fast_attention import TILE_ROWS
-from nuvec.fast.attention import Attention, AttentionRows
-from nuvec.fast.attention import plan_attention
+from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, reference, sample
+from nuvec.fast.attention import Attention, AttentionRows, plan_attention
+from nuvec.fast.planner import CPU_TILE_ROWS
 from nuvec.graph.array import record
 from nuvec.graph.device import to_stream
 from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp
 
 sdpa = mx.fast.scaled_dot_product_attention
 TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
-
-
-def reference(q, k, v, scale, mask=None, sinks=None, window=None):
-    """Float64 attention from the formula: a query that sees no key averages every key
-    (without sinks); sinks join each softmax's denominator."""
-    scale = float(np.float32(scale))
-    rep = q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-    s = q @ np.swapaxes(k, -1, -2) * scale
-    lq, lk = s.shape[-2:]
-    seen = np.ones(s.shape, bool)
-    if isinstance(mask, str):
-        p = np.arange(lq)[:, None] + lk - lq
-        j = np.arange(lk)[None, :]
-        seen = np.broadcast_to(j <= p if window is None else (j <= p) & (j > p - window),
-                               s.shape)
-    elif mask is not None and mask.dtype == bool:
-        seen = np.broadcast_to(mask, s.shape)
-    elif mask is not None:
-        s = s + mask
-    s = np.where(seen, s, -np.inf)
-    m = np.max(s, axis=-1, keepdims=True) if lk else np.zeros((*s.shape[:-1], 1))
-    if sinks is not None:
-        m = np.maximum(m, sinks.reshape(1, -1, 1, 1))
-    m = np.where(np.isfinite(m), m, 0.0)
-    e = np.exp(s - m)
-    denom = e.sum(-1, keepdims=True)
-    if sinks is not None:
-        denom = denom + np.exp(sinks.reshape(1, -1, 1, 1) - m)
-    with np.errstate(invalid="ignore"):
-        p = e / denom
-    if sinks is None and lk:
-        p = np.where(seen.any(-1, keepdims=True), p, 1.0 / lk)
-    return p @ v
 
 
 def build(dtype, qs, ks, vs, *, seed=0, mask=None, sinks=False, window=None, cap=None):
@@ -142,36 +107,35 @@ def test_promotes_and_converts():
 
 
 @pytest.mark.parametrize("cap", [64, 300, 1000, 5000])
-def test_row_blocks_match_and_stay_under_the_cap(cap):
+def test_capped_tiles_match_and_stay_under_the_cap(cap):
     rng = np.random.default_rng(4)
     q, _ = sample(rng, (1, 4, 12, 4), mx.float32)
     k, _ = sample(rng, (1, 2, 15, 4), mx.float32)
     whole = sdpa(q, k, k, scale=0.5, mask="causal", window=5)
-    blocked = sdpa(q, k, k, scale=0.5, mask="causal", window=5, max_score_bytes=cap)
-    # Each row block holds its scores as its one score-sized intermediate.
-    sizes = _block_scores(blocked)
-    assert_allclose(blocked, np.asarray(whole), rtol=1e-6, atol=1e-6)
+    capped = sdpa(q, k, k, scale=0.5, mask="causal", window=5, max_score_bytes=cap)
+    (op,) = _row_nodes(capped)  # one node of the CPU kernel, its tiles under the cap
+    assert_allclose(capped, np.asarray(whole), rtol=1e-6, atol=1e-6)
     plan = plan_attention(q.shape, k.shape, k.shape, mx.float32, mask="causal", window=5,
                           max_score_bytes=cap)
-    assert max(sizes) * 4 == plan.max_intermediate_bytes
-    one_row = 4 * 1 * 5 * 4
-    assert plan.max_intermediate_bytes <= max(cap, one_row)
-    assert plan.capped == (len(sizes) > 1)
+    tiles = plan.kernel
+    assert (op.tile_rows, op.tile_keys, op.live) == (tiles.rows, tiles.keys, tiles.live)
+    tile = 2 * tiles.rows * tiles.keys * 4  # two query heads per key head, stacked
+    assert plan.max_intermediate_bytes == tiles.live * tile <= cap
+    assert plan.capped == (cap < 5000)
 
 
-def _block_scores(out) -> list[int]:
-    """The score count of each row block (`AttentionRows` node) of the graph of `out`."""
-    seen, stack, sizes = set(), [out], []
+def _row_nodes(out) -> list[AttentionRows]:
+    """The `AttentionRows` primitives of the graph of `out`."""
+    seen, stack, ops = set(), [out], []
     while stack:
         a = stack.pop()
         if id(a._node) in seen:
             continue
         seen.add(id(a._node))
         if isinstance(a._node.primitive, AttentionRows):
-            q, k = a._node.inputs[0], a._node.inputs[1]
-            sizes.append(q.size // q.shape[3] * k.shape[2])
+            ops.append(a._node.primitive)
         stack.extend(a._node.inputs)
-    return sizes
+    return ops
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -199,8 +163,8 @@ def test_row_block_kernel_matches_its_fallback(dtype, options):
 
 
 def test_peak_memory_under_the_cap():
-    """NumPy reports its buffers to tracemalloc: the peak includes the kernels' score tiles,
-    never every score at once."""
+    """NumPy reports its buffers to tracemalloc: the peak includes the kernel's score tiles
+    (of at most `live` threads), never every score at once."""
     import tracemalloc
 
     rng = np.random.default_rng(5)
@@ -214,7 +178,7 @@ def test_peak_memory_under_the_cap():
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     full_scores = 4 * 256 * 256 * 4
-    tile_scores = 4 * TILE_ROWS * 256 * 4  # the widest tile of the bounded CPU path
+    tile_scores = CPU_TILE_ROWS * 256 * 4  # the widest tile of one thread
     assert full_scores > peaks[0] >= tile_scores and full_scores > 8 * peaks[1]
 
 

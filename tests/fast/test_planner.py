@@ -1,5 +1,5 @@
 """The attention planner: a table pinning its choices on GPU targets (no GPU needed) and the
-CPU's composition in row blocks under `max_score_bytes`."""
+CPU kernel's tiles under `max_score_bytes`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from nuvec.fast.planner import (
     AttentionOptions,
     Composed,
     ComposedBlocks,
+    CpuTiles,
     Target,
     Tiled,
     Vector,
@@ -64,13 +65,24 @@ TABLE = {
                                                "causal with more queries (16) than keys (8)")),
     "empty_queries": ((1, 8, 0, 64), (1, 8, 16, 64), F16, GPU, {}, Composed(),
                       ("empty sequences",) * 2),
-    "float64_on_gpu_is_cpu": ((1, 8, 1, 128), (1, 8, 64, 128), mx.float64, GPU, {}, Composed(),
-                              NO_KERNEL),
-    "cpu_causal_row_blocks": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU, dict(mask="causal"),
-                              ComposedBlocks(136), NO_KERNEL),
+    "float64_on_gpu_is_cpu": ((1, 8, 1, 128), (1, 8, 64, 128), mx.float64, GPU, {},
+                              CpuTiles(1, 64, 8), NO_KERNEL),
+    # 128 rows of 1024 float32 scores: 512 KiB a tile, 8 tiles in 4 MiB.
+    "cpu_causal_tiles": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU, dict(mask="causal"),
+                         CpuTiles(128, 1024, 8), NO_KERNEL),
+    # Two tiles of half the cap each: fewer rows, 128-key chunks.
     "cpu_capped": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU,
-                   dict(mask="causal", max_score_bytes=1 << 16), ComposedBlocks(2), NO_KERNEL),
-    "cpu_small_whole": ((1, 8, 16, 64), (1, 8, 16, 64), F32, CPU, {}, Composed(), NO_KERNEL),
+                   dict(mask="causal", max_score_bytes=1 << 16), CpuTiles(64, 128, 2), NO_KERNEL),
+    "cpu_small_whole": ((1, 8, 16, 64), (1, 8, 16, 64), F32, CPU, {}, CpuTiles(16, 16, 8),
+                        NO_KERNEL),
+    # Four query heads per key head stacked: 32 rows of each make a tile's 128 rows.
+    "cpu_gqa_stacks_heads": ((1, 32, 512, 64), (1, 8, 512, 64), F32, CPU, dict(mask="causal"),
+                             CpuTiles(32, 512, 16), NO_KERNEL),
+    "cpu_window_keys": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU,
+                        dict(mask="causal", window=100), CpuTiles(128, 227, 36), NO_KERNEL),
+    # Long keys: chunks of 32768 keys (512 KiB of scores for 4 rows), an online softmax.
+    "cpu_long_keys": ((1, 8, 4, 64), (1, 8, 100000, 64), F32, CPU, {}, CpuTiles(4, 32768, 8),
+                      NO_KERNEL),
     "gpu_capped_composition": ((1, 8, 512, 96), (1, 8, 512, 96), F16, GPU,
                                dict(max_score_bytes=1 << 20), ComposedBlocks(64),
                                ("512 queries, the vector kernels take at most 8",
@@ -85,10 +97,10 @@ def test_table(case):
     assert p.kernel == kernel
     assert tuple(r for _, r in p.rejected) == reasons
     cap = options.get("max_score_bytes")
-    if isinstance(kernel, (Composed, ComposedBlocks)):
+    if isinstance(kernel, (Composed, ComposedBlocks, CpuTiles)):
         assert p.scratch_bytes == 0
         assert p.capped == (cap is not None)
-        if target == CPU or cap is not None:
+        if isinstance(kernel, CpuTiles) or cap is not None:
             assert p.max_intermediate_bytes <= (cap or CPU_SCORE_BYTES)
     if isinstance(kernel, Vector) and kernel.passes == 2:
         assert p.scratch_bytes == p.max_intermediate_bytes > 0
@@ -132,15 +144,35 @@ def test_groups_follow_the_causal_rows():
                                                              (2, 3, 2048)]
 
 
-def test_cap_smaller_than_one_row_takes_one_row():
+def test_cap_smaller_than_one_row_takes_one_row_and_few_keys():
     p = plan_attention((1, 1, 4, 8), (1, 1, 10, 8), (1, 1, 10, 8), F32, max_score_bytes=8,
                        stream=CPU)
-    assert p.kernel == ComposedBlocks(1) and p.capped and p.max_intermediate_bytes == 40
+    assert p.kernel == CpuTiles(1, 1, 2) and p.capped and p.max_intermediate_bytes == 8
+
+
+def test_cap_smaller_than_the_stacked_heads_takes_one_key():
+    """A tile stacks every query head of a key head: a cap below one score of each is
+    exceeded by that one column, and the plan says so."""
+    p = plan_attention((1, 8, 4, 8), (1, 1, 10, 8), (1, 1, 10, 8), F32, max_score_bytes=16,
+                       stream=CPU)
+    assert p.kernel == CpuTiles(1, 1, 1) and p.max_intermediate_bytes == 32
+
+
+@pytest.mark.parametrize("cap", [None, 1 << 12, 1 << 16, 1 << 20, 1 << 30])
+def test_cpu_tiles_fit_the_budget(cap):
+    """Live tiles times a tile's scores stay under the cap (and 4 MiB); a cap at or above
+    the default budget changes nothing."""
+    qs, ks = (2, 16, 700, 64), (2, 4, 900, 64)
+    p = plan_attention(qs, ks, ks, F32, mask="causal", max_score_bytes=cap, stream=CPU)
+    t = p.kernel
+    assert p.max_intermediate_bytes == t.live * 4 * t.rows * t.keys * 4
+    assert p.max_intermediate_bytes <= min(cap or CPU_SCORE_BYTES, CPU_SCORE_BYTES)
+    assert p.capped == (cap is not None and cap < CPU_SCORE_BYTES)
 
 
 def test_default_stream_is_the_cpu():
     p = plan_attention((1, 1, 4, 8), (1, 1, 4, 8), (1, 1, 4, 8), "float32")
-    assert p.kernel == Composed() and p.rejected[0] == ("vector", NO_KERNEL[0])
+    assert p.kernel == CpuTiles(4, 4, 1) and p.rejected[0] == ("vector", NO_KERNEL[0])
 
 
 def test_rejects_unknown_targets():

@@ -85,6 +85,36 @@ def test_cross_entropy_of_lazy_targets_out_of_range_is_nan(path):
     assert_allclose(g, p, dtype=mx.float32)
 
 
+@pytest.mark.parametrize("shape", [(6, 5), (70, 1000)], ids=["one_block", "blocks"])
+def test_cross_entropy_kernel_paths(shape):
+    """Rows that fit one block and rows over several take different kernel paths: both give
+    the reference loss and gradient, with wrapped, out-of-range and infinite entries."""
+    rng = np.random.default_rng(8)
+    rows, classes = shape
+    xr = rng.standard_normal(shape) * 2.0
+    xr[1, 3] = np.inf
+    t = rng.integers(-classes, classes, size=rows)
+    t[2], t[4] = classes, -classes - 3  # out of range: NaN rows
+    x = mx.array(xr, mx.float32)
+    xr = np.asarray(x).astype(np.float64)
+
+    def lazy():  # not evaluated yet: not checked at the call
+        return mx.add(mx.array(t, mx.int32), 0)
+
+    with np.errstate(invalid="ignore"):  # the row holding inf
+        want = ref.cross_entropy(xr, np.where((t >= classes) | (t < -classes), 0, t))
+        p = ref.softmax(xr)
+    want[[2, 4]] = np.nan
+    assert_allclose(mx.fast.cross_entropy(x, lazy()), want, dtype=mx.float32)
+    w = rng.standard_normal(rows)
+    g = mx.grad(lambda x: mx.sum(mx.fast.cross_entropy(x, lazy()) * mx.array(w, mx.float32)))(x)
+    keep = [i for i in range(rows) if i not in (1, 2, 4)]
+    p[np.arange(rows), t % classes] -= 1
+    got = np.asarray(g)
+    np.testing.assert_allclose(got[keep], (p * w[:, None])[keep], rtol=1e-4, atol=1e-6)
+    assert np.isnan(got[[2, 4]]).all()
+
+
 def test_cross_entropy_of_one_row():
     y = mx.fast.cross_entropy(mx.array([1.0, 2.0, 3.0]), mx.array(-1))
     assert y.shape == () and abs(y.item() - ref.cross_entropy(np.array([1.0, 2, 3]), 2)) < 1e-6

@@ -101,6 +101,25 @@ def test_gradient_of_a_transposed_weight_is_row_major():
     assert np.asarray(gw).flags["C_CONTIGUOUS"]
 
 
+def test_gradients_of_a_transposed_weight_record_no_transpose_pair():
+    # the rules undo a transpose they would otherwise stack on another: `x @ w.T`'s gradients
+    # are the two products, with no Transpose node left over them
+    from nuvec.ops.shape import Transpose
+
+    rng = np.random.default_rng(2)
+    x_np, w_np = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    x, w = mx.array(x_np), mx.array(w_np)
+    gx = mx.grad(lambda x: mx.sum(mx.tanh(x @ w.T)))(x)
+    gw = mx.grad(lambda w: mx.sum(mx.tanh(x @ w.T)))(w)
+    for g in (gx, gw):
+        assert g.primitive is not None and not isinstance(g.primitive, Transpose)
+        assert not any(isinstance(a.primitive, Transpose) for a in g.inputs if a.ndim == 2
+                       and a.shape == w_np.shape)
+    d = 1 - np.tanh(x_np @ w_np.T) ** 2
+    assert_allclose(gx, d @ w_np)
+    assert_allclose(gw, d.T @ x_np)
+
+
 @pytest.mark.parametrize("op", ["matmul", "addmm"])
 def test_zero_dim_rejected(op):
     args = (mx.array(2.0), mx.ones((2,)))

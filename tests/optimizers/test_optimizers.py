@@ -303,3 +303,21 @@ def test_rejected_hyperparameters() -> None:
         optim.Adamax(0.1, eps=-1.0)
     with pytest.raises(TypeError, match="abstract"):
         optim.Optimizer()  # the base class has no update rule
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16, mx.float64],
+                         ids=lambda d: d.name)
+def test_sgd_step_is_the_cast_rate_times_the_gradient(dtype) -> None:
+    # a computed learning rate enters as a weak scalar (no broadcast node): the same bits as
+    # the rate cast to the gradient's dtype; a schedule's (lazy) rate as that cast array
+    from nuvec.ops.shape import BroadcastTo
+
+    p = {"w": mx.array(np.linspace(-1, 1, 7), dtype)}
+    g = {"w": mx.array(np.linspace(0.3, -2, 7), dtype)}
+    for rate in (0.1, lambda step: mx.array(0.1) + 0 * step):
+        new = optim.SGD(rate).apply_gradients(g, p)["w"]
+        want = np.asarray((p["w"] - mx.array(0.1).astype(dtype) * g["w"]).astype(mx.float64))
+        assert new.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(new.astype(mx.float64)), want)
+    new = optim.SGD(0.1).apply_gradients(g, p)["w"]
+    assert not isinstance(new.inputs[1].inputs[0].primitive, BroadcastTo)

@@ -311,32 +311,60 @@ def rope_kernel(xp, p, x, offset, *freqs):
 
 
 def _targets(xp, x: Any, targets: Any) -> tuple[Any, Any]:
-    """Wrapped class indices (clipped into range) and whether each was in range (a target
-    out of range gives a NaN loss and gradient row)."""
+    """Wrapped class indices (0 where out of range) and whether each was in range (a target
+    out of range gives a NaN loss and gradient row). Targets are int32 (`cross_entropy` casts
+    them): seen as uint32, a wrapped index still negative is out of range too."""
     classes = x.shape[-1]
-    y = xp.where(targets < 0, targets + classes, targets)
-    hit = (y >= 0) & (y < classes)
-    return xp.clip(y, 0, classes - 1)[..., None], hit
+    y = targets + (targets < 0) * np.int32(classes)
+    hit = y.view(np.uint32) < classes
+    return xp.where(hit, y, 0), hit
 
 
-def _score(xp, x: Any, y: Any, hit: Any) -> Any:
-    """Each row's logit at its target (NaN where the target is out of range)."""
-    return xp.where(hit, _wide(xp.take_along_axis(x, y, -1)[..., 0]), np.nan)
+def _picked(xp, x2: Any, y: Any) -> Any:
+    """`x2[i, y[i]]` of each row of `x2` (`[rows, C]`, `y` of `rows` valid indices)."""
+    return x2.reshape(-1)[_flat_at(xp, x2, y)]
+
+
+def _flat_at(xp, x2: Any, y: Any) -> Any:
+    """The flat positions in `x2` (`[rows, C]`) of each row's entry `y[i]`."""
+    return xp.arange(y.size) * x2.shape[-1] + y.reshape(-1)
+
+
+def _small_lse(xp, x2: Any) -> Any:
+    """`_lse` of rows small enough to be one block (no thread split, no block loop)."""
+    xb = _wide(x2)
+    m = xb.max(axis=-1, keepdims=True)
+    e = xp.exp(xb - m)
+    out = xp.log(e.sum(axis=-1, keepdims=True))
+    out += m
+    return xp.where(xp.isinf(m), m, out)
 
 
 @body(CrossEntropy)
 def cross_entropy(xp, p, x, targets):
     y, hit = _targets(xp, x, targets)
-    return _lse(xp, x)[..., 0] - _score(xp, x, y, hit)
+    x2 = x.reshape(-1, x.shape[-1])
+    lse = (_small_lse(xp, x2) if x2.size <= _BLOCK else _lse(xp, x2))[:, 0]
+    score = xp.where(hit.reshape(-1), _wide(_picked(xp, x2, y)), np.nan)
+    return (lse - score).reshape(targets.shape)
 
 
 @body(CrossEntropyVjp)
 def cross_entropy_vjp(xp, p, x, targets, loss, g):
     y, hit = _targets(xp, x, targets)
     x2, grad = _rows(xp, x)
-    lse = (loss.astype(grad.dtype) + _score(xp, x, y, hit)).reshape(-1, 1)
-    y2, hit2 = y.reshape(-1, 1), hit.reshape(-1, 1)
+    y2, hit2 = y.reshape(-1), hit.reshape(-1)
+    score = xp.where(hit2, _wide(_picked(xp, x2, y2)), np.nan)
+    lse = (loss.reshape(-1).astype(grad.dtype) + score).reshape(-1, 1)
     g2 = g.reshape(-1, 1).astype(grad.dtype)
+    if x2.size <= _BLOCK:  # one block: the rows at once, the targets' entries by flat index
+        xp.subtract(_wide(x2), lse, out=grad)
+        xp.exp(grad, out=grad)
+        flat = grad.reshape(-1)
+        flat[_flat_at(xp, x2, y2)] -= hit2
+        grad *= g2
+        return grad.reshape(x.shape)
+    y2, hit2 = y2.reshape(-1, 1), hit2.reshape(-1, 1)
 
     def block(rows):
         gb = grad[rows]

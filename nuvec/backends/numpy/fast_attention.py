@@ -1,20 +1,28 @@
-"""CPU kernels of `nuvec.fast`'s attention nodes: the CPU composition's row block
-(`AttentionRows`) computed directly, and nodes built for a GPU kernel (`Attention`,
-`AttentionVjp`, the paged ops) through their fallback graphs (`run_on_cpu`).
+"""CPU kernels of `nuvec.fast`'s attention nodes: the CPU attention kernel (`AttentionRows`)
+computed in tiles, and nodes built for a GPU kernel (`Attention`, `AttentionVjp`, the paged
+ops) through their fallback graphs (`run_on_cpu`).
 
-A row block without a mask array or sinks whose scores are bounded (`|scale·q·k| <=
-|scale·q|·|k|` small enough that `exp` of every score, and their sums with the values, stay
-finite and normal) is computed in tiles of `TILE_ROWS` query rows, each against only the keys
-its rows see (fully masked keys skipped under the causal mask and the window), without the
-row maximum: `exp(s)` through BLAS-shaped products, the row sums from a column of ones next
-to the values (for blocks of more rows than the values have columns; a sum otherwise). Every other block takes the exact path, with the row maximum.
+The kernel's work items are (batch, key head, query tile): the tile's rows of every query
+head of that key head stacked as one matrix, against only the keys those rows see (key ranges
+fully masked by the causal mask or the window skipped), in chunks of at most the plan's keys
+(an online softmax across chunks: running row maximum and sum, the accumulator rescaled).
+Scores go through BLAS into per-thread scratch (`out=` everywhere); the causal diagonal is
+masked by adding a bias built once per call. A call without a mask array or sinks whose scores
+are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of every score, and their
+sums with the values, stay finite and normal) skips the row maximum. Items run on the thread
+pool (at most the plan's live tiles at once) with BLAS kept to one thread meanwhile; the tiles
+are the plan's, never the thread count's, so a row's sums run in one order on any number of
+threads.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from nuvec.backends.numpy.registry import kernel
+from nuvec.backends.threads import one_blas_thread, parallel_items
 from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
@@ -23,115 +31,185 @@ from nuvec.graph import dtypes as dt
 
 kernel(Attention, AttentionVjp, PagedAttention, PagedWrite)(cpu_fallback_kernel)
 
-
-def _hide(s: np.ndarray, cols: slice, hidden: np.ndarray, fill: float) -> None:
-    """Sets the scores of `s[..., cols]` where `hidden` (`[rows, width]`) to `fill`."""
-    if hidden.size and hidden.any():
-        part = s[..., cols]
-        np.copyto(part, fill, where=hidden)
-
-
-# Query rows per tile of the bounded path (picked by timing [1, 8, 1024, 64] causal).
-TILE_ROWS = 64
 # The largest score bound, and log of the largest sum of `exp(score)·value`, per dtype.
 BOUNDS = {np.dtype(np.float32): (80.0, 85.0), np.dtype(np.float64): (700.0, 705.0)}
+# Below this many multiply-adds a call runs on the calling thread with BLAS left as it is:
+# waking workers and pinning BLAS (20-60 us) would cost more than the threads save.
+MIN_THREADED_WORK = 1 << 22
 
 
-def bounded(p, q, k, v, f) -> np.ndarray | None:
-    """The block by the bounded path (see the module docstring), or None when its scores
-    are not bounded enough (or it has rows that see no key)."""
-    b, hq, r, d = q.shape
-    hkv, lk, dv = k.shape[1], k.shape[2], v.shape[3]
-    if p.causal and p.offset < 0:
-        return None
-    rep = hq // hkv
-    qf = (q.astype(f) * f(p.scale)).reshape(b, hkv, rep, r, d)
-    kf = k.astype(f, copy=False)
+def is_bounded(p, q, k, v, f) -> bool:
+    """Whether every score of the call, and every sum of `exp(score)·value`, stays finite
+    and normal without subtracting the row maximum."""
     limit, total_limit = BOUNDS[np.dtype(f)]
     with np.errstate(over="ignore", invalid="ignore"):
-        bound = float(np.sqrt(np.max(np.einsum("...i,...i->...", qf, qf)))
-                      * np.sqrt(np.max(np.einsum("...i,...i->...", kf, kf))))
-        top = float(np.log(lk * max(float(np.max(v)), -float(np.min(v)), 1.0)))
-    if not (bound <= limit and bound + top <= total_limit):
-        return None
-    ones = r > dv  # the sums from a ones column when copying the values costs less than a pass
-    values = v.astype(f, copy=False)
-    if ones:
-        values = np.empty((b, hkv, lk, dv + 1), f)
-        values[..., :dv] = v
-        values[..., dv] = 1
-    out = np.empty((b, hkv, rep, r, dv), f)
-    for r0 in range(0, r, TILE_ROWS):
-        r1 = min(r, r0 + TILE_ROWS)
-        k0, k1 = 0, lk
-        if p.causal:
-            k1 = min(lk, p.offset + r1)
-            if p.window is not None:
-                k0 = min(max(p.offset + r0 - p.window + 1, 0), k1 - 1)
-        rows = qf[:, :, :, r0:r1].reshape(b, hkv, rep * (r1 - r0), d)
-        s = np.matmul(rows, np.swapaxes(kf[:, :, k0:k1], -1, -2))
-        if p.causal:
-            hide_outside(s.reshape(b, hkv, rep, r1 - r0, k1 - k0), p, r0, r1, k0, k1)
+        qq = float(np.max(np.einsum("...i,...i->...", q, q, dtype=f)))
+        kk = float(np.max(np.einsum("...i,...i->...", k, k, dtype=f)))
+        bound = abs(float(f(p.scale))) * np.sqrt(qq) * np.sqrt(kk)
+        top = float(np.log(k.shape[2] * max(float(np.max(v)), -float(np.min(v)), 1.0)))
+    return bool(bound <= limit and bound + top <= total_limit)
+
+
+def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[int, np.ndarray]]:
+    """`(first key relative to a tile's first row position, bias)` pieces adding `fill` to
+    the scores a tile of `rows` rows does not see near its diagonal: keys after each row's
+    position, and with a window those before its window."""
+    i = np.arange(rows)[:, None]
+    if window is not None and window < rows:
+        c = np.arange(rows + window - 1)[None, :]  # from the first row's window start
+        return [(1 - window, np.where((c < i) | (c > i + window - 1), fill, 0).astype(f))]
+    c = np.arange(rows)[None, :]
+    pieces = [(0, np.where(c > i, fill, 0).astype(f))]
+    if window is not None:
+        pieces.append((1 - window, np.where(c < i, fill, 0).astype(f)))
+    return pieces
+
+
+class Scratch:
+    """One thread's buffers for the tiles of a call: `rows` stacked query rows, chunks of
+    `width` keys."""
+
+    def __init__(self, rows: int, width: int, d: int, dv: int, f):
+        self.width, self.d = width, d
+        self.q, self.s = np.empty(rows * d, f), np.empty(rows * width, f)
+        self.acc, self.part = np.empty((rows, dv), f), np.empty((rows, dv), f)
+        self.total, self.psum = np.empty((rows, 1), f), np.empty((rows, 1), f)
+        self.top, self.m = np.empty((rows, 1), f), np.empty((rows, 1), f)
+
+
+class Tiles:
+    """One call of the kernel: its inputs in the compute dtype, its items and output."""
+
+    def __init__(self, p, q, k, v, rest):
+        self.p, f = p, (np.float64 if q.dtype == np.float64 else np.float32)
+        self.f, self.q = f, q
+        self.k, self.v = k.astype(f, copy=False), v.astype(f, copy=False)
+        b, hq, r, d = q.shape
+        hkv, lk, dv = k.shape[1], k.shape[2], v.shape[3]
+        self.rep, self.lk = hq // hkv, lk
+        rest = list(rest)
+        self.sinks = rest.pop().astype(f) if p.sinks else None
+        self.mask = rest[0] if p.mask else None
+        self.fill = float(dt.finfo(dt.from_numpy_dtype(q.dtype)).min)
+        self.blind = min(r, max(0, -p.offset)) if p.causal else 0
+        self.rows = max(1, min(p.tile_rows, r))
+        self.bias = diagonal_bias(self.rows, p.window, self.fill, f) if p.causal else []
+        self.exact = (self.mask is not None or self.sinks is not None or self.blind > 0
+                      or not is_bounded(p, q, self.k, self.v, f))
+        self.additive = self.mask is not None and self.mask.dtype != np.bool_
+        self.scale = f(p.scale)
+        self.out = np.empty((b, hq, r, dv), f)
+        self.scratch: dict[int, Scratch] = {}
+        items = []
+        for lo, hi in ((0, self.blind), (self.blind, r)):
+            for r0 in range(lo, hi, self.rows):
+                r1 = min(hi, r0 + self.rows)
+                k0, k1 = self.key_range(r0, r1)
+                items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1) for bi in range(b)
+                          for h in range(hkv)]
+        items.sort(key=lambda t: -t[0])  # the costliest first, for balance
+        self.items = items
+        self.work = sum(t[0] for t in items) * self.rep * (d + dv)
+
+    def key_range(self, r0: int, r1: int) -> tuple[int, int]:
+        """The keys rows `r0..r1` see; every key for rows that see none."""
+        p, lk = self.p, self.lk
+        if not p.causal or p.offset + r1 <= 0:
+            return 0, lk
+        k1 = min(lk, p.offset + r1)
+        k0 = 0 if p.window is None else min(max(p.offset + r0 - p.window + 1, 0), k1 - 1)
+        return k0, k1
+
+    def buffers(self) -> Scratch:
+        """This thread's scratch for the call (made on its first item)."""
+        mine = self.scratch.get(threading.get_ident())
+        if mine is None:
+            rows = self.rep * self.rows
+            width = min(self.p.tile_keys, max(1, self.lk))
+            mine = self.scratch[threading.get_ident()] = Scratch(
+                rows, width, self.q.shape[3], self.v.shape[3], self.f)
+        return mine
+
+    def run(self) -> np.ndarray:
+        if self.work < MIN_THREADED_WORK:
+            for i in range(len(self.items)):
+                self.item(i)
+        else:
+            with one_blas_thread():
+                parallel_items(len(self.items), self.item, threads=self.p.live)
+        return self.out
+
+    def item(self, i: int) -> None:
+        _, bi, h, r0, r1 = self.items[i]
+        rep, n, sc = self.rep, r1 - r0, self.buffers()
+        rows, heads = rep * n, slice(h * rep, (h + 1) * rep)
+        qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
+        np.multiply(self.q[bi, heads, r0:r1], self.scale, out=qt)
+        qt = qt.reshape(rows, sc.d)
+        acc, total = sc.acc[:rows], sc.total[:rows]
+        top = sc.top[:rows] if self.exact else None
+        sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
+        k0, k1 = self.key_range(r0, r1)
+        kh, vh = self.k[bi, h], self.v[bi, h]
+        for c0 in range(k0, k1, sc.width):
+            c1 = min(k1, c0 + sc.width)
+            s = sc.s[:rows * (c1 - c0)].reshape(rows, c1 - c0)
+            np.matmul(qt, kh[c0:c1].T, out=s)
+            self.hide(s.reshape(rep, n, c1 - c0), bi, heads, r0, r1, c0, c1)
+            self.chunk(s, c0 == k0, vh[c0:c1], sc, rows, top, sink)
+        if sink is not None:
+            total += np.exp(sink - top)
+        np.divide(acc.reshape(rep, n, -1), total.reshape(rep, n, 1),
+                  out=self.out[bi, heads, r0:r1])
+
+    def chunk(self, s, first, values, sc, rows, top, sink) -> None:
+        """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
+        running row maximum `top`."""
+        acc, total = sc.acc[:rows], sc.total[:rows]
+        if top is not None:
+            m = top if first else sc.m[:rows]
+            np.max(s, axis=1, keepdims=True, out=m)
+            if self.additive:
+                np.maximum(m, self.fill, out=m)  # rows an additive -inf hides entirely
+            if first and sink is not None:
+                np.maximum(m, sink, out=m)
+            if not first:
+                np.maximum(m, top, out=m)
+                np.subtract(top, m, out=top)
+                alpha = np.exp(top, out=top)
+                acc *= alpha
+                total *= alpha
+                top[...] = m
+            s -= top
         np.exp(s, out=s)
-        o = np.matmul(s, values[:, :, k0:k1]).reshape(b, hkv, rep, r1 - r0, -1)
-        total = o[..., dv:] if ones else s.sum(axis=-1).reshape(b, hkv, rep, r1 - r0, 1)
-        np.divide(o[..., :dv], total, out=out[:, :, :, r0:r1])
-    return out.reshape(b, hq, r, dv)
+        if first:
+            np.matmul(s, values, out=acc)
+            np.sum(s, axis=1, keepdims=True, out=total)
+            return
+        acc += np.matmul(s, values, out=sc.part[:rows])
+        total += np.sum(s, axis=1, keepdims=True, out=sc.psum[:rows])
 
-
-def hide_outside(s5: np.ndarray, p, r0: int, r1: int, k0: int, k1: int) -> None:
-    """Sets to −inf the scores of a tile (rows `r0..r1`, keys `k0..k1`) outside each row's
-    causal window."""
-    pos = p.offset + np.arange(r0, r1)[:, None]
-    lo = max(p.offset + r0 + 1, k0)  # keys every row of the tile sees end before this one
-    _hide(s5, slice(lo - k0, k1 - k0), np.arange(lo, k1)[None, :] > pos, -np.inf)
-    if p.window is not None:
-        hi = min(max(p.offset + r1 - p.window, k0), k1)
-        _hide(s5, slice(0, hi - k0), np.arange(k0, hi)[None, :] <= pos - p.window, -np.inf)
+    def hide(self, s3, bi, heads, r0, r1, c0, c1) -> None:
+        """Masks a chunk of scores (`[rep, rows, keys]`, keys `c0..c1`): a blind tile
+        entirely, the causal diagonal by its bias, a mask array's part."""
+        p = self.p
+        if p.causal and r0 < self.blind:
+            s3[...] = self.fill
+            return
+        n, pos = r1 - r0, p.offset + r0
+        for start, bias in self.bias:
+            lo, hi = max(c0, pos + start), min(c1, pos + start + bias.shape[1])
+            if lo < hi:
+                s3[:, :, lo - c0:hi - c0] += bias[:n, lo - pos - start:hi - pos - start]
+        if self.mask is not None:
+            m = self.mask[bi, heads, r0:r1, c0:c1]
+            if m.dtype == np.bool_:
+                np.copyto(s3, self.fill, where=~m)
+            else:
+                s3 += m
 
 
 @kernel(AttentionRows)
 def attention_rows(p, q, k, v, *rest):
-    """The bounded path when it applies; else the scores of the block in float32 (float64
-    for float64), masked with the dtype's lowest value as the fallback does; under the
-    causal mask only the columns some row of the block cannot see are touched."""
-    f = np.float64 if q.dtype == np.float64 else np.float32
-    if not rest and q.size and k.shape[2]:
-        out = bounded(p, q, k, v, f)
-        if out is not None:
-            return out
-    fill = float(dt.finfo(dt.from_numpy_dtype(q.dtype)).min)
-    b, hq, r, d = q.shape
-    hkv, lk, dv = k.shape[1], k.shape[2], v.shape[3]
-    rep = hq // hkv
-    qf = (q.astype(f) * f(p.scale)).reshape(b, hkv, rep * r, d)
-    s = np.matmul(qf, np.swapaxes(k.astype(f, copy=False), -1, -2))
-    s5 = s.reshape(b, hkv, rep, r, lk)
-    rest = list(rest)
-    sinks = rest.pop().astype(f).reshape(1, hkv, rep, 1, 1) if p.sinks else None
-    if p.causal:
-        pos = p.offset + np.arange(r)[:, None]  # each row's position
-        # Keys after the first row's position: hidden from the rows before theirs.
-        lo = min(max(p.offset + 1, 0), lk)
-        _hide(s5, slice(lo, lk), np.arange(lo, lk)[None, :] > pos, fill)
-        if p.window is not None:
-            # Keys up to the last row's window start: hidden from the rows after them.
-            hi = min(max(p.offset + r - p.window, 0), lk)
-            _hide(s5, slice(0, hi), np.arange(hi)[None, :] <= pos - p.window, fill)
-    elif p.mask:
-        m = rest[0].reshape(b, hkv, rep, r, lk)
-        if m.dtype == np.bool_:
-            np.copyto(s5, fill, where=~m)
-        else:
-            s5 += m
-    mx_ = s5.max(axis=-1, keepdims=True)
-    if sinks is not None:
-        mx_ = np.maximum(mx_, sinks)
-    s5 -= mx_
-    np.exp(s5, out=s5)
-    total = s5.sum(axis=-1, keepdims=True)
-    if sinks is not None:
-        total += np.exp(sinks - mx_)
-    out = np.matmul(s, v.astype(f, copy=False)).reshape(b, hkv, rep, r, dv)
-    out /= total
-    return out.reshape(b, hq, r, dv)
+    """The CPU attention kernel over the node's query rows (see the module docstring)."""
+    return Tiles(p, q, k, v, rest).run()

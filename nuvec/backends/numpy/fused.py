@@ -1,13 +1,15 @@
 """The CPU kernel of `FusedElementwise`: the chain evaluated block by block.
 
-The output is cut into blocks of at most `BLOCK` elements (fewer for small outputs), each a contiguous run of the C-order
-output (a range of one axis under fixed indices of the axes before it). Per block, every step
+The output is cut into blocks of at most `BLOCK` elements (fewer for smaller outputs, so that
+every thread gets a few), each a contiguous run of the C-order output (a range of one axis
+under fixed indices of the axes before it). Per block, every step
 runs its ordinary CPU kernel on the block of its inputs (broadcast views, as the unfused node
 sees them) into a small scratch buffer, so the working set stays in cache; the last step
 writes into the output. Each step's result is coerced to its dtype as the evaluator does, so
 the values are those of the unfused graph, whatever the block size or thread count. Scratch
 buffers are reused once their last reader has run. Whole blocks are split over the CPU thread
-pool (`nuvec.backends.threads`), each thread with its own scratch buffers.
+pool (`nuvec.backends.threads`), each thread with its own scratch buffers. Outputs of up to
+`WHOLE` elements skip the blocks: each step runs once over the whole arrays.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from nuvec.backends.numpy.registry import kernel, table
 from nuvec.backends.threads import get_num_threads, parallel_rows
 from nuvec.fast.fused import FusedElementwise
 
-__all__ = ["BLOCK", "MIN_BLOCK", "blocks", "fused_elementwise"]
+__all__ = ["BLOCK", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise"]
 
 
 # Elements per block, at most: `python benchmarks/bench_compile.py --blocks` on the 8-op chain
@@ -34,6 +36,13 @@ __all__ = ["BLOCK", "MIN_BLOCK", "blocks", "fused_elementwise"]
 # thread of the pool gets a few.
 BLOCK = 1 << 18
 MIN_BLOCK = 1 << 14
+
+# Up to this many output elements the steps run once each over the whole arrays (one call per
+# step, no blocks, no scratch): arrays this small stay in the last-level cache between steps,
+# so blocks would save no memory traffic and cost NumPy's per-call time once per block (the
+# 3-op relu gradient on [256, 512] took 1.3x its unfused time in 64K blocks). A step's value
+# is dropped after its last reader, as the unfused graph frees it.
+WHOLE = 1 << 20
 
 
 def blocks(shape: tuple[int, ...], size: int = BLOCK) -> Iterator[tuple[tuple[int, ...], slice]]:
@@ -111,19 +120,82 @@ def _run_blocks(p: FusedElementwise, views: list[np.ndarray], flat: np.ndarray,
             args = [values[r] for r in refs]
             result = fn(q, *args, out=buffer) if takes_out else fn(q, *args)
             if result is not buffer:
+                if (buffer is not target and type(result) is np.ndarray
+                        and result.dtype == buffer.dtype and result.shape == buffer.shape):
+                    # a kernel without `out=` (a comparison, a cast) made a fresh block of
+                    # the step's dtype: read it as it is rather than copy it into scratch
+                    values.append(result)
+                    continue
                 _coerce_into(buffer, result)
             values.append(buffer)
 
 
+# (id(primitive), inputs) -> (primitive, its `_whole_plan`): a compiled program replays the
+# same primitive at every call (the entry holds it, so the id is not reused meanwhile)
+_plans: dict[tuple[int, int], tuple[FusedElementwise, list[tuple]]] = {}
+
+
+def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
+    """Per step: its kernel, whether it takes `out=`, the primitive, its refs, its dtype, the
+    values it reads last (dropped after it), and one of those it may write into (an earlier
+    step's value of its dtype, or None)."""
+    key = (id(p), n_inputs)
+    found = _plans.get(key)
+    if found is not None and found[0] is p:
+        return found[1]
+    last: dict[int, int] = {}
+    for j, (_, refs, _) in enumerate(p.steps):
+        for r in refs:
+            last[r] = j
+    plan = []
+    for j, (q, refs, dtype) in enumerate(p.steps):
+        dead = sorted({r for r in refs if last[r] == j})
+        takes_out = type(q) in table.writes_into
+        into = next((r for r in dead if r >= n_inputs and takes_out
+                     and p.steps[r - n_inputs][2] == dtype), None)
+        plan.append((table.kernels[type(q)], takes_out, q, refs, dtype.np, dead, into))
+    if len(_plans) >= 256:
+        _plans.clear()
+    _plans[key] = (p, plan)
+    return plan
+
+
+def _run_whole(p: FusedElementwise, values: list[Any]) -> np.ndarray:
+    """Each step once over the whole arrays (the inputs, broadcast to the output's shape), as
+    the unfused nodes run: a step's value is dropped after its last reader, and a step whose
+    kernel takes `out=` writes into a value only it still reads, as the evaluator donates."""
+    owned: set[int] = set()  # values that are buffers of this call's own making
+    result = None
+    for fn, takes_out, q, refs, dtype, dead, into in _whole_plan(p, len(values)):
+        args = [values[r] for r in refs]
+        if into is not None and into in owned:
+            result = fn(q, *args, out=values[into])
+        else:
+            result = fn(q, *args)
+        if type(result) is not np.ndarray or result.dtype != dtype:
+            result = np.asarray(result).astype(dtype)
+        if (result.base is None and result.flags.writeable
+                and not any(result is a for a in args)):
+            owned.add(len(values))
+        values.append(result)
+        for r in dead:
+            values[r] = None
+            owned.discard(r)
+    return result
+
+
 @kernel(FusedElementwise)
 def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
+    shape = p.shape or (1,)
+    # broadcast views, as the unfused graph's broadcast nodes give them to its kernels
+    views = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
+    if 0 < math.prod(shape) <= WHOLE:  # read at each call (tests vary it)
+        result = _run_whole(p, views)
+        return result if p.shape else result.reshape(())
     out = np.empty(p.shape, p.steps[-1][2].np)
     if out.size == 0:
         return out
-    shape = p.shape or (1,)
     flat = out.reshape(shape)
-    # broadcast views, as the unfused graph's broadcast nodes give them to its kernels
-    views = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
     # BLOCK is read at each call (benchmarks and tests vary it)
     size = min(BLOCK, max(MIN_BLOCK, out.size // (4 * get_num_threads())))
     plan = list(blocks(shape, size))

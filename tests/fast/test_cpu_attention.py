@@ -1,0 +1,142 @@
+"""The CPU attention kernel (`AttentionRows` in `nuvec/backends/numpy/fast_attention.py`):
+its tiles and key chunks (the online softmax) against float64 NumPy for every mask kind, the
+same numbers on one thread as on several, and its live scores under the cap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from fast_refs import reference, sample
+from nuvec.backends.numpy.fast_attention import Tiles
+from nuvec.fast.attention import AttentionRows, plan_attention
+from nuvec.testing import assert_allclose
+
+sdpa = mx.fast.scaled_dot_product_attention
+TOL = {"float32": 1e-5, "float64": 1e-12}
+
+
+@pytest.fixture
+def num_threads():
+    """Sets the thread count for one test: `num_threads(n)`; restored afterwards."""
+    before = mx.get_num_threads()
+    yield mx.set_num_threads
+    mx.set_num_threads(before)
+
+
+def inputs(rng, dtype, qs, ks, mask=None, sinks=False, scale=1.0):
+    """Random q, k, v (k's shape for v too), mask and sinks with their float64 values; mask
+    is None, "causal", "bool" or "add" (an additive mask hiding some keys with -inf)."""
+    q, qr = sample(rng, qs, dtype, scale)
+    k, kr = sample(rng, ks, dtype)
+    v, vr = sample(rng, ks, dtype)
+    m = mr = mask
+    shape = (qs[0], qs[1], qs[2], ks[2])
+    if mask == "bool":
+        mr = rng.random(shape) < 0.7
+        mr[..., 0, :] = False  # a row that sees no key averages every key
+        m = mx.array(mr)
+    elif mask == "add":
+        mr = np.where(rng.random(shape) < 0.8, rng.standard_normal(shape), -np.inf)
+        mr[..., 0] = 0.0  # every row sees a key
+        m = mx.array(mr, dtype)
+        mr = np.asarray(m).astype(np.float64)
+    s, sr = sample(rng, (qs[1],), dtype) if sinks else (None, None)
+    return (q, k, v, m, s), (qr, kr, vr, mr, sr)
+
+
+CASES = {
+    "plain": dict(qs=(1, 4, 40, 8), ks=(1, 2, 300, 8)),
+    "causal": dict(qs=(1, 4, 40, 8), ks=(1, 2, 300, 8), mask="causal"),
+    "causal_square": dict(qs=(2, 2, 200, 8), ks=(2, 2, 200, 8), mask="causal"),
+    "causal_window": dict(qs=(1, 4, 200, 8), ks=(1, 2, 260, 8), mask="causal", window=50),
+    "causal_short_window": dict(qs=(1, 2, 90, 8), ks=(1, 2, 90, 8), mask="causal", window=3),
+    "causal_blind_rows_sinks": dict(qs=(1, 4, 330, 8), ks=(1, 2, 300, 8), mask="causal",
+                                    sinks=True),
+    "causal_blind_rows": dict(qs=(1, 2, 150, 8), ks=(1, 2, 140, 8), mask="causal"),
+    "bool": dict(qs=(1, 4, 40, 8), ks=(1, 2, 300, 8), mask="bool"),
+    "bool_sinks": dict(qs=(1, 4, 40, 8), ks=(1, 2, 300, 8), mask="bool", sinks=True),
+    "additive": dict(qs=(1, 4, 40, 8), ks=(1, 2, 300, 8), mask="add"),
+    "sinks_causal": dict(qs=(1, 4, 40, 8), ks=(1, 2, 300, 8), mask="causal", sinks=True),
+    "large_scores_causal": dict(qs=(1, 4, 40, 8), ks=(1, 2, 300, 8), mask="causal",
+                                scale=40.0),
+}
+
+
+def run_case(rng, dtype, qs, ks, mask=None, sinks=False, window=None, scale=1.0, cap=None):
+    (q, k, v, m, s), (qr, kr, vr, mr, sr) = inputs(rng, dtype, qs, ks, mask, sinks, scale)
+    out = sdpa(q, k, v, scale=0.4, mask=m, sinks=s, window=window, max_score_bytes=cap)
+    return out, reference(qr, kr, vr, 0.4, mr, sr, window)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=str)
+@pytest.mark.parametrize("cap", [None, 4096], ids=["default", "online"])
+@pytest.mark.parametrize("case", list(CASES), ids=str)
+def test_tiles_match_float64(case, cap, dtype):
+    """Under a 4 KiB cap the tiles take a few rows and 128-key chunks (the online softmax)."""
+    rng = np.random.default_rng(len(case))
+    out, want = run_case(rng, dtype, **CASES[case], cap=cap)
+    tol = TOL[dtype.name] * (40 if CASES[case].get("scale") else 1)
+    assert_allclose(out, want, dtype=dtype, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0], ids=["bounded", "exact"])
+@pytest.mark.parametrize("sinks", [False, True], ids=["", "sinks"])
+def test_long_keys_take_the_online_softmax(scale, sinks):
+    qs, ks = (1, 2, 3, 16), (1, 1, 5000, 16)
+    plan = plan_attention(qs, ks, ks, mx.float32, max_score_bytes=1 << 14)
+    assert plan.kernel.keys < 5000 and plan.max_intermediate_bytes <= 1 << 14
+    rng = np.random.default_rng(9)
+    out, want = run_case(rng, mx.float32, qs, ks, sinks=sinks, scale=scale, cap=1 << 14)
+    assert_allclose(out, want, dtype=mx.float32, rtol=1e-4, atol=1e-5)
+
+
+THREADED = {
+    "causal": dict(mask="causal"),
+    "causal_window": dict(mask="causal", window=70),
+    "bool_sinks": dict(mask="bool", sinks=True),
+    "additive": dict(mask="add"),
+    "online_exact": dict(mask="causal", scale=30.0, cap=1 << 15),
+    "online_bounded": dict(cap=1 << 15),
+}
+
+
+@pytest.mark.parametrize("case", list(THREADED), ids=str)
+def test_threads_give_the_numbers_of_one_thread(num_threads, case):
+    """Threads split the items (batch, key head, query tile), never a row's sums."""
+    options = dict(THREADED[case])
+    cap = options.pop("cap", None)
+    qs, ks = (1, 4, 300, 32), (1, 2, 330, 32)
+    plan = plan_attention(qs, ks, ks, mx.float32, mask="causal" if options.get(
+        "mask") == "causal" else None, window=options.get("window"), max_score_bytes=cap)
+    assert plan.kernel.live > 1
+    rng = np.random.default_rng(3)
+    (q, k, v, m, s), _ = inputs(rng, mx.float32, qs, ks, options.get("mask"),
+                                options.get("sinks", False), options.get("scale", 1.0))
+    results = []
+    for n in (1, 2, 3):
+        num_threads(n)
+        results.append(np.asarray(sdpa(q, k, v, scale=0.3, mask=m, sinks=s,
+                                       window=options.get("window"), max_score_bytes=cap)))
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
+@pytest.mark.parametrize("cap", [1 << 12, 1 << 15, 1 << 18], ids=str)
+def test_live_scores_stay_under_the_cap(num_threads, cap):
+    """Every thread's score buffer holds one tile of the plan, and at most `live` threads
+    hold one: their bytes together stay under the cap."""
+    num_threads(3)
+    qs, ks = (1, 4, 300, 32), (1, 2, 330, 32)
+    plan = plan_attention(qs, ks, ks, mx.float32, mask="causal", max_score_bytes=cap)
+    tiles = plan.kernel
+    assert plan.capped and plan.max_intermediate_bytes <= cap
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in (qs, ks, ks)]
+    op = AttentionRows(0.3, True, False, False, ks[2] - qs[2], None, tiles)
+    call = Tiles(op, *arrays, ())
+    out = call.run()
+    live = sum(b.s.nbytes for b in call.scratch.values())
+    assert 0 < len(call.scratch) <= tiles.live and live <= plan.max_intermediate_bytes
+    want = reference(*(a.astype(np.float64) for a in arrays), 0.3, "causal")
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
