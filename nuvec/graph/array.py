@@ -405,4 +405,9 @@ def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Ar
     ((shape, dtype),) = primitive.output_specs(inputs)
     if primitive.allocates and (len(shape) > 1 or (shape and shape[0] > 1 << 26)):
         _check_size(primitive, shape, dtype, stream)  # (small 1-D outputs skip the call)
-    return handle(Node(primitive, inputs, stream, (shape,), (dtype,)), 0)
+    out = _new(Array)  # `handle(node, 0)`, inline
+    out._node = Node(primitive, inputs, stream, (shape,), (dtype,))
+    out._index = 0
+    out.shape = shape
+    out.dtype = dtype
+    return out
