@@ -320,3 +320,20 @@ def test_small_arrays_keep_the_per_node_path(monkeypatch):
     x = mx.array(np.ones(16, np.float32))
     mx.eval(mx.exp(x) * 2 + 1)  # the default threshold: no plan
     assert calls == []
+
+
+def test_comparisons_where_and_integer_chains_fuse_bit_identically(monkeypatch, fusing):
+    rng = np.random.default_rng(3)
+    xa, xb = (rng.standard_normal((50, 40)).astype(np.float32) for _ in range(2))
+    xi = rng.integers(-1000, 1000, (50, 40)).astype(np.int32)
+    xj = rng.integers(1, 50, (50, 40)).astype(np.int32)
+
+    def build():
+        a, b, i, j = mx.array(xa), mx.array(xb), mx.array(xi), mx.array(xj)
+        picked = mx.where(a > b, a, b) * 2 - mx.clip(a, -0.5, 0.5)
+        ints = (i // j) % 7 + (i > 0)
+        return [picked, ints, mx.logical_not(a < 0) | (b > 1)]
+
+    fused, unfused = _both(monkeypatch, build)
+    _same(fused, unfused)
+    assert sum(fusing) >= 3
