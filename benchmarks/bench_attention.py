@@ -111,7 +111,7 @@ def main() -> None:
         p = mx.fast.plan_attention(q.shape, k.shape, v.shape, mx.float32, mask="causal",
                                    max_score_bytes=c)
         own, traced = peaks(ours(c))
-        print(f"max_score_bytes={str(c):8s} plan {p.kernel}, largest scores "
+        print(f"max_score_bytes={str(c):8s} plan {p.kernel}, scores live at most "
               f"{p.max_intermediate_bytes / mib:.2f} MiB; peak get_peak_memory "
               f"{own / mib:.2f} MiB, tracemalloc {traced / mib:.2f} MiB")
 

@@ -29,6 +29,7 @@ from nuvec.fast.planner import (
     row_blocks,
     tiled_head,
     tk1_variant,
+    traced_rows,
     vector_head,
 )
 from nuvec.fast.softmax import SOFTMAX
@@ -369,14 +370,15 @@ class Call:
             return self.fused(0, key.lq, key.lk)
         if route.kind == "vector":
             outs = [self.group(g) for g in route.groups]
-        elif route.tiles is not None:
+        elif route.tiles is not None and not tracing.depth:
             outs = [self.composed(0, key.lq, None, route.tiles)]
-        else:
+        else:  # row blocks (under a transform on the CPU: each block's backward holds its scores)
             outs = []
-            for s, e in row_blocks(key, route.rows):
-                outs.append(self.composed(s, e, outs[-1] if outs else None))
+            rows = route.rows if route.tiles is None else traced_rows(key)
+            for s, e in row_blocks(key, rows):
+                outs.append(self.composed(s, e, outs[-1] if outs else None, route.tiles))
             if not outs:
-                outs = [self.composed(0, key.lq, None)]
+                outs = [self.composed(0, key.lq, None, route.tiles)]
         return outs[0] if len(outs) == 1 else mx().concatenate(outs, axis=2)
 
 

@@ -154,7 +154,7 @@ class AttentionPlan:
         >>> s = (1, 8, 16, 64)
         >>> p = mx.fast.plan_attention(s, s, s, mx.float32, stream=mx.cpu)
         >>> p.kernel, p.capped
-        (CpuTiles(rows=16, keys=16, live=128), False)
+        (CpuTiles(rows=16, keys=16, live=8), False)
     """
 
     kernel: Vector | Tiled | Composed | ComposedBlocks | CpuTiles
@@ -186,7 +186,8 @@ class Group:
 
 @dataclass(frozen=True)
 class Route:
-    """`kind` "vector" (with `groups`), "tiled" or "composed" (with `rows` per block)."""
+    """`kind` "vector" (with `groups`), "tiled" or "composed" (with `rows` per block; on the
+    CPU with the kernel's `tiles`, in blocks of `traced_rows` under a transform)."""
 
     kind: str
     groups: tuple[Group, ...] = ()
@@ -300,8 +301,17 @@ def cpu_tiles(key: RouteKey, budget: int) -> CpuTiles:
     return CpuTiles(rows, keys, max(1, min(items, budget // (rep * rows * keys * e))))
 
 
+def traced_rows(key: RouteKey) -> int:
+    """Rows per block of a CPU call under a transform: blocks of at most the budget of
+    scores each, since the backward differentiates each block's fallback graph (which holds
+    its scores)."""
+    return composed_rows(key, CPU_SCORE_BYTES if key.cap is None else
+                         min(key.cap, CPU_SCORE_BYTES))
+
+
 def _cpu_plan(key: RouteKey, rejected: tuple[tuple[str, str], ...]) -> Plan:
-    """The CPU kernel over the whole call, its tiles under the cap and `CPU_SCORE_BYTES`."""
+    """The CPU kernel over the whole call (in row blocks under a transform), its tiles under
+    the cap and `CPU_SCORE_BYTES`."""
     default = cpu_tiles(key, CPU_SCORE_BYTES)
     tiles = default if key.cap is None else cpu_tiles(key, min(key.cap, CPU_SCORE_BYTES))
     e, rep = elem_bytes(key.dtype), key.hq // key.hkv

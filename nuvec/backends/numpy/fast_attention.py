@@ -7,12 +7,12 @@ head of that key head stacked as one matrix, against only the keys those rows se
 fully masked by the causal mask or the window skipped), in chunks of at most the plan's keys
 (an online softmax across chunks: running row maximum and sum, the accumulator rescaled).
 Scores go through BLAS into per-thread scratch (`out=` everywhere); the causal diagonal is
-masked by adding a bias built once per call. A call without a mask array or sinks whose scores
-are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of every score, and their
-sums with the values, stay finite and normal) skips the row maximum. Items run on the thread
-pool (at most the plan's live tiles at once) with BLAS kept to one thread meanwhile; the tiles
-are the plan's, never the thread count's, so a row's sums run in one order on any number of
-threads.
+masked by adding a bias built once per call. A tile of a call without a mask array or sinks
+whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of every
+score, and their sums with the values, stay finite and normal; the norms taken per tile and
+per key head) skips the row maximum. Items run on the thread pool (at most the plan's live
+tiles at once) with BLAS kept to one thread meanwhile; the tiles are the plan's, never the
+thread count's, so a row's sums run in one order on any number of threads.
 """
 
 from __future__ import annotations
@@ -38,16 +38,12 @@ BOUNDS = {np.dtype(np.float32): (80.0, 85.0), np.dtype(np.float64): (700.0, 705.
 MIN_THREADED_WORK = 1 << 22
 
 
-def is_bounded(p, q, k, v, f) -> bool:
-    """Whether every score of the call, and every sum of `exp(score)·value`, stays finite
-    and normal without subtracting the row maximum."""
-    limit, total_limit = BOUNDS[np.dtype(f)]
+def head_bounds(k: np.ndarray, v: np.ndarray) -> tuple[float, float]:
+    """The largest norm of a key head's keys and the largest magnitude of its values."""
     with np.errstate(over="ignore", invalid="ignore"):
-        qq = float(np.max(np.einsum("...i,...i->...", q, q, dtype=f)))
-        kk = float(np.max(np.einsum("...i,...i->...", k, k, dtype=f)))
-        bound = abs(float(f(p.scale))) * np.sqrt(qq) * np.sqrt(kk)
-        top = float(np.log(k.shape[2] * max(float(np.max(v)), -float(np.min(v)), 1.0)))
-    return bool(bound <= limit and bound + top <= total_limit)
+        kk = float(np.max(np.einsum("ij,ij->i", k, k))) if k.size else 0.0
+        top = max(float(np.max(v)), -float(np.min(v))) if v.size else 0.0
+    return float(np.sqrt(kk)), top
 
 
 def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[int, np.ndarray]]:
@@ -94,10 +90,19 @@ class Tiles:
         self.blind = min(r, max(0, -p.offset)) if p.causal else 0
         self.rows = max(1, min(p.tile_rows, r))
         self.bias = diagonal_bias(self.rows, p.window, self.fill, f) if p.causal else []
-        self.exact = (self.mask is not None or self.sinks is not None or self.blind > 0
-                      or not is_bounded(p, q, self.k, self.v, f))
+        # Masks, sinks and rows that see no key take the exact path; any other tile skips
+        # the row maximum when its scores are bounded (see `bounded`).
+        self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
+        # The row sums from a column of ones next to the values, when a tile has more rows
+        # than the values have columns (the product then costs less than a pass over the
+        # scores); each key head's extended values are written by its first item.
+        self.ones = self.rep * self.rows > dv
+        if self.ones:
+            self.values = np.empty((b, hkv, lk, dv + 1), f)
+        self.heads: list[tuple[float, float] | None] = [None] * (b * hkv)
+        self.locks = [threading.Lock() for _ in range(b * hkv)]
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
         items = []
@@ -127,7 +132,7 @@ class Tiles:
             rows = self.rep * self.rows
             width = min(self.p.tile_keys, max(1, self.lk))
             mine = self.scratch[threading.get_ident()] = Scratch(
-                rows, width, self.q.shape[3], self.v.shape[3], self.f)
+                rows, width, self.q.shape[3], self.v.shape[3] + self.ones, self.f)
         return mine
 
     def run(self) -> np.ndarray:
@@ -146,11 +151,13 @@ class Tiles:
         qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
         np.multiply(self.q[bi, heads, r0:r1], self.scale, out=qt)
         qt = qt.reshape(rows, sc.d)
-        acc, total = sc.acc[:rows], sc.total[:rows]
-        top = sc.top[:rows] if self.exact else None
+        acc = sc.acc[:rows]
+        total = acc[:, -1:] if self.ones else sc.total[:rows]
+        knorm, vtop = self.head(bi, h)
+        top = None if self.bounded(qt, knorm, vtop) else sc.top[:rows]
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
         k0, k1 = self.key_range(r0, r1)
-        kh, vh = self.k[bi, h], self.v[bi, h]
+        kh, vh = self.k[bi, h], (self.values[bi, h] if self.ones else self.v[bi, h])
         for c0 in range(k0, k1, sc.width):
             c1 = min(k1, c0 + sc.width)
             s = sc.s[:rows * (c1 - c0)].reshape(rows, c1 - c0)
@@ -159,13 +166,40 @@ class Tiles:
             self.chunk(s, c0 == k0, vh[c0:c1], sc, rows, top, sink)
         if sink is not None:
             total += np.exp(sink - top)
-        np.divide(acc.reshape(rep, n, -1), total.reshape(rep, n, 1),
+        dv = self.out.shape[3]
+        np.divide(acc[:, :dv].reshape(rep, n, dv), total.reshape(rep, n, 1),
                   out=self.out[bi, heads, r0:r1])
+
+    def head(self, bi: int, h: int) -> tuple[float, float]:
+        """Key head `h`'s `head_bounds`, and its values with a column of ones when the sums
+        come from one; computed by its first item."""
+        i = bi * self.k.shape[1] + h
+        if self.heads[i] is None:
+            with self.locks[i]:
+                if self.heads[i] is None:
+                    if self.ones:
+                        self.values[bi, h, :, :-1] = self.v[bi, h]
+                        self.values[bi, h, :, -1] = 1
+                    self.heads[i] = head_bounds(self.k[bi, h], self.v[bi, h])
+        return self.heads[i]
+
+    def bounded(self, qt: np.ndarray, knorm: float, vtop: float) -> bool:
+        """Whether every score of a tile (`qt`: its scaled query rows), and every sum of
+        `exp(score)·value`, stays finite and normal without subtracting the row maximum:
+        `|scale·q·k| <= |scale·q|·|k|` under the dtype's bound."""
+        if self.exact:
+            return False
+        limit, total_limit = BOUNDS[np.dtype(self.f)]
+        with np.errstate(over="ignore", invalid="ignore"):
+            bound = float(np.sqrt(np.max(np.einsum("ij,ij->i", qt, qt)))) * knorm
+            top = float(np.log(self.lk * max(vtop, 1.0)))
+        return bool(bound <= limit and bound + top <= total_limit)
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
         running row maximum `top`."""
-        acc, total = sc.acc[:rows], sc.total[:rows]
+        acc = sc.acc[:rows]
+        total = acc[:, -1:] if self.ones else sc.total[:rows]
         if top is not None:
             m = top if first else sc.m[:rows]
             np.max(s, axis=1, keepdims=True, out=m)
@@ -178,16 +212,19 @@ class Tiles:
                 np.subtract(top, m, out=top)
                 alpha = np.exp(top, out=top)
                 acc *= alpha
-                total *= alpha
+                if not self.ones:
+                    total *= alpha
                 top[...] = m
             s -= top
         np.exp(s, out=s)
         if first:
             np.matmul(s, values, out=acc)
-            np.sum(s, axis=1, keepdims=True, out=total)
+            if not self.ones:
+                np.sum(s, axis=1, keepdims=True, out=total)
             return
         acc += np.matmul(s, values, out=sc.part[:rows])
-        total += np.sum(s, axis=1, keepdims=True, out=sc.psum[:rows])
+        if not self.ones:
+            total += np.sum(s, axis=1, keepdims=True, out=sc.psum[:rows])
 
     def hide(self, s3, bi, heads, r0, r1, c0, c1) -> None:
         """Masks a chunk of scores (`[rep, rows, keys]`, keys `c0..c1`): a blind tile
