@@ -58,10 +58,11 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = No
         return unflatten(treedef, [fn(x) for x in leaves])
     if (is_leaf is not None and is_leaf(tree)) or not is_node(tree):
         return fn(tree, *rest)
-    return _rebuild(tree, [
-        tree_map(fn, child, *(r[key] for r in rest), is_leaf=is_leaf)
-        for key, child in _children(tree)
-    ])
+    if isinstance(tree, dict):  # (the optimizers' path: one comprehension, no pair lists)
+        return {k: tree_map(fn, v, *[r[k] for r in rest], is_leaf=is_leaf)
+                for k, v in tree.items()}
+    return _rebuild(tree, [tree_map(fn, v, *[r[i] for r in rest], is_leaf=is_leaf)
+                           for i, v in enumerate(tree)])
 
 
 def tree_map_with_path(

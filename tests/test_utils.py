@@ -37,6 +37,17 @@ def test_tree_map_with_rest_and_is_leaf():
         "a": 2, "b": 1}
 
 
+def test_tree_map_with_rest_over_tuples_and_missing_children():
+    a = {"p": Pair(1, (2, 3)), "q": [4]}
+    b = {"p": Pair(10, (20, 30)), "q": [40], "unused": 0}
+    out = tree_map(lambda x, y: x + y, a, b)
+    assert out == {"p": Pair(11, (22, 33)), "q": [44]} and type(out["p"]) is Pair
+    with pytest.raises(KeyError):
+        tree_map(lambda x, y: x, {"a": 1}, {"b": 2})
+    with pytest.raises(IndexError):
+        tree_map(lambda x, y: x, [1, 2], [1])
+
+
 def test_tree_map_over_arrays():
     out = tree_map(lambda x: x * 2, {"w": mx.ones((2,)), "layers": [mx.zeros((1,))]})
     assert out["w"].tolist() == [2.0, 2.0] and out["layers"][0].tolist() == [0.0]

@@ -47,6 +47,31 @@ def _unwrap(model: "Module", key: str, value: Any, filter_fn: Filter,
     raise RuntimeError("Module.filter_and_map: unexpected leaf found while traversing the module")
 
 
+def _update(dst: Any, new_tree: Any, strict: bool) -> None:
+    """`Module.update` of the container `dst` from `new_tree` (module-level recursion: no
+    closures rebuilt per call)."""
+    if isinstance(new_tree, dict):
+        items: Any = new_tree.items()
+    elif isinstance(new_tree, list):
+        items = enumerate(new_tree)
+    else:
+        if strict:
+            raise ValueError(f"Module.update: received invalid type: {type(new_tree).__name__}.")
+        return
+    array, is_dict = mx.array, isinstance(new_tree, dict)
+    for k, new in items:
+        if is_dict and k not in dst:
+            if strict:
+                raise ValueError(f'Module.update: module does not have parameter named "{k}".')
+            continue
+        if isinstance(dst[k], array):
+            if strict and not isinstance(new, array):
+                raise ValueError(f"Module.update: received invalid type: {type(new).__name__}.")
+            dst[k] = new
+        else:
+            _update(dst[k], new, strict)
+
+
 class Module(dict):
     """Base class of layers and models, as `mlx.nn.Module`.
 
@@ -209,34 +234,7 @@ class Module(dict):
         Raises:
             ValueError: with `strict`, for a key the module lacks or a leaf of the wrong type.
         """
-        def check(new: Any) -> None:
-            if strict and not isinstance(new, mx.array):
-                raise ValueError(f"Module.update: received invalid type: {type(new).__name__}.")
-
-        def apply(dst: Any, new_tree: Any) -> None:
-            if isinstance(new_tree, dict):
-                for k, new in new_tree.items():
-                    if k in dst:
-                        if isinstance(dst[k], mx.array):
-                            check(new)
-                            dst[k] = new
-                        else:
-                            apply(dst[k], new)
-                    elif strict:
-                        raise ValueError(
-                            f'Module.update: module does not have parameter named "{k}".')
-            elif isinstance(new_tree, list):
-                for i, new in enumerate(new_tree):
-                    if isinstance(dst[i], mx.array):
-                        check(new)
-                        dst[i] = new
-                    else:
-                        apply(dst[i], new)
-            elif strict:
-                raise ValueError(
-                    f"Module.update: received invalid type: {type(new_tree).__name__}.")
-
-        apply(self, parameters)
+        _update(self, parameters, strict)
         return self
 
     def update_modules(self, modules: dict[str, Any], strict: bool = True) -> "Module":

@@ -20,7 +20,7 @@ from nuvec.ops import rounding as r
 from nuvec.ops import unary as u
 from nuvec.ops.arguments import as_array, broadcast_all, promote
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.families import Binary, apply, batch_inputs
+from nuvec.ops.families import Binary, apply, batch_inputs, times
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "divmod", "power",
@@ -42,7 +42,8 @@ def product(a: Array, b: Array) -> Array:
     """a * b inside rules: records `Multiply` at once when shapes and dtypes already agree (as
     a cotangent and a partial derivative usually do), else promotes and broadcasts first."""
     if a.shape == b.shape and a.dtype is b.dtype:
-        return apply(MULTIPLY, a, b)
+        out = times(a, b)
+        return apply(MULTIPLY, a, b) if out is None else out
     return multiply(a, b)
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from nuvec.graph.array import Array, record1
+from nuvec.graph.array import Array, handle, record1
+from nuvec.graph.convert import scalar_array, scalar_node
 from nuvec.graph.device import to_stream
 from nuvec.graph.dtypes import Dtype
 from nuvec.graph.primitive import Primitive
@@ -23,6 +24,30 @@ from nuvec.graph.primitive import Primitive
 def apply(primitive: Primitive, *inputs: Array) -> Array:
     """Records a single-output primitive on the current stream (rules use this)."""
     return record1(primitive, inputs, to_stream(None))
+
+
+def ones(shape: tuple[int, ...], dtype: Dtype) -> Array:
+    """The stored leaf of ones of `shape` (one element, cached): `grad`'s seed cotangent, and
+    a rule's cotangent of ones moved to another shape (no reshape or broadcast node)."""
+    return scalar_array(1.0, dtype, shape)
+
+
+def is_ones(a: Array) -> bool:
+    """Whether `a` is the leaf `ones(a.shape, a.dtype)`: a product with it is the other factor
+    exactly (1 * x is x in IEEE arithmetic, NaN, infinities and -0.0 included)."""
+    return a.primitive is None and a._node is scalar_node(1.0, a.dtype, a.shape)
+
+
+def times(a: Array, b: Array) -> Array | None:
+    """`a * b` when one factor `is_ones` and both have one shape and dtype (a fresh handle on
+    the other factor), else None: rules skip the pass NumPy code would not write."""
+    if a.shape != b.shape or a.dtype is not b.dtype:
+        return None
+    if is_ones(a):
+        return handle(b._node, b._index)
+    if is_ones(b):
+        return handle(a._node, a._index)
+    return None
 
 
 def move_batch_to_front(x: Array, axis: int | None, size: int | None = None) -> Array:

@@ -17,7 +17,7 @@ from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import binary, comparison, scan, unary
 from nuvec.ops import shape as shape_ops
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
-from nuvec.ops.families import Linear, Reduction, apply
+from nuvec.ops.families import Linear, Reduction, apply, is_ones, ones
 
 __all__ = [
     "sum", "prod", "max", "min", "argmax", "argmin", "all", "any",
@@ -68,7 +68,9 @@ class Sum(Linear, Reduction):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         g, shape = cotangents[0], primals[0].shape  # g keeps the summed axes as size 1
-        return [g if g.shape == shape else apply(shape_ops.BroadcastTo(shape), g)]
+        if g.shape == shape:
+            return [g]
+        return [ones(shape, g.dtype) if is_ones(g) else apply(shape_ops.BroadcastTo(shape), g)]
 
 
 class Prod(Reduction):

@@ -15,7 +15,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops import reduction
 from nuvec.ops.arguments import as_array, check_shape, fresh, int_tuple, normalize_axis
 from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
-from nuvec.ops.families import Linear, apply, move_batch_to_front
+from nuvec.ops.families import Linear, apply, is_ones, move_batch_to_front, ones
 
 __all__ = [
     "reshape", "flatten", "unflatten", "transpose", "permute_dims", "swapaxes", "moveaxis",
@@ -41,7 +41,8 @@ class Reshape(Linear, Primitive):
         return ((self.shape, inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [apply(Reshape(primals[0].shape), cotangents[0])]
+        g, shape = cotangents[0], primals[0].shape
+        return [ones(shape, g.dtype) if is_ones(g) else apply(Reshape(shape), g)]
 
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])

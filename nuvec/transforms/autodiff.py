@@ -20,6 +20,7 @@ from nuvec.graph.tree import flatten, unflatten
 from nuvec.ops.arguments import check_callable, int_tuple
 from nuvec.ops.binary import add
 from nuvec.ops.creation import ones_like, zeros_like
+from nuvec.ops.families import ones
 from nuvec.ops.unary import astype
 from nuvec.transforms.depends import depends
 from nuvec.transforms.trace import (
@@ -349,7 +350,7 @@ def _value_and_grad(
             for arg in rebuilt:
                 restore_unchanged(arg, slots, kept)
         loss = _loss_of(op, value, aux_allowed)
-        grads = backward([loss], [ones_like(loss)], starts)
+        grads = backward([loss], [ones(loss.shape, loss.dtype)], starts)  # (a cached leaf)
         release(value, kept, starts)
         fitted = list(leaves)
         for i, g in zip(where, grads):

@@ -88,6 +88,19 @@ def test_update_and_update_modules_strict_failures() -> None:
         nn.Sequential(nn.Identity()).update_modules({"layers": [3]})
 
 
+def test_update_through_lists_and_non_strict_leaves() -> None:
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+    seq.update({"layers": [{"bias": mx.array([1.0, 2.0])}, {}, {"weight": mx.ones((1, 2))}]})
+    assert seq.layers[0].bias.tolist() == [1.0, 2.0]
+    assert seq.layers[2].weight.tolist() == [[1.0, 1.0]]
+    with pytest.raises(ValueError, match="Module.update: received invalid type: float"):
+        seq.update({"layers": [{"bias": 3.0}]})
+    with pytest.raises(ValueError, match="Module.update: received invalid type: int"):
+        seq.update({"layers": [7]})
+    seq.update({"layers": [{"bias": 3.0, "extra": mx.zeros((1,))}, 7]}, strict=False)
+    assert seq.layers[0].bias == 3.0 and "extra" not in seq.layers[0]  # MLX's non-strict
+
+
 def test_apply_set_dtype_train_eval() -> None:
     block = Block()
     block.apply(lambda p: p * 0)

@@ -1,0 +1,51 @@
+"""`grad`'s seed cotangent is a stored leaf of ones: rules reshape and broadcast it without
+nodes and skip multiplying by it (1 * x is x exactly), so a backward pass records only the
+work a hand-written gradient does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nuvec as mx
+from nuvec.graph.toposort import toposort
+from nuvec.ops.families import is_ones, ones, times
+from nuvec.testing import assert_allclose
+
+
+def _primitives(a):
+    nodes = toposort([a._node], lambda n: n.primitive is not None)
+    return [type(n.primitive).__name__ for n in nodes if n.primitive is not None]
+
+
+def test_tanh_chain_gradient_records_no_work_on_the_seed():
+    rng = np.random.default_rng(0)
+    x_np, w_np = rng.standard_normal((6, 5)), rng.standard_normal((5, 4)) * 0.5
+    x = mx.array(x_np, mx.float64)
+    g = mx.grad(lambda w: mx.sum(mx.tanh(mx.tanh(x @ w))))(mx.array(w_np, mx.float64))
+    names = _primitives(g)
+    assert "BroadcastTo" not in names and "Reshape" not in names
+    assert names.count("Multiply") == 1  # (1 - t2²) * (1 - t1²), no product with ones
+    t1 = np.tanh(x_np @ w_np)
+    t2 = np.tanh(t1)
+    assert_allclose(g, x_np.T @ ((1 - t2 ** 2) * (1 - t1 ** 2)))
+
+
+def test_gradient_of_a_sum_and_mean_are_exact():
+    x = mx.array([[1.0, -2.0, np.inf], [np.nan, 0.0, -0.0]])
+    g = np.asarray(mx.grad(lambda v: mx.sum(v))(x))
+    np.testing.assert_array_equal(g, np.ones((2, 3)))
+    g = np.asarray(mx.grad(lambda v: mx.mean(v * 3.0))(x))
+    np.testing.assert_allclose(g, np.full((2, 3), 0.5), rtol=1e-7)
+    # a product with the seed keeps every value bit for bit: NaN, infinities and -0.0
+    y = mx.array([np.nan, -np.inf, -0.0, 1e-45], mx.float32)
+    out = times(ones(y.shape, y.dtype), y)
+    assert out is not y and np.array_equal(np.asarray(out), np.asarray(y), equal_nan=True)
+    assert np.signbit(np.asarray(out)[2])
+
+
+def test_is_ones_only_for_the_stored_leaf():
+    assert is_ones(ones((2, 3), mx.float32))
+    assert not is_ones(ones((2, 3), mx.float32) * 1.0)  # a node, even of ones
+    assert not is_ones(mx.full((2, 3), 2.0))
+    assert times(ones((2,), mx.float32), mx.ones((3,))) is None  # shapes differ
+    assert times(ones((2,), mx.float64), mx.ones((2,))) is None  # dtypes differ
