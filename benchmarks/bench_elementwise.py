@@ -5,6 +5,11 @@ Run: `python benchmarks/bench_elementwise.py [--quick]`. Each case records one n
 when importable) computes the same result directly. Prints best times, nuvec's with its default
 thread count and with `mx.set_num_threads(1)`, and the ratios nuvec / NumPy and nuvec / PyTorch
 (lower is better).
+
+`--fusion` measures eager fusion instead: chains of elementwise ops on sizes from 4K to 4M
+elements evaluated with fusion (`nuvec.graph.eager.FUSE_MIN_ELEMENTS` at 1) and without (the
+per-node path), taking turns in one process; it prints both times and fused / unfused, which
+places the fusion threshold.
 """
 
 from __future__ import annotations
@@ -22,10 +27,50 @@ except ImportError:  # PyTorch is an optional peer
     torch = None
 
 
+def fusion(repeats: int) -> None:
+    """Fused against unfused evaluation of three chains over sizes (see the module summary)."""
+    from nuvec.graph import eager
+
+    chains = {
+        "exp(x) * w + b": lambda x, w, b: mx.exp(x) * w + b,
+        "tanh(x * w) + b": lambda x, w, b: mx.tanh(x * w) + b,
+        "8 ops": lambda x, w, b: mx.tanh(mx.exp(x) * w + b) * 0.5 + mx.sin(x) - 1,
+    }
+    rng = np.random.default_rng(0)
+    default = eager.FUSE_MIN_ELEMENTS
+    print(f"eager fusion: best of {repeats}, taking turns; {mx.get_num_threads()} threads; "
+          f"default threshold {default} elements")
+    try:
+        for exponent in range(12, 23):
+            cols = 1 << min(exponent, 11)
+            shape = (1 << exponent) // cols, cols
+            x, w = (mx.array(rng.uniform(-1, 1, shape).astype(np.float32)) for _ in range(2))
+            b = mx.array(rng.uniform(-1, 1, cols).astype(np.float32))
+            mx.eval(x, w, b)
+            for name, f in chains.items():
+                best = {}
+                for _ in range(repeats):
+                    for threshold in (1, 1 << 62):
+                        eager.FUSE_MIN_ELEMENTS = threshold
+                        t = best_of(lambda: mx.eval(f(x, w, b)), 1)
+                        best[threshold] = min(best.get(threshold, t), t)
+                fused, unfused = best[1] * 1e3, best[1 << 62] * 1e3
+                print(f"{1 << exponent:8d} elements  {name:16s} fused {fused:8.3f} ms   "
+                      f"unfused {unfused:8.3f} ms   fused / unfused {fused / unfused:5.2f}",
+                      flush=True)
+    finally:
+        eager.FUSE_MIN_ELEMENTS = default
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small arrays, few repeats")
+    parser.add_argument("--fusion", action="store_true",
+                        help="eager fusion against the per-node path, over sizes")
     args = parser.parse_args()
+    if args.fusion:
+        fusion(5 if args.quick else 20)
+        return
     n, repeats = (512, 3) if args.quick else (2048, 5)
     rng = np.random.default_rng(0)
     x = rng.uniform(0.1, 2.0, (n, n)).astype(np.float32)

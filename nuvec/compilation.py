@@ -64,6 +64,10 @@ class _Program:
                 continue
             inputs = tuple(refs.get(k) or self._constant(handle(*k)) for k in zip(node.sources,
                                                                                    node.indices))
+            if node.primitive is COPY and node.stream is node.sources[0].stream:
+                # a transform's mark (`value_and_grad` inside the step): the same value
+                refs[(node, 0)] = inputs[0]
+                continue
             if all(r[0] == "const" for r in inputs):
                 self._fold(node, inputs, refs)
                 continue
@@ -132,7 +136,10 @@ class _Program:
                 continue
             node = Node(primitive, [get(r) for r in refs], stream, shapes, dtypes)
             values.append([handle(node, i) for i in range(len(shapes))])
-        return [get(r) for r in outs]
+        # an input passed through comes back as a new handle: rebinding one (an in-place
+        # update) never rebinds the other
+        return [get(r) if r[0] != "in" else handle(inputs[r[1]]._node, inputs[r[1]]._index)
+                for r in outs]
 
 
 class _VjpPrograms:
@@ -143,14 +150,23 @@ class _VjpPrograms:
     tracing it again, and computes the forward pass once."""
 
     def __init__(self, program: _Program, like: Sequence[Array]):
-        def derive() -> tuple[list[Array], list[Array], list[Array], list[Array]]:
+        full: list[Array] = []  # every output of the traced forward pass
+
+        def outputs(*xs: Array) -> list[Array]:
+            full[:] = program(list(xs), False, fused=False)
+            return [full[i] for i in self.inexact]
+
+        def derive() -> tuple[list[Array], list[Array], list[Array]]:
             primals = [placeholder(a.shape, a.dtype, a.stream) for a in like]
             probe = program(primals, False)
-            cots = [placeholder(o.shape, o.dtype, o.stream) for o in probe]
-            outs, grads = vjp(lambda *xs: program(list(xs), False, fused=False), primals, cots)
-            return primals, cots, outs, grads
+            # integer outputs (a random state, say) take no cotangent, as in any transform
+            self.inexact = [i for i, o in enumerate(probe) if o.dtype.is_inexact]
+            cots = [placeholder(probe[i].shape, probe[i].dtype, probe[i].stream)
+                    for i in self.inexact]
+            grads = vjp(outputs, primals, cots)[1]
+            return primals, cots, grads
 
-        primals, cots, outs, grads = untraced(derive)
+        primals, cots, grads = untraced(derive)
         cot_nodes = {c._node for c in cots}
         later: set[Node] = set()  # nodes of the backward pass (they read a cotangent)
         residuals: dict[Key, None] = {}
@@ -161,12 +177,12 @@ class _VjpPrograms:
                     if key[0] not in later and key[0].primitive is not None:
                         residuals[key] = None
         keys = [key_of(p) for p in primals]
-        kept = [handle(*k) for k in residuals]
-        self.n_outs = len(outs)
-        self.forward = _Program(keys, outs + kept)
+        self.n_outs = len(full)
+        self.forward = _Program(keys, full + [handle(*k) for k in residuals])
         self.backward = _Program(keys + list(residuals) + [key_of(c) for c in cots], grads,
                                  stops=frozenset(k[0] for k in residuals))
-        self.reusable = self.forward.reusable and self.backward.reusable
+        self.reusable = (self.forward.reusable and self.backward.reusable
+                         and bool(self.inexact))
 
     def __call__(self, program: _Program, inputs: list[Array]) -> list[Array]:
         """The outputs, recorded with the backward program as their reverse-mode rule."""
@@ -174,7 +190,8 @@ class _VjpPrograms:
         outs, residuals = values[: self.n_outs], values[self.n_outs:]
 
         def backward(primals, cotangents, outputs, wanted):
-            return self.backward([*primals, *residuals, *cotangents], False)
+            cots = [cotangents[i] for i in self.inexact]
+            return self.backward([*primals, *residuals, *cots], False)
 
         rule = CustomTransforms(len(inputs), lambda *xs: program(list(xs), False), backward)
         return record(rule, [*inputs, *outs], to_stream(None))

@@ -7,7 +7,8 @@ group are absorbed (the fused node broadcasts its inputs). A step read by a prog
 by two groups ends a chain: it is computed once and read as an input by the groups after it,
 never recomputed. Groups of fewer than two elementwise steps stay as they are; so do
 non-elementwise steps. On a GPU stream only steps whose primitive and dtypes the generated CUDA
-kernel covers are fused.
+kernel covers are fused. The evaluator fuses eagerly through `fused_groups` (see
+`nuvec.graph.evaluator`), admitting only steps with large outputs.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nuvec.fast.fused import FusedElementwise, is_elementwise
+from nuvec.graph import eager
 from nuvec.graph.device import DeviceType
 from nuvec.ops.shape import BroadcastTo
 
-__all__ = ["fuse"]
+__all__ = ["fuse", "fused_groups"]
 
 # A program step: (primitive, stream, input refs, output shapes, output dtypes); a ref is
 # ("in", i), ("const", array), ("outer", array) or ("op", step, output).
@@ -29,7 +31,7 @@ ProgramStep = tuple
 def _member_kind(step: ProgramStep, covered: Callable[[Any, Any], bool]) -> str | None:
     """"op" for a fusable elementwise step, "broadcast" for an absorbable broadcast."""
     primitive, stream, _, shapes, dtypes = step
-    if len(shapes) != 1:
+    if len(shapes) != 1 or primitive is None:
         return None
     if isinstance(primitive, BroadcastTo):
         return "broadcast"
@@ -42,7 +44,8 @@ def _member_kind(step: ProgramStep, covered: Callable[[Any, Any], bool]) -> str 
 
 def _groups(steps: Sequence[ProgramStep], outs: Sequence[tuple],
             covered: Callable[[Any, Any], bool]) -> list[int | None]:
-    """The group (its root's index) of every step, None for steps outside any group."""
+    """The group (its root's index) of every step, None for steps outside any group (a step
+    whose primitive is None takes part in none)."""
     users: list[list[int]] = [[] for _ in steps]
     for j, step in enumerate(steps):
         for r in step[2]:
@@ -98,6 +101,34 @@ def _fused_step(steps: Sequence[ProgramStep], members: list[int],
     return (primitive, root[1], tuple(inputs), root[3], root[4]), inputs
 
 
+def fused_groups(steps: Sequence[ProgramStep], outs: Sequence[tuple],
+                 ref_id: Callable[[tuple], Any], dtype_of: Callable[[tuple], Any],
+                 covered: Callable[[Any, Any], bool]) -> dict[int, tuple[ProgramStep, list[int]]]:
+    """The groups of two or more elementwise steps (see the module docstring).
+
+    Args: as `fuse`'s; a step whose primitive is None is left out of every group.
+
+    Returns:
+        {root index: (the fused step, the indices of the group's steps in order, root last)}.
+    """
+    group = _groups(steps, outs, covered)
+    members: dict[int, list[int]] = {}
+    for j, g in enumerate(group):
+        if g is not None:
+            members.setdefault(g, []).append(j)
+    fused: dict[int, tuple[ProgramStep, list[int]]] = {}
+    for g, ms in members.items():
+        ops = [j for j in ms if not isinstance(steps[j][0], BroadcastTo)]
+        if len(ops) < 2:
+            continue
+        step, inputs = _fused_step(steps, ms, ref_id)
+        if steps[g][1].device.type is DeviceType.gpu and not all(
+                covered(None, dtype_of(r)) for r in inputs):
+            continue
+        fused[g] = (step, ms)
+    return fused
+
+
 def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[tuple], Any],
          dtype_of: Callable[[tuple], Any], covered: Callable[[Any, Any], bool]
          ) -> tuple[list[ProgramStep], list[tuple]]:
@@ -113,22 +144,9 @@ def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[
     Returns:
         The new steps and output refs.
     """
-    group = _groups(steps, outs, covered)
-    members: dict[int, list[int]] = {}
-    for j, g in enumerate(group):
-        if g is not None:
-            members.setdefault(g, []).append(j)
-    fused: dict[int, ProgramStep] = {}
-    for g, ms in members.items():
-        ops = [j for j in ms if not isinstance(steps[j][0], BroadcastTo)]
-        if len(ops) < 2:
-            continue
-        step, inputs = _fused_step(steps, ms, ref_id)
-        if steps[g][1].device.type is DeviceType.gpu and not all(
-                covered(None, dtype_of(r)) for r in inputs):
-            continue
-        fused[g] = step
-    dropped = {j for g in fused for j in members[g]}
+    groups = fused_groups(steps, outs, ref_id, dtype_of, covered)
+    fused = {g: step for g, (step, _) in groups.items()}
+    dropped = {j for _, ms in groups.values() for j in ms}
     new_index: dict[int, int] = {}
     out_steps: list[ProgramStep] = []
 
@@ -143,3 +161,20 @@ def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[
         new_index[j] = len(out_steps)
         out_steps.append((primitive, stream, tuple(moved(r) for r in refs), shapes, dtypes))
     return out_steps, [moved(r) for r in outs]
+
+
+def _cpu_groups(steps: Sequence[ProgramStep], outs: Sequence[tuple]
+                ) -> dict[int, tuple[ProgramStep, list[int]]]:
+    """`fused_groups` as the evaluator's eager fusion asks (CPU steps; refs are their ids)."""
+    return fused_groups(steps, outs, _same, _same, _nothing)
+
+
+def _same(ref: tuple) -> tuple:
+    return ref
+
+
+def _nothing(primitive: Any, dtype: Any) -> bool:
+    return False
+
+
+eager.set_planner(_cpu_groups, is_elementwise)

@@ -278,3 +278,28 @@ def test_grad_through_a_compiled_closure_over_the_differentiated_array():
     x = 0.7
     want = np.sum(np.cos(np.array([1.0, 2.0]) * x) * np.array([1.0, 2.0]))
     assert_allclose(mx.grad(outer)(mx.array(x, mx.float64)), want, dtype=mx.float64)
+
+
+def test_an_input_returned_unchanged_is_a_new_handle():
+    a = mx.array([1.0, 2.0])
+    b = mx.compile(lambda x: x)(a)
+    b += 1  # rebinds `b` only
+    assert a.tolist() == [1.0, 2.0] and b.tolist() == [2.0, 3.0]
+
+
+def test_a_transform_mark_inside_the_function_is_no_step():
+    from nuvec.graph.primitive import COPY
+
+    f = mx.compile(lambda x: mx.grad(lambda y: mx.sum(mx.sin(y) * y))(x))
+    x = mx.array(np.linspace(-1, 1, 4, dtype=np.float32))
+    g = f(x)
+    stack, seen = [g], set()
+    while stack:  # no Copy node in the replayed graph
+        a = stack.pop()
+        if id(a._node) in seen or a.primitive is None:
+            continue
+        seen.add(id(a._node))
+        assert a.primitive is not COPY
+        stack.extend(a.inputs)
+    xs = np.linspace(-1, 1, 4)
+    assert_allclose(g, np.cos(xs) * xs + np.sin(xs), dtype=mx.float32)

@@ -210,6 +210,28 @@ def test_grad_of_compiled_replays_a_fused_backward_and_one_forward():
     assert_allclose(gx, _df_np(x, w), dtype=mx.float64)
 
 
+def test_grad_of_compiled_with_random_state_and_integer_outputs():
+    # the captured random state (integers) and an integer output take no cotangent; values,
+    # gradients and the state's advance are those of the uncompiled function
+    state = [mx.random.state]
+
+    def f(x):
+        return mx.sum(mx.exp(x) * mx.random.normal(x.shape)), mx.arange(3)
+
+    compiled = mx.value_and_grad(mx.compile(f, inputs=state, outputs=state))
+    x = mx.array(np.linspace(-1, 1, 5, dtype=np.float32))
+    for _ in range(2):
+        mx.random.seed(3)
+        (v1, i1), g1 = compiled(x)
+        after = np.array(mx.random.state[0])
+        mx.random.seed(3)
+        (v2, i2), g2 = mx.value_and_grad(f)(x)
+        np.testing.assert_array_equal(after, np.array(mx.random.state[0]))
+        assert_allclose(v1, np.array(v2), dtype=mx.float32)
+        assert_allclose(g1, np.array(g2), dtype=mx.float32)
+        assert i1.tolist() == [0, 1, 2]
+
+
 def test_vmap_of_compiled_records_one_wider_fused_node():
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((4, 3, 5)), rng.standard_normal(5)

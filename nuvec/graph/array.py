@@ -375,9 +375,39 @@ def record(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> lis
     return [handle(node, i) for i in range(len(specs))]
 
 
+def record_pair(primitive: Primitive, a: Node, i: int, b: Node, j: int, stream: Stream,
+                shape: Shape, dtype: dt.Dtype) -> Array:
+    """`record1` of a single-output primitive reading output `i` of node `a` and output `j` of
+    node `b`, whose output spec (`shape`, `dtype`) the caller computed: elementwise
+    arithmetic's per-op path (no handles on the inputs, no `output_specs` call)."""
+    if primitive.allocates and (len(shape) > 1 or (shape and shape[0] > 1 << 26)):
+        _check_size(primitive, shape, dtype, stream)
+    node = _new(Node)  # `Node.__init__`, inline
+    node.primitive = primitive
+    node.sources = (a, b)
+    node.indices = (i, j)
+    node.stream = stream
+    node.shapes = (shape,)
+    node.dtypes = (dtype,)
+    node.data = node.pending = None
+    node.keep = _Tracing.threads > 0 and tracing.depth > 0
+    node.nbytes = 0
+    out = _new(Array)  # `handle(node, 0)`, inline
+    out._node = node
+    out._index = 0
+    out.shape = shape
+    out.dtype = dtype
+    return out
+
+
 def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Array:
     """Records a single-output `primitive`; returns its output (see `record`)."""
     ((shape, dtype),) = primitive.output_specs(inputs)
     if primitive.allocates and (len(shape) > 1 or (shape and shape[0] > 1 << 26)):
         _check_size(primitive, shape, dtype, stream)  # (small 1-D outputs skip the call)
-    return handle(Node(primitive, inputs, stream, (shape,), (dtype,)), 0)
+    out = _new(Array)  # `handle(node, 0)`, inline
+    out._node = Node(primitive, inputs, stream, (shape,), (dtype,))
+    out._index = 0
+    out.shape = shape
+    out.dtype = dtype
+    return out

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph import dtypes as dt
-from nuvec.graph.array import Array, handle, leaf, record1
+from nuvec.graph.array import Array, Node, handle, leaf, record1
 from nuvec.graph.caller import public_caller
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
@@ -84,6 +84,12 @@ def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
             _scalar_leaves.clear()
         _scalar_leaves[key] = out._node
     return out
+
+
+def scalar_node(value: Any, dtype: dt.Dtype, shape: Shape) -> Node:
+    """The leaf node of `scalar_array(value, dtype, shape)` (cached as it caches)."""
+    node = _scalar_leaves.get((type(value), value, dtype, shape))
+    return node if node is not None else scalar_array(value, dtype, shape)._node
 
 
 def _infer_dtype(data: np.ndarray) -> dt.Dtype:

@@ -5,7 +5,9 @@ evaluate overlapping graphs). A batch on one stream runs inline in the caller's 
 spanning streams runs each node on its stream's one-worker executor, a node waiting only for
 inputs made on other streams. Claim order is a topological order of all claimed nodes, so no
 wait can form a cycle. An elementwise kernel may write its output into a large input buffer
-that nothing else can see any more (`_donor`), as NumPy reuses its temporaries.
+that nothing else can see any more (`_donor`), as NumPy reuses its temporaries. On a CPU
+stream, chains of large elementwise nodes whose intermediates nothing else can reach run as one
+fused node (`nuvec.graph.eager`).
 
 Everything that touches data goes through the stream's backend (`nuvec.graph.backend`): this
 module knows no array library. On an asynchronous backend (GPU streams) a kernel call only
@@ -20,11 +22,12 @@ from sys import getrefcount
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from nuvec.graph import eager
 from nuvec.graph.array import Array, Node, claim_lock
 from nuvec.graph.device import (DeviceType, Stream, backend_state, loaded_backends,
                                 to_stream)
 from nuvec.graph.memory import counters
-from nuvec.graph.toposort import toposort
+from nuvec.graph.toposort import claim_order
 from nuvec.graph.tree import tree_leaves
 
 _in_flight: set[_Batch] = set()
@@ -71,42 +74,11 @@ def _claim(roots: list[Node]) -> tuple[list[Node], _Batch, set[_Batch]]:
     batch, and the other batches holding nodes they need (to wait for)."""
     batch = _Batch()
     waits: set[_Batch] = set()
-    first: list[Stream | None] = [None, None]  # the first claimed node's stream; None or mixed
-
-    def expand(node: Node) -> bool:  # claims `node` when it must run (each node once)
-        if node.data is not None:
-            return False
-        if node.pending is not None:
-            waits.add(node.pending)
-            return False
-        if node.primitive is None:
-            raise _placeholder_error(node)
-        node.pending = batch
-        if node.stream is not first[0]:
-            if first[0] is None:
-                first[0] = first[1] = node.stream
-            else:
-                first[1] = None
-        return True
-
     with claim_lock:
-        try:
-            tape = toposort(roots, expand)
-        except BaseException:
-            toposort(roots, lambda node: _unclaim(node, batch))
-            raise
+        tape, batch.stream = claim_order(roots, batch, waits, _placeholder_error)
         if tape:
-            batch.stream = first[1]
             _in_flight.add(batch)
     return tape, batch, waits
-
-
-def _unclaim(node: Node, batch: _Batch) -> bool:
-    """Gives back `node` if `batch` claimed it (the claimed nodes are reached through others)."""
-    if node.pending is not batch:
-        return False
-    node.pending = None
-    return True
 
 
 def _source_data(node: Node) -> list[Any]:
@@ -179,7 +151,10 @@ def _compute(node: Node, kernel: Any, backend: Any) -> Any:
     primitive = node.primitive
     k = _donor(node) if type(primitive) in backend.kernels.writes_into else None
     if k is None:
-        return kernel(primitive, *_input_data(node))
+        result = kernel(primitive, *_input_data(node))
+        if eager.saved:  # a fused chain's root has run: its recorded chain is not needed
+            eager.saved.pop(id(node), None)
+        return result
     # if the kernel fails, `node` stays claimed by a failed batch: its input is never read again
     source = node.sources[k]
     out = source.data[node.indices[k]]
@@ -200,11 +175,34 @@ def _failure(node: Node, exc: Exception) -> EvaluationError:
     )
 
 
-def _run_nodes(tape: list[Node | None], backend: Any) -> None:
+def _unfused(node: Node, backend: Any) -> Any:
+    """The result of a fused chain's root whose fused kernel failed, computed as recorded: the
+    members first, then the root; a failure names the failing node as without fusion."""
+    members: list[Node | None] = eager.unfuse(node)  # type: ignore[assignment]
+    try:
+        _run_nodes(members, backend)
+    except BaseException:
+        for member in members:  # unrun members are released, as `_finish` releases a tape's
+            if member is not None and member.data is None:
+                member.pending = None
+        raise
+    kernel = backend.kernels.get(type(node.primitive))
+    try:
+        return _compute(node, kernel, backend)
+    except Exception as exc:
+        raise _failure(node, exc) from exc
+
+
+def _run_nodes(tape: list[Node | None], backend: Any, planning: bool = False) -> int | None:
     """Computes the nodes of `tape` in order with `backend` (their streams'), stores their data
     and detaches them. Entries are cleared once they ran, so intermediates are freed once their
-    consumers ran; everything per node is inline, as this loop runs once per operation."""
+    consumers ran; everything per node is inline, as this loop runs once per operation.
+
+    With `planning`, stops at the first node that may start a fused chain (`eager`), before
+    it runs, and returns its position; otherwise returns None once every node ran."""
     get, array_type, reuse = backend.kernels.get, backend.array_type, _REUSE_BYTES
+    if planning:  # inputs that may make a large output take the branch that looks for chains
+        reuse = min(reuse, eager.FUSE_MIN_ELEMENTS)
     for k in range(len(tape)):
         node = tape[k]  # left in `tape` until it ran: if it fails, `_finish` releases it
         primitive = node.primitive
@@ -223,31 +221,52 @@ def _run_nodes(tape: list[Node | None], backend: Any) -> None:
                   and sources[0].nbytes < reuse and sources[1].nbytes < reuse):
                 i, j = node.indices
                 result = kernel(primitive, sources[0].data[i], sources[1].data[j])
-            else:
+            else:  # large inputs, or inputs from other streams
+                if planning and k + 1 < len(tape) and eager.starts_chain(node):
+                    return k
                 result = _compute(node, kernel, backend)
         except EvaluationError:
             raise
         except Exception as exc:
-            raise _failure(node, exc) from exc
+            if id(node) not in eager.saved:
+                raise _failure(node, exc) from exc
+            result = _unfused(node, backend)  # a fused kernel failed: the chain as recorded
         dtypes = node.dtypes
-        if (len(dtypes) == 1 and type(result) is array_type and result.dtype is dtypes[0].np
-                and result.base is None):  # a fresh buffer of the right type (the common case)
-            outputs, nbytes = [result], result.nbytes
+        if (type(result) is array_type and result.base is None and len(dtypes) == 1
+                and result.dtype is dtypes[0].np):  # a fresh buffer of the right type (common)
+            node.data = [result]
+            nbytes = result.nbytes
         else:
-            outputs, nbytes = _outputs(node, result, backend)
+            node.data, nbytes = _outputs(node, result, backend)
         if nbytes:  # `allocate(nbytes)`, inline
             node.nbytes = nbytes
-            counters.active += nbytes
-            if counters.active > counters.peak:
-                counters.peak = counters.active
-        node.data = outputs
+            active = counters.active + nbytes
+            counters.active = active
+            if active > counters.peak:
+                counters.peak = active
         node.pending = None
         if not node.keep:  # `node.detach()`, inline
             node.primitive = None
             node.sources = node.indices = ()
         # hold no reference to the node or its data once stored: a consumer may take over its
         # buffer only if nothing else refers to them (`_donor` counts the references)
-        tape[k] = result = outputs = None
+        tape[k] = result = None
+    return None
+
+
+def _run_fused(tape: list[Node | None], k: int, backend: Any) -> None:
+    """Runs the nodes of `tape` from `k` on, their fusable chains fused (`eager.plan`)."""
+    rest = tape[k:]
+    del tape[k:]  # `rest` alone holds them: the plan counts references
+    roots: list[int] = []
+    try:
+        rest, roots = eager.plan(rest)  # type: ignore[arg-type]
+        _run_nodes(rest, backend)
+    except BaseException:
+        eager.restore(rest)  # unrun chains as recorded, unrun nodes released
+        raise
+    finally:
+        eager.forget(roots)
 
 
 def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:
@@ -361,7 +380,9 @@ def _run_tape(tape: list[Node | None], stream: Stream | None) -> None:
         return
     backend = stream.backend
     with backend.scope(stream):  # kernels define their own results for 1/0, nan, ...
-        _run_nodes(tape, backend)
+        k = _run_nodes(tape, backend, stream.device.type is DeviceType.cpu and eager.enabled())
+        if k is not None:
+            _run_fused(tape, k, backend)
 
 
 def _synchronize_roots(roots: list[Node]) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.caller import name_function
-from nuvec.graph.array import Array, record1
+from nuvec.graph.array import Array, record1, record_pair
+from nuvec.graph.convert import scalar_node
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import comparison, creation
 from nuvec.ops import rounding as r
@@ -253,6 +254,12 @@ def _real_only(op: str, *arrays: Array) -> None:
         raise DtypeError(f"{op}: not supported for complex64 arrays")
 
 
+def _plain(primitive: Binary) -> bool:
+    """Whether `primitive`'s output has its (equal) inputs' shape and dtype."""
+    cls = type(primitive)
+    return cls.output_specs is Binary.output_specs and cls.out_dtype is Binary.out_dtype
+
+
 def _binary_function(
     name: str, primitive: Binary, summary: str, returns: str, example: str,
     floats: bool = False, real: bool = False,
@@ -262,8 +269,26 @@ def _binary_function(
     `floats`: integer and bool operands compute in float32; `real`: complex is rejected.
     """
 
+    # dtypes whose operands need no promotion, cast or check (equal dtypes and shapes, or an
+    # inexact array and a weak Python float or int, which takes its dtype)
+    pairs = frozenset(d for d in dt.ALL_DTYPES if (d.is_inexact or not floats)
+                      and not (real and d.kind == "c")) if _plain(primitive) else frozenset()
+    weak = frozenset(d for d in pairs if d.is_inexact)
+
     def op(a: Any, b: Any, /, *, stream: Any = None) -> Array:
         s = to_stream(stream)
+        if type(a) is Array:  # the per-op path of arithmetic: record at once
+            d = a.dtype
+            if type(b) is Array:
+                if b.dtype is d and d in pairs and b.shape == a.shape:
+                    return record_pair(primitive, a._node, a._index, b._node, b._index, s,
+                                       a.shape, d)
+            elif (type(b) is float or type(b) is int) and d in weak:
+                return record_pair(primitive, a._node, a._index, scalar_node(b, d, a.shape), 0,
+                                   s, a.shape, d)
+        elif type(b) is Array and (type(a) is float or type(a) is int) and b.dtype in weak:
+            return record_pair(primitive, scalar_node(a, b.dtype, b.shape), 0, b._node,
+                               b._index, s, b.shape, b.dtype)
         a, b = _at_least_float(name, a, b, s) if floats else binary_operands(name, a, b, s)
         if real:
             _real_only(name, a, b)

@@ -29,9 +29,10 @@ def _zeros(state: dict[str, Any], parameter: mx.array, *names: str) -> None:
 
 def _rate(lr: mx.array, dtype: mx.Dtype) -> Any:
     """A learning rate that only multiplies arrays of `dtype`: as a Python number when it is
-    computed already (a weak scalar, which is `dtype` in the product, as the cast array is, and
-    records no broadcast node), else cast to `dtype` (a schedule's value, a traced state)."""
-    if lr.ndim == 0 and lr.is_evaluated:
+    computed already in host memory (a weak scalar, which is `dtype` in the product, as the
+    cast array is, and records no broadcast node), else cast to `dtype` (a schedule's value, a
+    traced state, a GPU array: reading it would wait for the stream)."""
+    if lr.ndim == 0 and lr.is_evaluated and lr.stream.device.type == mx.DeviceType.cpu:
         return lr.item()
     return lr.astype(dtype)
 

@@ -1,7 +1,8 @@
 """The CPU kernel of `FusedElementwise`: the chain evaluated block by block.
 
-The output is cut into blocks of about `BLOCK` elements, each a contiguous run of the C-order
-output (a range of one axis under fixed indices of the axes before it). Per block, every step
+The output is cut into blocks of at most `BLOCK` elements (fewer for smaller outputs, so that
+every thread gets a few), each a contiguous run of the C-order output (a range of one axis
+under fixed indices of the axes before it). Per block, every step
 runs its ordinary CPU kernel on the block of its inputs (broadcast views, as the unfused node
 sees them) into a small scratch buffer, so the working set stays in cache; the last step
 writes into the output. Each step's result is coerced to its dtype as the evaluator does, so
@@ -21,22 +22,28 @@ from typing import Any
 import numpy as np
 
 from nuvec.backends.numpy.registry import kernel, table
-from nuvec.backends.threads import parallel_rows
+from nuvec.backends.threads import get_num_threads, parallel_rows
 from nuvec.fast.fused import FusedElementwise
 
-__all__ = ["BLOCK", "WHOLE", "blocks", "fused_elementwise"]
+__all__ = ["BLOCK", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise"]
 
 
-# Elements per block: `python benchmarks/bench_compile.py --blocks` on the 8-op chain over
-# [2048, 2048] float32: 4K-16K blocks pay NumPy's per-call cost, 32K-256K are alike within
-# the noise; 64K (256 KiB of float32 per scratch buffer) sits in L2 (docs/performance.md).
-BLOCK = 1 << 16
+# Elements per block, at most: `python benchmarks/bench_compile.py --blocks` on the 8-op chain
+# over [2048, 2048] float32: 4K-16K blocks pay NumPy's per-call cost, 32K-256K are alike within
+# the noise; eager fusion's 3-op `exp(x) * w + b` there took 3.4 ms with 64K-element blocks and
+# 2.75 ms with 128K or 256K on two threads (`python benchmarks/bench_elementwise.py --fusion`,
+# docs/performance.md). Smaller arrays take smaller blocks, down to `MIN_BLOCK`, so that every
+# thread of the pool gets a few.
+BLOCK = 1 << 18
+MIN_BLOCK = 1 << 14
 
-# Up to this many output elements the steps run once each over the whole arrays (one call per
-# step, no blocks, no scratch): arrays this small stay in the last-level cache between steps,
-# so blocks would save no memory traffic and cost NumPy's per-call time once per block (the
-# 3-op relu gradient on [256, 512] took 1.3x its unfused time in 64K blocks). A step's value
-# is dropped after its last reader, as the unfused graph frees it.
+# Up to WHOLE / 4 output elements (up to WHOLE for chains of at most 4 steps) the steps run
+# once each over the whole arrays (one call per step, no blocks, no scratch): arrays this small
+# stay in the last-level cache between steps, so blocks would save little memory traffic and
+# cost NumPy's per-call time once per block (the 3-op relu gradient on [256, 512] took 1.3x
+# its unfused time in 64K blocks, the 2-op SGD update on 1M elements 1.7x). Long chains on
+# larger arrays keep the blocks (the 256-op chain on 1M elements: 0.76x unfused in blocks,
+# 1.06x whole). A step's value is dropped after its last reader, as the unfused graph frees it.
 WHOLE = 1 << 20
 
 
@@ -184,14 +191,17 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
     shape = p.shape or (1,)
     # broadcast views, as the unfused graph's broadcast nodes give them to its kernels
     views = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
-    if 0 < math.prod(shape) <= WHOLE:  # read at each call (tests vary it)
+    size = math.prod(shape)
+    if 0 < size <= WHOLE and (len(p.steps) <= 4 or size <= WHOLE // 4):  # (tests vary WHOLE)
         result = _run_whole(p, views)
         return result if p.shape else result.reshape(())
     out = np.empty(p.shape, p.steps[-1][2].np)
     if out.size == 0:
         return out
     flat = out.reshape(shape)
-    plan = list(blocks(shape, BLOCK))  # read at each call (benchmarks and tests vary it)
+    # BLOCK is read at each call (benchmarks and tests vary it)
+    size = min(BLOCK, max(MIN_BLOCK, out.size // (4 * get_num_threads())))
+    plan = list(blocks(shape, size))
     block_shape = flat[(*plan[0][0], plan[0][1])].shape
     # blocks are independent: whole blocks go to the pool's threads, each with its scratch
     work = math.prod(block_shape) * sum(d.np.itemsize for _, _, d in p.steps)

@@ -1,0 +1,149 @@
+"""Eager elementwise fusion: `eval` runs a chain of large elementwise nodes as one node.
+
+When a batch on one CPU stream reaches an elementwise node whose output has at least
+`FUSE_MIN_ELEMENTS` elements, the evaluator hands the rest of its tape to `plan`. `plan`
+describes those nodes as program steps and lets the registered grouping (`nuvec.fusion`,
+which `set_planner` installs) find maximal chains: elementwise nodes of one shape (and the
+broadcasts feeding them) whose intermediates nothing but the chain can reach. The root of each
+chain is rewritten to compute a `FusedElementwise` primitive on the chain's outer inputs (the
+CPU evaluates that in cache-sized blocks, across threads); the other members leave the tape and
+never run.
+
+"Nothing else can reach" is proved as the evaluator proves that a buffer may be donated: by
+counting references. A node still to run is referenced by the tape, by the sources of the
+nodes consuming it, and by anything else that could read it later (an array handle, a sibling's
+handle, a node outside the batch, an `eval` root, a transform's trace). A node referenced by
+more than the tape and its consumers in the batch ends a chain (it must be computed); so does
+a node made under a transform (`keep`), a node with several outputs, and a node under the size
+threshold (small arrays keep the per-node path, which is faster for them).
+
+The rewritten root remembers its own primitive and inputs (`saved`) until it has run: if the
+fused kernel fails, or the batch fails before the root ran, the evaluator puts the chain back
+as it was recorded, so the error names the failing node as without fusion and a later `eval`
+computes the same graph again.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from sys import getrefcount
+from typing import Any, Callable
+
+from nuvec.graph.array import Node
+
+__all__ = ["FUSE_MIN_ELEMENTS", "enabled", "forget", "plan", "restore", "saved", "set_planner",
+           "starts_chain", "unfuse"]
+
+# Outputs from this many elements (8 MiB of float32) are fused: `python
+# benchmarks/bench_elementwise.py --fusion` (docs/performance.md) measured the per-node path as
+# fast or faster below it on the two-core machine, whose 32 MiB cache holds the temporaries of
+# smaller chains, and a fused chain's plan and blocks cost 30-40 us.
+FUSE_MIN_ELEMENTS = 1 << 21
+
+# (groups, elementwise): `groups(steps, outs)` as `nuvec.fusion.fused_groups` with the CPU's
+# arguments, `elementwise(primitive)` whether a primitive may be a chain's member
+_planner: list[Callable[..., Any] | None] = [None, None]
+
+# id(root) -> (primitive, sources, indices, absorbed members) of a rewritten root not yet run
+saved: dict[int, tuple[Any, tuple, tuple, list[Node]]] = {}
+
+
+def set_planner(groups: Callable[..., Any] | None, elementwise: Callable[[Any], bool] | None
+                ) -> None:
+    """Installs the grouping eager fusion uses (None for both turns it off)."""
+    _planner[0], _planner[1] = groups, elementwise
+
+
+def enabled() -> bool:
+    """Whether a grouping is installed."""
+    return _planner[0] is not None
+
+
+def starts_chain(node: Node) -> bool:
+    """Whether `node` (about to run, its inputs large) may start a fused chain."""
+    elementwise = _planner[1]
+    return (elementwise is not None and not node.keep and len(node.shapes) == 1
+            and prod(node.shapes[0]) >= FUSE_MIN_ELEMENTS and elementwise(node.primitive))
+
+
+def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
+    """The nodes of `rest` as program steps (see `nuvec.fusion`), how often each is read by
+    the others, and the nodes they read from outside `rest` by id. A step that must not join
+    a chain (kept, several outputs, small) gets primitive None."""
+    position = {id(node): j for j, node in enumerate(rest)}
+    uses = [0] * len(rest)
+    outer: dict[int, Node] = {}
+    steps: list[tuple] = []
+    minimum = FUSE_MIN_ELEMENTS
+    for node in rest:
+        refs = []
+        for source, i in zip(node.sources, node.indices):
+            j = position.get(id(source))
+            if j is None:
+                outer[id(source)] = source
+                refs.append(("outer", id(source), i))
+            else:
+                uses[j] += 1
+                refs.append(("op", j, i))
+        shapes = node.shapes
+        member = not node.keep and len(shapes) == 1 and prod(shapes[0]) >= minimum
+        steps.append((node.primitive if member else None, node.stream, tuple(refs), shapes,
+                      node.dtypes))
+    return steps, uses, outer
+
+
+def plan(rest: list[Node]) -> tuple[list[Node], list[int]]:
+    """The nodes of `rest` (a batch's tape from its first fusable node on, the only list
+    holding them) to run, with each chain's root rewritten to compute the chain (the absorbed
+    members are left out), and the ids of the rewritten roots. Records what `unfuse` needs in
+    `saved`."""
+    groups = _planner[0]
+    if groups is None:
+        return rest, []
+    steps, uses, outer = _steps(rest)
+    # references to rest[j]: `rest`, its readers' sources, getrefcount's argument; any other
+    # (a handle, an outside node, an `eval` root) makes its value an output of the batch
+    outs = [("op", j, 0) for j in range(len(rest)) if getrefcount(rest[j]) != uses[j] + 2]
+    fused = groups(steps, outs)
+    if not fused:
+        return rest, []
+    absorbed: set[int] = set()
+    for g, (step, members) in fused.items():
+        root = rest[g]
+        nodes = [outer[r[1]] if r[0] == "outer" else rest[r[1]] for r in step[2]]
+        saved[id(root)] = (root.primitive, root.sources, root.indices,
+                           [rest[m] for m in members if m != g])
+        root.primitive = step[0]
+        root.sources = tuple(nodes)
+        root.indices = tuple(r[2] for r in step[2])
+        absorbed.update(m for m in members if m != g)
+    return [node for j, node in enumerate(rest) if j not in absorbed], [id(rest[g]) for g in fused]
+
+
+def unfuse(root: Node) -> list[Node] | None:
+    """Puts a rewritten `root` back as recorded; returns its absorbed members in run order
+    (None if `root` was not rewritten or has run)."""
+    entry = saved.pop(id(root), None)
+    if entry is None:
+        return None
+    root.primitive, root.sources, root.indices, members = entry
+    return members
+
+
+def restore(rest: list[Node | None]) -> None:
+    """After a failed batch: every rewritten root of `rest` that did not run is put back and
+    its members released (with the unrun nodes of `rest`), as if nothing had been fused."""
+    for node in rest:
+        if node is None or node.data is not None:
+            continue
+        node.pending = None
+        for member in unfuse(node) or ():
+            if member.data is None:
+                member.pending = None
+
+
+def forget(roots: list[int]) -> None:
+    """Drops what `saved` still holds for the chains of a finished plan (`roots`: their ids;
+    a root that ran through the evaluator's fast path is still there)."""
+    for key in roots:
+        saved.pop(key, None)
