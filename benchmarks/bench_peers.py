@@ -10,7 +10,10 @@ and `torch.set_num_threads`). Every output is checked against the same formula c
 it is timed; a mismatch is printed next to the time. Times are the best of N runs after a
 warm-up (nuvec: recording and evaluation; JAX: a jitted function and `block_until_ready`).
 The table shows each time, nuvec / peer ratios (lower is better) and their geometric means.
-The nuvec measured is the one of the checkout this script lives in.
+The nuvec measured is the one of the checkout this script lives in. The whole sequence runs
+three times by default (`--rounds`): on a shared virtual machine one process can run a
+workload 1.5x slower than the next one for every library alike, and the best of several
+processes removes that. The header names NumPy's BLAS and the kernels it picked.
 """
 
 from __future__ import annotations
@@ -613,13 +616,27 @@ def table(results: dict[str, Any]) -> None:
             print(f"{lib}: {results[lib]}")
 
 
+def blas_line() -> str:
+    """Which BLAS NumPy (and so nuvec's CPU backend) runs, with its kernels and threads: OpenBLAS
+    picks its kernels from the CPU model at load (`OPENBLAS_CORETYPE` overrides it)."""
+    from threadpoolctl import threadpool_info
+
+    found = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if not found:
+        return "NumPy's BLAS: not found by threadpoolctl"
+    i = found[0]
+    return (f"NumPy's BLAS: {i.get('internal_api')} {i.get('version')}, "
+            f"{i.get('architecture') or 'unknown'} kernels, {i.get('num_threads')} threads")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller shapes, 3 repeats")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None, help="threads for every library")
     parser.add_argument("--only", nargs="+", choices=LIBRARIES, default=list(LIBRARIES))
-    parser.add_argument("--rounds", type=int, default=1, help="repeat the whole sequence")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="repeat the whole sequence (each time: the best over the rounds)")
     parser.add_argument("--worker", choices=LIBRARIES, help=argparse.SUPPRESS)
     parser.add_argument("--workloads", nargs="+", default=list(TITLES), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -628,6 +645,7 @@ def main() -> None:
         run_worker(args.worker, args.workloads, args.quick, args.repeats)
         return
     results = interleaved(args)
+    print(blas_line())
     print(f"times in ms (dispatch: us per op), best of {args.repeats} x {args.rounds} "
           f"round(s); '!' marks an output off float64 NumPy by more than {TOLERANCE:g}")
     table(results)
