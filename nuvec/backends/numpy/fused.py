@@ -66,17 +66,22 @@ def blocks(shape: tuple[int, ...], size: int = BLOCK) -> Iterator[tuple[tuple[in
             yield lead, slice(start, min(start + rows, shape[axis]))
 
 
+def _last_reads(p: FusedElementwise) -> dict[int, int]:
+    """{ref: the last step reading it} over `p`'s refs (inputs and steps' values)."""
+    last: dict[int, int] = {}
+    for j, (_, refs, _) in enumerate(p.steps):
+        for r in refs:
+            last[r] = j
+    return last
+
+
 def _slots(p: FusedElementwise, n_inputs: int) -> list[int]:
     """A scratch buffer for every step but the last (which writes the output): buffer k is
     reused by a later step of its dtype once every reader of its value has run."""
-    last_read: dict[int, int] = {}
-    for j, (_, refs, _) in enumerate(p.steps):
-        for r in refs:
-            if r >= n_inputs:
-                last_read[r - n_inputs] = j
     released: list[list[int]] = [[] for _ in p.steps]  # values whose last reader is step j
-    for step, reader in last_read.items():
-        released[reader].append(step)
+    for r, reader in _last_reads(p).items():
+        if r >= n_inputs:
+            released[reader].append(r - n_inputs)
     slots: list[int] = []
     dtypes: list[np.dtype] = []
     free: dict[np.dtype, list[int]] = {}
@@ -145,10 +150,7 @@ def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
     found = _plans.get(key)
     if found is not None and found[0] is p:
         return found[1]
-    last: dict[int, int] = {}
-    for j, (_, refs, _) in enumerate(p.steps):
-        for r in refs:
-            last[r] = j
+    last = _last_reads(p)
     plan = []
     for j, (q, refs, dtype) in enumerate(p.steps):
         dead = sorted({r for r in refs if last[r] == j})
