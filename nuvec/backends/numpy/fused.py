@@ -198,12 +198,12 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
         result = _run_whole(p, views)
         return result if p.shape else result.reshape(())
     out = np.empty(p.shape, p.steps[-1][2].np)
-    if out.size == 0:
+    if size == 0:
         return out
     flat = out.reshape(shape)
     # BLOCK is read at each call (benchmarks and tests vary it)
-    size = min(BLOCK, max(MIN_BLOCK, out.size // (4 * get_num_threads())))
-    plan = list(blocks(shape, size))
+    block = min(BLOCK, max(MIN_BLOCK, size // (4 * get_num_threads())))
+    plan = list(blocks(shape, block))
     block_shape = flat[(*plan[0][0], plan[0][1])].shape
     # blocks are independent: whole blocks go to the pool's threads, each with its scratch
     work = math.prod(block_shape) * sum(d.np.itemsize for _, _, d in p.steps)
