@@ -27,6 +27,7 @@ from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
 from nuvec.fast.paged import PagedAttention, PagedWrite
+from nuvec.fast.planner import causal_keys, split_rows
 from nuvec.graph import dtypes as dt
 
 kernel(Attention, AttentionVjp, PagedAttention, PagedWrite)(cpu_fallback_kernel)
@@ -106,24 +107,18 @@ class Tiles:
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
         items = []
-        for lo, hi in ((0, self.blind), (self.blind, r)):
-            for r0 in range(lo, hi, self.rows):
-                r1 = min(hi, r0 + self.rows)
-                k0, k1 = self.key_range(r0, r1)
-                items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1) for bi in range(b)
-                          for h in range(hkv)]
+        for r0, r1 in split_rows(r, self.blind, self.rows):
+            k0, k1 = self.key_range(r0, r1)
+            items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1) for bi in range(b)
+                      for h in range(hkv)]
         items.sort(key=lambda t: -t[0])  # the costliest first, for balance
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
 
     def key_range(self, r0: int, r1: int) -> tuple[int, int]:
-        """The keys rows `r0..r1` see; every key for rows that see none."""
-        p, lk = self.p, self.lk
-        if not p.causal or p.offset + r1 <= 0:
-            return 0, lk
-        k1 = min(lk, p.offset + r1)
-        k0 = 0 if p.window is None else min(max(p.offset + r0 - p.window + 1, 0), k1 - 1)
-        return k0, k1
+        """The keys rows `r0..r1` see (`causal_keys`)."""
+        p = self.p
+        return causal_keys(p.offset, self.lk, p.window, r0, r1) if p.causal else (0, self.lk)
 
     def buffers(self) -> Scratch:
         """This thread's scratch for the call (made on its first item)."""
