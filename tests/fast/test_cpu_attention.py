@@ -17,14 +17,6 @@ sdpa = mx.fast.scaled_dot_product_attention
 TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
 
 
-@pytest.fixture
-def num_threads():
-    """Sets the thread count for one test: `num_threads(n)`; restored afterwards."""
-    before = mx.get_num_threads()
-    yield mx.set_num_threads
-    mx.set_num_threads(before)
-
-
 def inputs(rng, dtype, qs, ks, mask=None, sinks=False, scale=1.0):
     """Random q, k, v (k's shape for v too), mask and sinks with their float64 values; mask
     is None, "causal", "bool" or "add" (an additive mask hiding some keys with -inf)."""
