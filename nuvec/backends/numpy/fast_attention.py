@@ -166,8 +166,9 @@ class Tiles:
                   out=self.out[bi, heads, r0:r1])
 
     def head(self, bi: int, h: int) -> tuple[float, float]:
-        """Key head `h`'s `head_bounds`, and its values with a column of ones when the sums
-        come from one; computed by its first item."""
+        """Key head `h`'s `head_bounds` (never read on the exact path, so not taken there),
+        and its values with a column of ones when the sums come from one; computed by its
+        first item."""
         i = bi * self.k.shape[1] + h
         if self.heads[i] is None:
             with self.locks[i]:
@@ -175,7 +176,8 @@ class Tiles:
                     if self.ones:
                         self.values[bi, h, :, :-1] = self.v[bi, h]
                         self.values[bi, h, :, -1] = 1
-                    self.heads[i] = head_bounds(self.k[bi, h], self.v[bi, h])
+                    self.heads[i] = (0.0, 0.0) if self.exact else head_bounds(
+                        self.k[bi, h], self.v[bi, h])
         return self.heads[i]
 
     def bounded(self, qt: np.ndarray, knorm: float, vtop: float) -> bool:
