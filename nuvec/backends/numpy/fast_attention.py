@@ -106,19 +106,14 @@ class Tiles:
         self.locks = [threading.Lock() for _ in range(b * hkv)]
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
-        items = []
+        items = []  # (cost, batch, key head, rows r0..r1, the keys k0..k1 they see)
         for r0, r1 in split_rows(r, self.blind, self.rows):
-            k0, k1 = self.key_range(r0, r1)
-            items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1) for bi in range(b)
+            k0, k1 = causal_keys(p.offset, lk, p.window, r0, r1) if p.causal else (0, lk)
+            items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1, k0, k1) for bi in range(b)
                       for h in range(hkv)]
         items.sort(key=lambda t: -t[0])  # the costliest first, for balance
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
-
-    def key_range(self, r0: int, r1: int) -> tuple[int, int]:
-        """The keys rows `r0..r1` see (`causal_keys`)."""
-        p = self.p
-        return causal_keys(p.offset, self.lk, p.window, r0, r1) if p.causal else (0, self.lk)
 
     def buffers(self) -> Scratch:
         """This thread's scratch for the call (made on its first item)."""
@@ -140,7 +135,7 @@ class Tiles:
         return self.out
 
     def item(self, i: int) -> None:
-        _, bi, h, r0, r1 = self.items[i]
+        _, bi, h, r0, r1, k0, k1 = self.items[i]
         rep, n, sc = self.rep, r1 - r0, self.buffers()
         rows, heads = rep * n, slice(h * rep, (h + 1) * rep)
         qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
@@ -151,7 +146,6 @@ class Tiles:
         knorm, vtop = self.head(bi, h)
         top = None if self.bounded(qt, knorm, vtop) else sc.top[:rows]
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
-        k0, k1 = self.key_range(r0, r1)
         kh, vh = self.k[bi, h], (self.values[bi, h] if self.ones else self.v[bi, h])
         for c0 in range(k0, k1, sc.width):
             c1 = min(k1, c0 + sc.width)
