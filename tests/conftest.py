@@ -1,4 +1,4 @@
-"""The device fixture: op, transform and fused-op tests run once per device.
+"""The device fixture (op, transform and fused-op tests run once per device) and `num_threads`.
 
 `tests/ops`, `tests/transforms` and `tests/fast` use it through an autouse fixture, so every
 test there runs with each device as the default; the GPU cases carry the `gpu` marker and skip
@@ -41,3 +41,11 @@ def device(request):
         yield dev
     finally:
         mx.set_default_device(saved)
+
+
+@pytest.fixture
+def num_threads():
+    """Sets the thread count for one test: `num_threads(n)`; restored afterwards."""
+    before = mx.get_num_threads()
+    yield mx.set_num_threads
+    mx.set_num_threads(before)

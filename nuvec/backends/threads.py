@@ -285,7 +285,6 @@ def parallel_rows(
 
     Example:
         >>> import numpy as np
-from threadpoolctl import ThreadpoolController
         >>> from nuvec.backends.threads import parallel_rows
         >>> x = np.arange(12.0).reshape(4, 3); out = np.empty_like(x)
         >>> parallel_rows(4, lambda a, b: np.exp(x[a:b], out=out[a:b]), row_bytes=24, min_bytes=24)

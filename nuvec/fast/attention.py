@@ -347,7 +347,7 @@ class Call:
                                g.start + key.lk - key.lq)
 
     def composed(self, start: int, end: int, after: Array | None,
-                 tiles: CpuTiles | None = None) -> Array:
+                 tiles: CpuTiles | None) -> Array:
         """The composition over query rows `start..end` with the keys those rows see,
         evaluated after `after` when given (so one block's scores are live at a time); on
         the CPU one node of the tiled kernel."""

@@ -229,29 +229,40 @@ def elem_bytes(dtype: dt.Dtype) -> int:
     return max(dtype.size, 4)
 
 
-def key_range(key: RouteKey, start: int, end: int) -> tuple[int, int]:
-    """The keys `lo..hi` that query rows `start..end` see (the causal prefix cut to the
-    window); every key for rows that see none, as the unblocked composition averages them."""
-    if key.mask != "causal" or key.lk == 0:
-        return 0, key.lk
-    hi = key.lk + end - key.lq
-    if hi <= 0:
-        return 0, key.lk
-    hi = min(hi, key.lk)
-    lo = 0
-    if key.window is not None:
-        lo = min(max(start + key.lk - key.lq - key.window + 1, 0), hi - 1)
+def causal_keys(offset: int, lk: int, window: int | None, start: int, end: int
+                ) -> tuple[int, int]:
+    """The keys `lo..hi` of `lk` that query rows `start..end` see under the causal mask, row
+    `i` at key position `offset + i` (the prefix cut to the window); every key for rows that
+    see none, as the unblocked composition averages them."""
+    hi = offset + end
+    if hi <= 0 or lk == 0:
+        return 0, lk
+    hi = min(hi, lk)
+    lo = 0 if window is None else min(max(offset + start - window + 1, 0), hi - 1)
     return lo, hi
+
+
+def key_range(key: RouteKey, start: int, end: int) -> tuple[int, int]:
+    """The keys `lo..hi` that query rows `start..end` of a call see (`causal_keys`)."""
+    if key.mask != "causal":
+        return 0, key.lk
+    return causal_keys(key.lk - key.lq, key.lk, key.window, start, end)
+
+
+def split_rows(n: int, blind: int, rows: int) -> Iterator[tuple[int, int]]:
+    """Blocks of at most `rows` of `n` query rows, the first `blind` (rows that see no key)
+    never sharing a block with the others."""
+    rows = max(rows, 1)
+    for lo, hi in ((0, blind), (blind, n)):
+        for s in range(lo, hi, rows):
+            yield s, min(s + rows, hi)
 
 
 def row_blocks(key: RouteKey, rows: int) -> Iterator[tuple[int, int]]:
     """Blocks of at most `rows` query rows; under the causal mask the rows that see no key
     (when Lq > Lk) never share a block with rows that see some."""
-    rows = max(rows, 1)
     blind = key.lq - key.lk if key.mask == "causal" and key.lq > key.lk else 0
-    for lo, hi in ((0, blind), (blind, key.lq)):
-        for s in range(lo, hi, rows):
-            yield s, min(s + rows, hi)
+    return split_rows(key.lq, blind, rows)
 
 
 def block_bytes(key: RouteKey, rows: int) -> int:

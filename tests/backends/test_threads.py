@@ -18,14 +18,6 @@ from nuvec.backends import threads
 from nuvec.backends.threads import chunk_bounds, parallel_rows
 
 
-@pytest.fixture
-def num_threads():
-    """Sets the thread count for one test: `num_threads(n)`; restored afterwards."""
-    before = mx.get_num_threads()
-    yield mx.set_num_threads
-    mx.set_num_threads(before)
-
-
 def test_set_num_threads_round_trips(num_threads):
     for n in (1, 3, np.int64(2)):
         num_threads(n)

@@ -8,21 +8,13 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from fast_refs import reference, sample
+from fast_refs import nodes, reference, sample
 from nuvec.backends.numpy.fast_attention import Tiles
 from nuvec.fast.attention import AttentionRows, plan_attention
 from nuvec.testing import assert_allclose
 
 sdpa = mx.fast.scaled_dot_product_attention
 TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
-
-
-@pytest.fixture
-def num_threads():
-    """Sets the thread count for one test: `num_threads(n)`; restored afterwards."""
-    before = mx.get_num_threads()
-    yield mx.set_num_threads
-    mx.set_num_threads(before)
 
 
 def inputs(rng, dtype, qs, ks, mask=None, sinks=False, scale=1.0):
@@ -144,30 +136,18 @@ def test_live_scores_stay_under_the_cap(num_threads, cap):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
-def _row_nodes(out) -> int:
-    """How many `AttentionRows` nodes the graph of `out` holds."""
-    seen, stack, count = set(), [out], 0
-    while stack:
-        a = stack.pop()
-        if id(a._node) not in seen:
-            seen.add(id(a._node))
-            count += isinstance(a._node.primitive, AttentionRows)
-            stack.extend(a._node.inputs)
-    return count
-
-
 def test_one_node_and_row_blocks_under_a_transform():
     """Outside a transform the call is one node; traced for a gradient it is split into row
     blocks of at most the cap of scores, since the backward differentiates each block's
     fallback graph (which holds the block's scores)."""
     rng = np.random.default_rng(1)
     q, qr = sample(rng, (1, 2, 64, 8), mx.float64)
-    assert _row_nodes(sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=1024)) == 1
+    assert nodes(sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=1024), AttentionRows) == 1
     counts = []
 
     def loss(q):
         out = sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=1024)
-        counts.append(_row_nodes(out))
+        counts.append(nodes(out, AttentionRows))
         return mx.sum(out * out)
 
     g = mx.grad(loss)(q)

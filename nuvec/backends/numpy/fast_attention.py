@@ -27,6 +27,7 @@ from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
 from nuvec.fast.paged import PagedAttention, PagedWrite
+from nuvec.fast.planner import causal_keys, split_rows
 from nuvec.graph import dtypes as dt
 
 kernel(Attention, AttentionVjp, PagedAttention, PagedWrite)(cpu_fallback_kernel)
@@ -105,25 +106,14 @@ class Tiles:
         self.locks = [threading.Lock() for _ in range(b * hkv)]
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
-        items = []
-        for lo, hi in ((0, self.blind), (self.blind, r)):
-            for r0 in range(lo, hi, self.rows):
-                r1 = min(hi, r0 + self.rows)
-                k0, k1 = self.key_range(r0, r1)
-                items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1) for bi in range(b)
-                          for h in range(hkv)]
+        items = []  # (cost, batch, key head, rows r0..r1, the keys k0..k1 they see)
+        for r0, r1 in split_rows(r, self.blind, self.rows):
+            k0, k1 = causal_keys(p.offset, lk, p.window, r0, r1) if p.causal else (0, lk)
+            items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1, k0, k1) for bi in range(b)
+                      for h in range(hkv)]
         items.sort(key=lambda t: -t[0])  # the costliest first, for balance
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
-
-    def key_range(self, r0: int, r1: int) -> tuple[int, int]:
-        """The keys rows `r0..r1` see; every key for rows that see none."""
-        p, lk = self.p, self.lk
-        if not p.causal or p.offset + r1 <= 0:
-            return 0, lk
-        k1 = min(lk, p.offset + r1)
-        k0 = 0 if p.window is None else min(max(p.offset + r0 - p.window + 1, 0), k1 - 1)
-        return k0, k1
 
     def buffers(self) -> Scratch:
         """This thread's scratch for the call (made on its first item)."""
@@ -145,7 +135,7 @@ class Tiles:
         return self.out
 
     def item(self, i: int) -> None:
-        _, bi, h, r0, r1 = self.items[i]
+        _, bi, h, r0, r1, k0, k1 = self.items[i]
         rep, n, sc = self.rep, r1 - r0, self.buffers()
         rows, heads = rep * n, slice(h * rep, (h + 1) * rep)
         qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
@@ -156,7 +146,6 @@ class Tiles:
         knorm, vtop = self.head(bi, h)
         top = None if self.bounded(qt, knorm, vtop) else sc.top[:rows]
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
-        k0, k1 = self.key_range(r0, r1)
         kh, vh = self.k[bi, h], (self.values[bi, h] if self.ones else self.v[bi, h])
         for c0 in range(k0, k1, sc.width):
             c1 = min(k1, c0 + sc.width)
@@ -171,8 +160,9 @@ class Tiles:
                   out=self.out[bi, heads, r0:r1])
 
     def head(self, bi: int, h: int) -> tuple[float, float]:
-        """Key head `h`'s `head_bounds`, and its values with a column of ones when the sums
-        come from one; computed by its first item."""
+        """Key head `h`'s `head_bounds` (never read on the exact path, so not taken there),
+        and its values with a column of ones when the sums come from one; computed by its
+        first item."""
         i = bi * self.k.shape[1] + h
         if self.heads[i] is None:
             with self.locks[i]:
@@ -180,7 +170,8 @@ class Tiles:
                     if self.ones:
                         self.values[bi, h, :, :-1] = self.v[bi, h]
                         self.values[bi, h, :, -1] = 1
-                    self.heads[i] = head_bounds(self.k[bi, h], self.v[bi, h])
+                    self.heads[i] = (0.0, 0.0) if self.exact else head_bounds(
+                        self.k[bi, h], self.v[bi, h])
         return self.heads[i]
 
     def bounded(self, qt: np.ndarray, knorm: float, vtop: float) -> bool:
