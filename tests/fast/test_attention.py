@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from fast_refs import DTYPE_IDS, DTYPES, nodes, normal64, reference, sample
+from fast_refs import DTYPE_IDS, DTYPES, TOL, nodes, normal64, reference, sample
 from nuvec.fast.attention import Attention, AttentionRows, plan_attention
 from nuvec.fast.planner import CPU_TILE_ROWS
 from nuvec.graph.array import record
@@ -15,7 +15,6 @@ from nuvec.graph.device import to_stream
 from nuvec.testing import assert_allclose, check_grads, check_jvp_vjp
 
 sdpa = mx.fast.scaled_dot_product_attention
-TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
 
 
 def build(dtype, qs, ks, vs, *, seed=0, mask=None, sinks=False, window=None, cap=None):

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from fast_refs import nodes, reference, sample
+from fast_refs import TOL, nodes, reference, sample
 from nuvec.backends.numpy.fast_attention import Tiles
 from nuvec.fast.attention import AttentionRows, plan_attention
 from nuvec.testing import assert_allclose
 
 sdpa = mx.fast.scaled_dot_product_attention
-TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
 
 
 def inputs(rng, dtype, qs, ks, mask=None, sinks=False, scale=1.0):

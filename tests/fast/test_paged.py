@@ -7,13 +7,11 @@ import numpy as np
 import pytest
 
 import nuvec as mx
-from fast_refs import DTYPE_IDS, DTYPES, nodes, sample
+from fast_refs import DTYPE_IDS, DTYPES, TOL, nodes, sample
 from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.graph.array import record
 from nuvec.graph.device import to_stream
 from nuvec.testing import assert_allclose
-
-TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
 
 
 def reference(q, kc, vc, tables, lengths, scale):
