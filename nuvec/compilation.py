@@ -370,10 +370,11 @@ def compile(
                 cache[key] = entry
             state_out = _state_arrays(outputs)
         program, out_def, n_state = entry
-        if not shapeless and _differentiated(arrays + state_in):
-            results = _with_vjp(program, arrays + state_in)
+        program_inputs = arrays + state_in
+        if not shapeless and _differentiated(program_inputs):
+            results = _with_vjp(program, program_inputs)
         else:
-            results = program(arrays + state_in, shapeless)
+            results = program(program_inputs, shapeless)
         returned = results[: len(results) - n_state]
         for a, value in zip(state_out, results[len(returned):]):
             a._rebind(value)
