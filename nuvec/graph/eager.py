@@ -62,8 +62,13 @@ def enabled() -> bool:
 def starts_chain(node: Node) -> bool:
     """Whether `node` (about to run, its inputs large) may start a fused chain."""
     elementwise = _planner[1]
-    return (elementwise is not None and not node.keep and len(node.shapes) == 1
-            and prod(node.shapes[0]) >= FUSE_MIN_ELEMENTS and elementwise(node.primitive))
+    return elementwise is not None and _may_join(node) and elementwise(node.primitive)
+
+
+def _may_join(node: Node) -> bool:
+    """Whether `node` may be a chain's member: not kept, one output, at least
+    `FUSE_MIN_ELEMENTS` elements."""
+    return not node.keep and len(node.shapes) == 1 and prod(node.shapes[0]) >= FUSE_MIN_ELEMENTS
 
 
 def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
@@ -74,7 +79,6 @@ def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
     uses = [0] * len(rest)
     outer: dict[int, Node] = {}
     steps: list[tuple] = []
-    minimum = FUSE_MIN_ELEMENTS
     for node in rest:
         refs = []
         for source, i in zip(node.sources, node.indices):
@@ -85,10 +89,8 @@ def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
             else:
                 uses[j] += 1
                 refs.append(("op", j, i))
-        shapes = node.shapes
-        member = not node.keep and len(shapes) == 1 and prod(shapes[0]) >= minimum
-        steps.append((node.primitive if member else None, node.stream, tuple(refs), shapes,
-                      node.dtypes))
+        steps.append((node.primitive if _may_join(node) else None, node.stream, tuple(refs),
+                      node.shapes, node.dtypes))
     return steps, uses, outer
 
 

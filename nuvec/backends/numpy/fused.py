@@ -66,17 +66,22 @@ def blocks(shape: tuple[int, ...], size: int = BLOCK) -> Iterator[tuple[tuple[in
             yield lead, slice(start, min(start + rows, shape[axis]))
 
 
+def _last_reads(p: FusedElementwise) -> dict[int, int]:
+    """{ref: the last step reading it} over `p`'s refs (inputs and steps' values)."""
+    last: dict[int, int] = {}
+    for j, (_, refs, _) in enumerate(p.steps):
+        for r in refs:
+            last[r] = j
+    return last
+
+
 def _slots(p: FusedElementwise, n_inputs: int) -> list[int]:
     """A scratch buffer for every step but the last (which writes the output): buffer k is
     reused by a later step of its dtype once every reader of its value has run."""
-    last_read: dict[int, int] = {}
-    for j, (_, refs, _) in enumerate(p.steps):
-        for r in refs:
-            if r >= n_inputs:
-                last_read[r - n_inputs] = j
     released: list[list[int]] = [[] for _ in p.steps]  # values whose last reader is step j
-    for step, reader in last_read.items():
-        released[reader].append(step)
+    for r, reader in _last_reads(p).items():
+        if r >= n_inputs:
+            released[reader].append(r - n_inputs)
     slots: list[int] = []
     dtypes: list[np.dtype] = []
     free: dict[np.dtype, list[int]] = {}
@@ -145,10 +150,7 @@ def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
     found = _plans.get(key)
     if found is not None and found[0] is p:
         return found[1]
-    last: dict[int, int] = {}
-    for j, (_, refs, _) in enumerate(p.steps):
-        for r in refs:
-            last[r] = j
+    last = _last_reads(p)
     plan = []
     for j, (q, refs, dtype) in enumerate(p.steps):
         dead = sorted({r for r in refs if last[r] == j})
@@ -196,12 +198,12 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
         result = _run_whole(p, views)
         return result if p.shape else result.reshape(())
     out = np.empty(p.shape, p.steps[-1][2].np)
-    if out.size == 0:
+    if size == 0:
         return out
     flat = out.reshape(shape)
     # BLOCK is read at each call (benchmarks and tests vary it)
-    size = min(BLOCK, max(MIN_BLOCK, out.size // (4 * get_num_threads())))
-    plan = list(blocks(shape, size))
+    block = min(BLOCK, max(MIN_BLOCK, size // (4 * get_num_threads())))
+    plan = list(blocks(shape, block))
     block_shape = flat[(*plan[0][0], plan[0][1])].shape
     # blocks are independent: whole blocks go to the pool's threads, each with its scratch
     work = math.prod(block_shape) * sum(d.np.itemsize for _, _, d in p.steps)
