@@ -78,6 +78,7 @@ class _Program:
         # the steps before fusion: the reverse mode is traced through them (`_VjpPrograms`),
         # whose own programs are then fused, instead of through fused nodes' chains
         self.unfused = (self.steps, self.outs)
+        self.reverse: _VjpPrograms | None = None  # its reverse mode, once traced (`_with_vjp`)
         if fused:
             self.steps, self.outs = fuse(self.steps, self.outs, _ref_id, self._dtype_of,
                                          _gpu_covers)
@@ -369,10 +370,11 @@ def compile(
                 cache[key] = entry
             state_out = _state_arrays(outputs)
         program, out_def, n_state = entry
-        if not shapeless and _differentiated(arrays + state_in):
-            results = _with_vjp(program, arrays + state_in)
+        program_inputs = arrays + state_in
+        if not shapeless and _differentiated(program_inputs):
+            results = _with_vjp(program, program_inputs)
         else:
-            results = program(arrays + state_in, shapeless)
+            results = program(program_inputs, shapeless)
         returned = results[: len(results) - n_state]
         for a, value in zip(state_out, results[len(returned):]):
             a._rebind(value)
@@ -382,21 +384,15 @@ def compile(
 
 
 def _with_vjp(program: _Program, inputs: list[Array]) -> list[Array]:
-    """`program`'s outputs on `inputs` with its traced reverse mode (see `_VjpPrograms`)."""
-    split = _vjp_programs.get(id(program))
-    if split is None or split[0] is not program:
-        split = (program, _VjpPrograms(program, inputs))
-        if split[1].reusable:
-            if len(_vjp_programs) >= 64:
-                _vjp_programs.clear()
-            _vjp_programs[id(program)] = split
-    if not split[1].reusable:
-        return program(inputs, False)
-    return split[1](program, inputs)
-
-
-# id(program) -> (program, its reverse mode), the program held so that the id stays its own
-_vjp_programs: dict[int, tuple[_Program, _VjpPrograms]] = {}
+    """`program`'s outputs on `inputs` with its traced reverse mode (see `_VjpPrograms`),
+    traced at the first such call and kept by the program."""
+    split = program.reverse
+    if split is None:
+        split = _VjpPrograms(program, inputs)
+        if not split.reusable:
+            return program(inputs, False)
+        program.reverse = split
+    return split(program, inputs)
 
 
 def disable_compile() -> None:

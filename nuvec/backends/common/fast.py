@@ -212,8 +212,14 @@ def softmax_kernel(xp, p, x):
 
 def _lse(xp, x: Any) -> Any:
     """`log(sum(exp(x)))` over the last axis, kept as size 1; infinite maxima pass through."""
-    dtype = np.float64 if x.dtype == np.float64 else np.float32
+    if x.size <= _BLOCK:  # one block: the rows at once (no thread split, no block loop)
+        xb = _wide(x)
+        m = xb.max(axis=-1, keepdims=True)
+        ob = xp.log(xp.exp(xb - m).sum(axis=-1, keepdims=True))
+        ob += m
+        return xp.where(xp.isinf(m), m, ob)
     x2 = x.reshape(-1, x.shape[-1])
+    dtype = np.float64 if x.dtype == np.float64 else np.float32
     out = xp.empty((x2.shape[0], 1), dtype)
     d = x2.shape[-1]
 
@@ -330,21 +336,11 @@ def _flat_at(xp, x2: Any, y: Any) -> Any:
     return xp.arange(y.size) * x2.shape[-1] + y.reshape(-1)
 
 
-def _small_lse(xp, x2: Any) -> Any:
-    """`_lse` of rows small enough to be one block (no thread split, no block loop)."""
-    xb = _wide(x2)
-    m = xb.max(axis=-1, keepdims=True)
-    e = xp.exp(xb - m)
-    out = xp.log(e.sum(axis=-1, keepdims=True))
-    out += m
-    return xp.where(xp.isinf(m), m, out)
-
-
 @body(CrossEntropy)
 def cross_entropy(xp, p, x, targets):
     y, hit = _targets(xp, x, targets)
     x2 = x.reshape(-1, x.shape[-1])
-    lse = (_small_lse(xp, x2) if x2.size <= _BLOCK else _lse(xp, x2))[:, 0]
+    lse = _lse(xp, x2)[:, 0]
     score = xp.where(hit.reshape(-1), _wide(_picked(xp, x2, y)), np.nan)
     return (lse - score).reshape(targets.shape)
 
