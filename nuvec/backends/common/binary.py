@@ -53,8 +53,56 @@ def _widened(name: str):
     return make
 
 
-for _cls, _name in ((b.Divide, "divide"), (b.Maximum, "maximum"), (b.Minimum, "minimum")):
-    SHARED.add_factory(_cls, _widened(_name), out=True)
+SHARED.add_factory(b.Divide, _widened("divide"), out=True)
+
+# NumPy's SIMD loops of maximum and minimum take two contiguous operands, not a scalar or a
+# broadcast constant (relu's `maximum(x, 0)` on [256, 512] float32: 46 us, 13 us against a
+# contiguous run of zeros). A constant operand is given as runs of this many copies of its value.
+_RUN = 1 << 13
+
+
+def _extremum(name: str):
+    """A factory of kernels applying `maximum`/`minimum` (16-bit floats in float32, other
+    dtypes into `out`); on NumPy, a large contiguous operand against a broadcast constant
+    meets contiguous runs of the constant (the same values: the same loop, element by
+    element)."""
+
+    def make(xp):
+        fn = getattr(xp, name)
+
+        def compute(p, x, y, out=None):
+            if x.dtype in HALF:
+                return fn(widen(x), widen(y))
+            if xp is np and x.size >= _RUN // 8 and (out is None or out.flags.c_contiguous):
+                if x.flags.c_contiguous and _constant(y) is not y:
+                    return _against_runs(fn, x, y, out, constant_first=False)
+                if y.flags.c_contiguous and _constant(x) is not x:
+                    return _against_runs(fn, y, x, out, constant_first=True)
+            return fn(x, y, out=out)
+
+        return compute
+
+    return make
+
+
+def _against_runs(fn, x, c, out, constant_first: bool):
+    """`fn(x, c)` (`fn(c, x)` with `constant_first`) of a C-contiguous `x` and a broadcast
+    constant `c` of its shape, with `c` as runs of its value along the flat `x`."""
+    flat = x.reshape(-1)
+    n = flat.size
+    result = np.empty(n, x.dtype) if out is None else out.reshape(-1)
+    run = np.full(min(n, _RUN), _constant(c), x.dtype)
+    whole = n - n % run.size
+    for lo, hi, width in ((0, whole, run.size), (whole, n, n - whole)):
+        if hi > lo:
+            part, const = flat[lo:hi].reshape(-1, width), run[:width]
+            args = (const, part) if constant_first else (part, const)
+            fn(*args, out=result[lo:hi].reshape(-1, width))
+    return result.reshape(x.shape) if out is None else out
+
+
+SHARED.add_factory(b.Maximum, _extremum("maximum"), out=True)
+SHARED.add_factory(b.Minimum, _extremum("minimum"), out=True)
 
 
 @body(b.FloorDivide)
