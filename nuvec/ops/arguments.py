@@ -182,8 +182,7 @@ def broadcast_shapes(*shapes: Sequence[int], op: str = "broadcast_shapes") -> Sh
 def broadcast_all(op: str, arrays: Sequence[Array], stream: Stream) -> list[Array]:
     """The arrays broadcast to their common shape with explicit broadcast nodes."""
     shape = broadcast_shapes(*(a.shape for a in arrays), op=op)
-    return [a if a.shape == shape else shape_ops.broadcast_to(a, shape, stream=stream)
-            for a in arrays]
+    return [shape_ops.broadcast_array(a, shape, stream) for a in arrays]
 
 
 def int_tuple(values: Any, op: str, what: str) -> tuple[int, ...]:

@@ -385,6 +385,12 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Arra
     return record1(BroadcastTo(shape), (a,), to_stream(stream))
 
 
+def broadcast_array(a: Array, shape: Shape, stream: Any) -> Array:
+    """`a` recorded as broadcast to `shape` on `stream` (a `Stream`), for callers that took
+    `shape` from `a`'s own with NumPy's rule (no checks again: one node, or `a` itself)."""
+    return a if a.shape == shape else record1(BroadcastTo(shape), (a,), stream)
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> Shape:
     """The shape that `shapes` broadcast to together (NumPy's rule).
 

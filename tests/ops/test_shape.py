@@ -279,3 +279,23 @@ ERRORS = [
 def test_errors(call, error, op):
     with pytest.raises(error, match=f"^{op}: "):
         call()
+
+
+def test_binary_operands_record_one_broadcast_each():
+    """An operand of another shape gets one `BroadcastTo` node of the common shape (none for
+    the operand already of it); shapes that do not broadcast raise at the call."""
+    from nuvec.ops.shape import BroadcastTo
+
+    x = mx.array(np.arange(6.0).reshape(2, 3), mx.float32)
+    b = mx.array([1.0, 2.0, 3.0])
+    y = mx.add(x, b)
+    first, second = y.inputs
+    assert first.shape == (2, 3) and not isinstance(first.primitive, BroadcastTo)
+    assert isinstance(second.primitive, BroadcastTo) and second.primitive.shape == (2, 3)
+    assert second.inputs[0].shape == (3,)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(6.0).reshape(2, 3) + [1, 2, 3])
+    c = mx.multiply(mx.array([[1.0], [2.0]]), b)
+    assert [a.primitive.shape for a in c.inputs] == [(2, 3), (2, 3)]
+    with pytest.raises(ValueError, match=r"^add: shapes \(2, 3\) and \(2,\) cannot be "
+                                         r"broadcast together$"):
+        mx.add(x, mx.array([1.0, 2.0]))
