@@ -98,18 +98,21 @@ class Tiles:
         self.scale = f(p.scale)
         # The row sums from a column of ones next to the values, when a tile has more rows
         # than the values have columns (the product then costs less than a pass over the
-        # scores); each key head's extended values are written by its first item.
+        # scores). Each key head's first item writes its scaled queries, its extended values
+        # and which of its tiles are bounded (`prepare`).
         self.ones = self.rep * self.rows > dv
         if self.ones:
             self.values = np.empty((b, hkv, lk, dv + 1), f)
-        self.heads: list[tuple[float, float] | None] = [None] * (b * hkv)
+        self.qs = np.empty((b, hq, r, d), f)
+        self.tiles = list(split_rows(r, self.blind, self.rows))
+        self.heads: list[tuple[bool, ...] | None] = [None] * (b * hkv)
         self.locks = [threading.Lock() for _ in range(b * hkv)]
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
-        items = []  # (cost, batch, key head, rows r0..r1, the keys k0..k1 they see)
-        for r0, r1 in split_rows(r, self.blind, self.rows):
+        items = []  # (cost, batch, key head, tile, rows r0..r1, the keys k0..k1 they see)
+        for t, (r0, r1) in enumerate(self.tiles):
             k0, k1 = causal_keys(p.offset, lk, p.window, r0, r1) if p.causal else (0, lk)
-            items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1, k0, k1) for bi in range(b)
+            items += [((r1 - r0) * (k1 - k0), bi, h, t, r0, r1, k0, k1) for bi in range(b)
                       for h in range(hkv)]
         items.sort(key=lambda t: -t[0])  # the costliest first, for balance
         self.items = items
@@ -135,16 +138,19 @@ class Tiles:
         return self.out
 
     def item(self, i: int) -> None:
-        _, bi, h, r0, r1, k0, k1 = self.items[i]
+        _, bi, h, t, r0, r1, k0, k1 = self.items[i]
         rep, n, sc = self.rep, r1 - r0, self.buffers()
         rows, heads = rep * n, slice(h * rep, (h + 1) * rep)
-        qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
-        np.multiply(self.q[bi, heads, r0:r1], self.scale, out=qt)
-        qt = qt.reshape(rows, sc.d)
+        bounded = self.prepare(bi, h)[t]
+        if rep == 1:
+            qt = self.qs[bi, h, r0:r1]
+        else:  # the query heads' rows stacked
+            qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
+            np.copyto(qt, self.qs[bi, heads, r0:r1])
+            qt = qt.reshape(rows, sc.d)
         acc = sc.acc[:rows]
         total = acc[:, -1:] if self.ones else sc.total[:rows]
-        knorm, vtop = self.head(bi, h)
-        top = None if self.bounded(qt, knorm, vtop) else sc.top[:rows]
+        top = None if bounded else sc.top[:rows]
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
         kh, vh = self.k[bi, h], (self.values[bi, h] if self.ones else self.v[bi, h])
         for c0 in range(k0, k1, sc.width):
@@ -159,32 +165,35 @@ class Tiles:
         np.divide(acc[:, :dv].reshape(rep, n, dv), total.reshape(rep, n, 1),
                   out=self.out[bi, heads, r0:r1])
 
-    def head(self, bi: int, h: int) -> tuple[float, float]:
-        """Key head `h`'s `head_bounds` (never read on the exact path, so not taken there),
-        and its values with a column of ones when the sums come from one; computed by its
-        first item."""
+    def prepare(self, bi: int, h: int) -> tuple[bool, ...]:
+        """Key head `h`'s scaled queries, its values with a column of ones when the sums come
+        from one, and whether each tile is bounded (`bounded`); written by its first item."""
         i = bi * self.k.shape[1] + h
         if self.heads[i] is None:
             with self.locks[i]:
                 if self.heads[i] is None:
+                    heads = slice(h * self.rep, (h + 1) * self.rep)
+                    np.multiply(self.q[bi, heads], self.scale, out=self.qs[bi, heads])
                     if self.ones:
                         self.values[bi, h, :, :-1] = self.v[bi, h]
                         self.values[bi, h, :, -1] = 1
-                    self.heads[i] = (0.0, 0.0) if self.exact else head_bounds(
-                        self.k[bi, h], self.v[bi, h])
+                    self.heads[i] = (False,) * len(self.tiles) if self.exact else \
+                        self.bounded(self.qs[bi, heads], self.k[bi, h], self.v[bi, h])
         return self.heads[i]
 
-    def bounded(self, qt: np.ndarray, knorm: float, vtop: float) -> bool:
-        """Whether every score of a tile (`qt`: its scaled query rows), and every sum of
-        `exp(score)·value`, stays finite and normal without subtracting the row maximum:
-        `|scale·q·k| <= |scale·q|·|k|` under the dtype's bound."""
-        if self.exact:
-            return False
+    def bounded(self, qs: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[bool, ...]:
+        """For each tile, whether every score (`qs`: a key head's scaled query rows, `k`, `v`:
+        its keys and values), and every sum of `exp(score)·value`, stays finite and normal
+        without subtracting the row maximum: `|scale·q·k| <= |scale·q|·|k|` under the
+        dtype's bound."""
         limit, total_limit = BOUNDS[np.dtype(self.f)]
+        knorm, vtop = head_bounds(k, v)
+        starts = [r0 for r0, _ in self.tiles]
         with np.errstate(over="ignore", invalid="ignore"):
-            bound = float(np.sqrt(np.max(np.einsum("ij,ij->i", qt, qt)))) * knorm
+            rows = np.max(np.einsum("hij,hij->hi", qs, qs), axis=0)
+            bounds = np.sqrt(np.maximum.reduceat(rows, starts)).astype(np.float64) * knorm
             top = float(np.log(self.lk * max(vtop, 1.0)))
-        return bool(bound <= limit and bound + top <= total_limit)
+        return tuple(bool(b <= limit and b + top <= total_limit) for b in bounds)
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
