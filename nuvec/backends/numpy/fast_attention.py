@@ -72,6 +72,7 @@ class Scratch:
         self.acc, self.part = np.empty((rows, dv), f), np.empty((rows, dv), f)
         self.total, self.psum = np.empty((rows, 1), f), np.empty((rows, 1), f)
         self.top, self.m = np.empty((rows, 1), f), np.empty((rows, 1), f)
+        self.unit = np.ones((width, 1), f)  # the row sums as a product
 
 
 class Tiles:
@@ -96,13 +97,8 @@ class Tiles:
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
-        # The row sums from a column of ones next to the values, when a tile has more rows
-        # than the values have columns (the product then costs less than a pass over the
-        # scores). Each key head's first item writes its scaled queries, its extended values
-        # and which of its tiles are bounded (`prepare`).
-        self.ones = self.rep * self.rows > dv
-        if self.ones:
-            self.values = np.empty((b, hkv, lk, dv + 1), f)
+        # Each key head's first item writes its scaled queries and which of its tiles are
+        # bounded (`prepare`).
         self.qs = np.empty((b, hq, r, d), f)
         self.tiles = list(split_rows(r, self.blind, self.rows))
         self.heads: list[tuple[bool, ...] | None] = [None] * (b * hkv)
@@ -125,7 +121,7 @@ class Tiles:
             rows = self.rep * self.rows
             width = min(self.p.tile_keys, max(1, self.lk))
             mine = self.scratch[threading.get_ident()] = Scratch(
-                rows, width, self.q.shape[3], self.v.shape[3] + self.ones, self.f)
+                rows, width, self.q.shape[3], self.v.shape[3], self.f)
         return mine
 
     def run(self) -> np.ndarray:
@@ -148,11 +144,10 @@ class Tiles:
             qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
             np.copyto(qt, self.qs[bi, heads, r0:r1])
             qt = qt.reshape(rows, sc.d)
-        acc = sc.acc[:rows]
-        total = acc[:, -1:] if self.ones else sc.total[:rows]
+        acc, total = sc.acc[:rows], sc.total[:rows]
         top = None if bounded else sc.top[:rows]
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
-        kh, vh = self.k[bi, h], (self.values[bi, h] if self.ones else self.v[bi, h])
+        kh, vh = self.k[bi, h], self.v[bi, h]
         for c0 in range(k0, k1, sc.width):
             c1 = min(k1, c0 + sc.width)
             s = sc.s[:rows * (c1 - c0)].reshape(rows, c1 - c0)
@@ -161,22 +156,18 @@ class Tiles:
             self.chunk(s, c0 == k0, vh[c0:c1], sc, rows, top, sink)
         if sink is not None:
             total += np.exp(sink - top)
-        dv = self.out.shape[3]
-        np.divide(acc[:, :dv].reshape(rep, n, dv), total.reshape(rep, n, 1),
+        np.divide(acc.reshape(rep, n, -1), total.reshape(rep, n, 1),
                   out=self.out[bi, heads, r0:r1])
 
     def prepare(self, bi: int, h: int) -> tuple[bool, ...]:
-        """Key head `h`'s scaled queries, its values with a column of ones when the sums come
-        from one, and whether each tile is bounded (`bounded`); written by its first item."""
+        """Key head `h`'s scaled queries and whether each of its tiles is bounded
+        (`bounded`); written by its first item."""
         i = bi * self.k.shape[1] + h
         if self.heads[i] is None:
             with self.locks[i]:
                 if self.heads[i] is None:
                     heads = slice(h * self.rep, (h + 1) * self.rep)
                     np.multiply(self.q[bi, heads], self.scale, out=self.qs[bi, heads])
-                    if self.ones:
-                        self.values[bi, h, :, :-1] = self.v[bi, h]
-                        self.values[bi, h, :, -1] = 1
                     self.heads[i] = (False,) * len(self.tiles) if self.exact else \
                         self.bounded(self.qs[bi, heads], self.k[bi, h], self.v[bi, h])
         return self.heads[i]
@@ -198,8 +189,7 @@ class Tiles:
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
         running row maximum `top`."""
-        acc = sc.acc[:rows]
-        total = acc[:, -1:] if self.ones else sc.total[:rows]
+        acc, total, w = sc.acc[:rows], sc.total[:rows], s.shape[1]
         if top is not None:
             m = top if first else sc.m[:rows]
             np.max(s, axis=1, keepdims=True, out=m)
@@ -212,19 +202,16 @@ class Tiles:
                 np.subtract(top, m, out=top)
                 alpha = np.exp(top, out=top)
                 acc *= alpha
-                if not self.ones:
-                    total *= alpha
+                total *= alpha
                 top[...] = m
             s -= top
         np.exp(s, out=s)
         if first:
             np.matmul(s, values, out=acc)
-            if not self.ones:
-                np.sum(s, axis=1, keepdims=True, out=total)
+            np.matmul(s, sc.unit[:w], out=total)
             return
         acc += np.matmul(s, values, out=sc.part[:rows])
-        if not self.ones:
-            total += np.sum(s, axis=1, keepdims=True, out=sc.psum[:rows])
+        total += np.matmul(s, sc.unit[:w], out=sc.psum[:rows])
 
     def hide(self, s3, bi, heads, r0, r1, c0, c1) -> None:
         """Masks a chunk of scores (`[rep, rows, keys]`, keys `c0..c1`): a blind tile
