@@ -6,11 +6,14 @@ The kernel's work items are (batch, key head, query tile): the tile's rows of ev
 head of that key head stacked as one matrix, against only the keys those rows see (key ranges
 fully masked by the causal mask or the window skipped), in chunks of at most the plan's keys
 (an online softmax across chunks: running row maximum and sum, the accumulator rescaled).
-Scores go through BLAS into per-thread scratch (`out=` everywhere); the causal diagonal is
+Scores go through BLAS into per-thread scratch (`out=` everywhere), and so do the row sums
+(a product with a column of ones, cheaper than a pass over the scores); the causal diagonal is
 masked by adding a bias built once per call. A tile of a call without a mask array or sinks
 whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of every
 score, and their sums with the values, stay finite and normal; the norms taken per tile and
-per key head) skips the row maximum. Items run on the thread pool (at most the plan's live
+per key head) skips the row maximum. A key head's first item scales its queries and decides
+the bound of each of its tiles, so the other items make only their products and passes over
+their scores. Items run on the thread pool (at most the plan's live
 tiles at once) with BLAS kept to one thread meanwhile; the tiles are the plan's, never the
 thread count's, so a row's sums run in one order on any number of threads.
 """
