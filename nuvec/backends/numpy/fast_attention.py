@@ -113,7 +113,9 @@ class Tiles:
             k0, k1 = causal_keys(p.offset, lk, p.window, r0, r1) if p.causal else (0, lk)
             items += [((r1 - r0) * (k1 - k0), bi, h, t, r0, r1, k0, k1) for bi in range(b)
                       for h in range(hkv)]
-        items.sort(key=lambda t: -t[0])  # the costliest first, for balance
+        # A key head's tiles one after another (its keys and values stay in cache), the
+        # costliest first: the last items are small, for balance.
+        items.sort(key=lambda t: (t[1], t[2], -t[0]))
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
 
