@@ -187,9 +187,9 @@ class Tiles:
         starts = [r0 for r0, _ in self.tiles]
         with np.errstate(over="ignore", invalid="ignore"):
             rows = np.max(np.einsum("hij,hij->hi", qs, qs), axis=0)
-            bounds = np.sqrt(np.maximum.reduceat(rows, starts)).astype(np.float64) * knorm
+            norms = np.sqrt(np.maximum.reduceat(rows, starts)).tolist()
             top = float(np.log(self.lk * max(vtop, 1.0)))
-        return tuple(bool(b <= limit and b + top <= total_limit) for b in bounds)
+        return tuple(q * knorm <= limit and q * knorm + top <= total_limit for q in norms)
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
