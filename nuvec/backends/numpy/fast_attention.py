@@ -189,7 +189,7 @@ class Tiles:
             rows = np.max(np.einsum("hij,hij->hi", qs, qs), axis=0)
             norms = np.sqrt(np.maximum.reduceat(rows, starts)).tolist()
             top = float(np.log(self.lk * max(vtop, 1.0)))
-        return tuple(q * knorm <= limit and q * knorm + top <= total_limit for q in norms)
+        return tuple(n * knorm <= limit and n * knorm + top <= total_limit for n in norms)
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
