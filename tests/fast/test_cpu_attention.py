@@ -169,3 +169,24 @@ def test_tiles_choose_their_path_by_their_own_bound():
     want = reference(qr * boost, kr, kr, 0.5, "causal")
     assert np.max(np.abs(qr * boost @ np.swapaxes(np.repeat(kr, 2, 1), -1, -2))) * 0.5 > 100
     assert_allclose(out, want, dtype=mx.float32, rtol=1e-4, atol=1e-4)
+
+
+def test_each_tile_of_a_key_head_has_its_own_bound():
+    """The middle tile's queries score up to about 100 (the exact path), the others' stay
+    small (bounded): the bound is decided per tile, from its own rows, and every tile matches
+    the formula (a tile taken as bounded with such scores would overflow `exp`)."""
+    qs = (1, 2, 300, 8)
+    plan = plan_attention(qs, qs, qs, mx.float32, mask="causal")
+    tiles = plan.kernel
+    assert tiles.rows == 128
+    rng = np.random.default_rng(13)
+    q, k = (rng.standard_normal(qs).astype(np.float32) for _ in range(2))
+    q[:, :, 128:256] *= 40.0
+    op = AttentionRows(0.5, True, False, False, 0, None, tiles)
+    call = Tiles(op, q, k, k, ())
+    out = call.run()
+    assert call.prepare(0, 0) == (True, False, True) == call.prepare(0, 1)
+    want = reference(q.astype(np.float64), k.astype(np.float64), k.astype(np.float64), 0.5,
+                     "causal")
+    assert np.max(np.abs(q[..., 128:256, :] @ np.swapaxes(k, -1, -2))) * 0.5 > 100
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)

@@ -6,11 +6,14 @@ The kernel's work items are (batch, key head, query tile): the tile's rows of ev
 head of that key head stacked as one matrix, against only the keys those rows see (key ranges
 fully masked by the causal mask or the window skipped), in chunks of at most the plan's keys
 (an online softmax across chunks: running row maximum and sum, the accumulator rescaled).
-Scores go through BLAS into per-thread scratch (`out=` everywhere); the causal diagonal is
+Scores go through BLAS into per-thread scratch (`out=` everywhere), and so do the row sums
+(a product with a column of ones, cheaper than a pass over the scores); the causal diagonal is
 masked by adding a bias built once per call. A tile of a call without a mask array or sinks
 whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of every
 score, and their sums with the values, stay finite and normal; the norms taken per tile and
-per key head) skips the row maximum. Items run on the thread pool (at most the plan's live
+per key head) skips the row maximum. A key head's first item scales its queries and decides
+the bound of each of its tiles, so the other items make only their products and passes over
+their scores. Items run on the thread pool (at most the plan's live
 tiles at once) with BLAS kept to one thread meanwhile; the tiles are the plan's, never the
 thread count's, so a row's sums run in one order on any number of threads.
 """
@@ -72,6 +75,7 @@ class Scratch:
         self.acc, self.part = np.empty((rows, dv), f), np.empty((rows, dv), f)
         self.total, self.psum = np.empty((rows, 1), f), np.empty((rows, 1), f)
         self.top, self.m = np.empty((rows, 1), f), np.empty((rows, 1), f)
+        self.unit = np.ones((width, 1), f)  # the row sums as a product
 
 
 class Tiles:
@@ -96,22 +100,22 @@ class Tiles:
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
-        # The row sums from a column of ones next to the values, when a tile has more rows
-        # than the values have columns (the product then costs less than a pass over the
-        # scores); each key head's extended values are written by its first item.
-        self.ones = self.rep * self.rows > dv
-        if self.ones:
-            self.values = np.empty((b, hkv, lk, dv + 1), f)
-        self.heads: list[tuple[float, float] | None] = [None] * (b * hkv)
+        # Each key head's first item writes its scaled queries and which of its tiles are
+        # bounded (`prepare`).
+        self.qs = np.empty((b, hq, r, d), f)
+        self.tiles = list(split_rows(r, self.blind, self.rows))
+        self.heads: list[tuple[bool, ...] | None] = [None] * (b * hkv)
         self.locks = [threading.Lock() for _ in range(b * hkv)]
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
-        items = []  # (cost, batch, key head, rows r0..r1, the keys k0..k1 they see)
-        for r0, r1 in split_rows(r, self.blind, self.rows):
+        items = []  # (cost, batch, key head, tile, rows r0..r1, the keys k0..k1 they see)
+        for t, (r0, r1) in enumerate(self.tiles):
             k0, k1 = causal_keys(p.offset, lk, p.window, r0, r1) if p.causal else (0, lk)
-            items += [((r1 - r0) * (k1 - k0), bi, h, r0, r1, k0, k1) for bi in range(b)
+            items += [((r1 - r0) * (k1 - k0), bi, h, t, r0, r1, k0, k1) for bi in range(b)
                       for h in range(hkv)]
-        items.sort(key=lambda t: -t[0])  # the costliest first, for balance
+        # A key head's tiles one after another (its keys and values stay in cache), the
+        # costliest first: the last items are small, for balance.
+        items.sort(key=lambda t: (t[1], t[2], -t[0]))
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
 
@@ -122,7 +126,7 @@ class Tiles:
             rows = self.rep * self.rows
             width = min(self.p.tile_keys, max(1, self.lk))
             mine = self.scratch[threading.get_ident()] = Scratch(
-                rows, width, self.q.shape[3], self.v.shape[3] + self.ones, self.f)
+                rows, width, self.q.shape[3], self.v.shape[3], self.f)
         return mine
 
     def run(self) -> np.ndarray:
@@ -135,18 +139,20 @@ class Tiles:
         return self.out
 
     def item(self, i: int) -> None:
-        _, bi, h, r0, r1, k0, k1 = self.items[i]
+        _, bi, h, t, r0, r1, k0, k1 = self.items[i]
         rep, n, sc = self.rep, r1 - r0, self.buffers()
         rows, heads = rep * n, slice(h * rep, (h + 1) * rep)
-        qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
-        np.multiply(self.q[bi, heads, r0:r1], self.scale, out=qt)
-        qt = qt.reshape(rows, sc.d)
-        acc = sc.acc[:rows]
-        total = acc[:, -1:] if self.ones else sc.total[:rows]
-        knorm, vtop = self.head(bi, h)
-        top = None if self.bounded(qt, knorm, vtop) else sc.top[:rows]
+        bounded = self.prepare(bi, h)[t]
+        if rep == 1:
+            qt = self.qs[bi, h, r0:r1]
+        else:  # the query heads' rows stacked
+            qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
+            np.copyto(qt, self.qs[bi, heads, r0:r1])
+            qt = qt.reshape(rows, sc.d)
+        acc, total = sc.acc[:rows], sc.total[:rows]
+        top = None if bounded else sc.top[:rows]
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
-        kh, vh = self.k[bi, h], (self.values[bi, h] if self.ones else self.v[bi, h])
+        kh, vh = self.k[bi, h], self.v[bi, h]
         for c0 in range(k0, k1, sc.width):
             c1 = min(k1, c0 + sc.width)
             s = sc.s[:rows * (c1 - c0)].reshape(rows, c1 - c0)
@@ -155,42 +161,40 @@ class Tiles:
             self.chunk(s, c0 == k0, vh[c0:c1], sc, rows, top, sink)
         if sink is not None:
             total += np.exp(sink - top)
-        dv = self.out.shape[3]
-        np.divide(acc[:, :dv].reshape(rep, n, dv), total.reshape(rep, n, 1),
+        np.divide(acc.reshape(rep, n, -1), total.reshape(rep, n, 1),
                   out=self.out[bi, heads, r0:r1])
 
-    def head(self, bi: int, h: int) -> tuple[float, float]:
-        """Key head `h`'s `head_bounds` (never read on the exact path, so not taken there),
-        and its values with a column of ones when the sums come from one; computed by its
-        first item."""
+    def prepare(self, bi: int, h: int) -> tuple[bool, ...]:
+        """Key head `h`'s scaled queries and whether each of its tiles is bounded
+        (`bounded`); written by its first item."""
         i = bi * self.k.shape[1] + h
         if self.heads[i] is None:
             with self.locks[i]:
                 if self.heads[i] is None:
-                    if self.ones:
-                        self.values[bi, h, :, :-1] = self.v[bi, h]
-                        self.values[bi, h, :, -1] = 1
-                    self.heads[i] = (0.0, 0.0) if self.exact else head_bounds(
-                        self.k[bi, h], self.v[bi, h])
+                    heads = slice(h * self.rep, (h + 1) * self.rep)
+                    np.multiply(self.q[bi, heads], self.scale, out=self.qs[bi, heads])
+                    self.heads[i] = (False,) * len(self.tiles) if self.exact else \
+                        self.bounded(self.qs[bi, heads], self.k[bi, h], self.v[bi, h])
         return self.heads[i]
 
-    def bounded(self, qt: np.ndarray, knorm: float, vtop: float) -> bool:
-        """Whether every score of a tile (`qt`: its scaled query rows), and every sum of
-        `exp(score)·value`, stays finite and normal without subtracting the row maximum:
-        `|scale·q·k| <= |scale·q|·|k|` under the dtype's bound."""
-        if self.exact:
-            return False
+    def bounded(self, qs: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[bool, ...]:
+        """For each tile, whether every score (`qs`: a key head's scaled query rows, `k`, `v`:
+        its keys and values), and every sum of `exp(score)·value`, stays finite and normal
+        without subtracting the row maximum: `|scale·q·k| <= |scale·q|·|k|` under the
+        dtype's bound."""
         limit, total_limit = BOUNDS[np.dtype(self.f)]
+        knorm, vtop = head_bounds(k, v)
+        starts = [r0 for r0, _ in self.tiles]
         with np.errstate(over="ignore", invalid="ignore"):
-            bound = float(np.sqrt(np.max(np.einsum("ij,ij->i", qt, qt)))) * knorm
+            rows = np.max(np.einsum("hij,hij->hi", qs, qs), axis=0)
+            norms = np.sqrt(np.maximum.reduceat(rows, starts)).tolist()
             top = float(np.log(self.lk * max(vtop, 1.0)))
-        return bool(bound <= limit and bound + top <= total_limit)
+        return tuple(n * knorm <= limit and n * knorm + top <= total_limit for n in norms)
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
         running row maximum `top`."""
-        acc = sc.acc[:rows]
-        total = acc[:, -1:] if self.ones else sc.total[:rows]
+        acc, total, w = sc.acc[:rows], sc.total[:rows], s.shape[1]
         if top is not None:
             m = top if first else sc.m[:rows]
             np.max(s, axis=1, keepdims=True, out=m)
@@ -203,19 +207,16 @@ class Tiles:
                 np.subtract(top, m, out=top)
                 alpha = np.exp(top, out=top)
                 acc *= alpha
-                if not self.ones:
-                    total *= alpha
+                total *= alpha
                 top[...] = m
             s -= top
         np.exp(s, out=s)
         if first:
             np.matmul(s, values, out=acc)
-            if not self.ones:
-                np.sum(s, axis=1, keepdims=True, out=total)
+            np.matmul(s, sc.unit[:w], out=total)
             return
         acc += np.matmul(s, values, out=sc.part[:rows])
-        if not self.ones:
-            total += np.sum(s, axis=1, keepdims=True, out=sc.psum[:rows])
+        total += np.matmul(s, sc.unit[:w], out=sc.psum[:rows])
 
     def hide(self, s3, bi, heads, r0, r1, c0, c1) -> None:
         """Masks a chunk of scores (`[rep, rows, keys]`, keys `c0..c1`): a blind tile
