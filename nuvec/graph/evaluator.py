@@ -271,20 +271,30 @@ def _run_fused(tape: list[Node | None], k: int, backend: Any) -> None:
 
 def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:
     """A kernel's result as the node's outputs (coerced to their dtypes), and the bytes of the
-    buffers among them that are not its inputs' buffers."""
+    buffers among them that are not its inputs' buffers.
+
+    One output that owns its memory counts its bytes, and a view whose base is an input's
+    buffer (or that buffer's base) counts none, without asking the backend: transposes,
+    reshapes and broadcasts, the common views."""
     dtypes, array_type = node.dtypes, backend.array_type
     if len(dtypes) == 1:
         dtype = dtypes[0].np
         if type(result) is not array_type or result.dtype is not dtype:
             result = backend.coerce(result, dtype, node.shapes[0])
+        base = getattr(result, "base", 0)
+        if base is None:
+            return [result], result.nbytes
+        if type(result) is array_type:
+            for source, i in zip(node.sources, node.indices):
+                data = source.data[i]
+                if base is data or (type(data) is array_type and base is data.base):
+                    return [result], 0
         outputs = [result]
     else:
         outputs = [
             out if type(out) is array_type and out.dtype is d.np else backend.coerce(out, d.np, s)
             for out, d, s in zip(result, dtypes, node.shapes)
         ]
-    if len(outputs) == 1 and getattr(result, "base", 0) is None:
-        return outputs, result.nbytes
     return outputs, backend.owned_bytes(outputs, _source_data(node))
 
 
