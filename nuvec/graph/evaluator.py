@@ -47,14 +47,25 @@ class EvaluationError(RuntimeError):
 
 
 class _Batch:
-    """The nodes one `eval` claimed; `done` is set when they have all run or one failed."""
+    """The nodes one `eval` claimed; `wait` returns once they have all run or one failed."""
 
-    __slots__ = ("done", "error", "stream", "__weakref__")
+    __slots__ = ("_running", "error", "stream", "__weakref__")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        # held until `finish`: a lock costs a fraction of an Event, made once per `eval`
+        self._running = threading.Lock()
+        self._running.acquire()
         self.error: BaseException | None = None
         self.stream: Stream | None = None  # the one stream of all its nodes, if they share one
+
+    def wait(self) -> None:
+        """Blocks until the batch is finished (at once if it is)."""
+        with self._running:
+            pass
+
+    def finish(self) -> None:
+        """Marks the batch finished, releasing every `wait` (called once)."""
+        self._running.release()
 
 
 def _roots(args: tuple[Any, ...]) -> list[Node]:
@@ -306,7 +317,7 @@ def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None)
                 node.pending = None
     with claim_lock:
         _in_flight.discard(batch)
-    batch.done.set()
+    batch.finish()
 
 
 class _Interrupted(BaseException):
@@ -316,7 +327,7 @@ class _Interrupted(BaseException):
 
 def _wait_for(waits: set[_Batch]) -> None:
     for other in waits:
-        other.done.wait()
+        other.wait()
         error = other.error
         if error is None:
             continue
@@ -485,7 +496,7 @@ def synchronize(stream: Stream | None = None) -> None:
     with claim_lock:
         pending = list(_in_flight)
     for batch in pending:
-        batch.done.wait()
+        batch.wait()
     if stream is not None:
         stream.backend.synchronize(stream)
         return
