@@ -148,7 +148,7 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, op: str) -> tupl
     except TypeError:
         raise TypeError(f"{public_caller(op)}: axis must be an int, a sequence of ints or None, "
                         f"got {axis!r} ({type(axis).__name__})") from None
-    axes = tuple(normalize_axis(a, ndim, op) for a in items)
+    axes = tuple([normalize_axis(a, ndim, op) for a in items])
     if len(set(axes)) != len(axes):
         raise ValueError(f"{public_caller(op)}: repeated axis in {tuple(axis)}")
     return tuple(sorted(axes))

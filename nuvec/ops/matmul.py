@@ -25,6 +25,8 @@ __all__ = ["matmul", "addmm"]
 
 
 def _swap_last(x: Array) -> Array:
+    if x.ndim == 2:  # (a layer's weight and its gradients)
+        return permuted(x, (1, 0))
     perm = list(range(x.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
     return permuted(x, tuple(perm))

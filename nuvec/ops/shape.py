@@ -63,7 +63,8 @@ class Transpose(Linear, Primitive):
 
     def output_specs(self, inputs):
         x = inputs[0]
-        return ((tuple(x.shape[a] for a in self.axes), x.dtype),)
+        shape = x.shape
+        return ((tuple([shape[a] for a in self.axes]), x.dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
         inverse = [0] * len(self.axes)
