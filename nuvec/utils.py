@@ -56,12 +56,18 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = No
     if not rest:
         leaves, treedef = flatten(tree, is_leaf)
         return unflatten(treedef, [fn(x) for x in leaves])
+    return _map_with_rest(fn, tree, rest, is_leaf)
+
+
+def _map_with_rest(fn: Callable[..., Any], tree: Any, rest: Any, is_leaf: IsLeaf) -> Any:
+    """`tree_map(fn, tree, *rest, is_leaf=is_leaf)` (module-level recursion, `rest` passed as
+    one sequence: the optimizers' path)."""
     if (is_leaf is not None and is_leaf(tree)) or not is_node(tree):
         return fn(tree, *rest)
-    if isinstance(tree, dict):  # (the optimizers' path: one comprehension, no pair lists)
-        return {k: tree_map(fn, v, *[r[k] for r in rest], is_leaf=is_leaf)
+    if isinstance(tree, dict):  # (one comprehension, no pair lists)
+        return {k: _map_with_rest(fn, v, [r[k] for r in rest], is_leaf)
                 for k, v in tree.items()}
-    return _rebuild(tree, [tree_map(fn, v, *[r[i] for r in rest], is_leaf=is_leaf)
+    return _rebuild(tree, [_map_with_rest(fn, v, [r[i] for r in rest], is_leaf)
                            for i, v in enumerate(tree)])
 
 

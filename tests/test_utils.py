@@ -7,6 +7,7 @@ from collections import namedtuple
 import pytest
 
 import nuvec as mx
+from nuvec.graph.tree import flatten, tree_leaves
 from nuvec.utils import (
     tree_flatten,
     tree_map,
@@ -103,6 +104,30 @@ def test_tree_unflatten(flat, expected):
 def test_flatten_unflatten_roundtrip():
     tree = {"model": {"layers": [{"w": 1, "b": 2}, {"w": 3, "b": 4}], "head": 5}}
     assert tree_unflatten(tree_flatten(tree)) == tree
+
+
+class _Tuple(tuple):
+    """A tuple subclass that is not a named tuple: a leaf, as any other object."""
+
+
+class _Dict(dict):
+    """A dict subclass (as `nn.Module` is): a leaf of a tree."""
+
+
+@pytest.mark.parametrize("tree", [
+    5,
+    None,
+    (),
+    (1, 2.0, None),
+    [[], {}, ()],
+    ({"a": [1, (2, 3)], "b": Pair(4, [5, {"c": 6}])}, 7),
+    [_Tuple((1, 2)), _Dict(x=3), {"d": _Dict(), "e": [8]}],
+])
+def test_tree_leaves_are_the_leaves_flatten_lists(tree):
+    leaves = tree_leaves(tree)
+    expected = flatten(tree)[0]
+    assert len(leaves) == len(expected)
+    assert all(a is b for a, b in zip(leaves, expected))
 
 
 def test_tree_reduce():

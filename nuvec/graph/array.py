@@ -110,7 +110,7 @@ class Node:
                 batch = self.pending
                 if batch is None:
                     return self._input_handles()
-            batch.done.wait()
+            batch.wait()
         return self._input_handles()
 
     def _input_handles(self) -> tuple[Array, ...]:

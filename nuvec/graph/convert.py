@@ -63,14 +63,14 @@ _scalar_leaves: dict[tuple, Any] = {}  # (type, value, dtype, shape) -> leaf nod
 def scalar_array(value: Any, dtype: dt.Dtype, shape: Shape = ()) -> Array:
     """An evaluated array of `shape` filled with a Python scalar, of `dtype` (one element stored).
 
-    Leaves are cached by value (not zeros, whose sign a key cannot tell, nor NaN); each call
-    returns a new handle, so an in-place update of one never changes the cache.
+    Leaves are cached by value (not floating zeros, whose sign a key cannot tell, nor NaN);
+    each call returns a new handle, so an in-place update of one never changes the cache.
     """
     key = (type(value), value, dtype, shape)
-    node = _scalar_leaves.get(key)  # holds no zero or NaN (see below): a hit is the value
+    node = _scalar_leaves.get(key)  # holds no float zero or NaN (see below): a hit is the value
     if node is not None:
         return handle(node, 0)
-    cacheable = value == value and value != 0
+    cacheable = value == value and (value != 0 or type(value) is int)  # (`relu`'s 0)
     try:
         data = np.asarray(value, dtype=dtype.np)
     except OverflowError:  # negative ints wrap into uint64, as a cast would (MLX)

@@ -47,14 +47,25 @@ class EvaluationError(RuntimeError):
 
 
 class _Batch:
-    """The nodes one `eval` claimed; `done` is set when they have all run or one failed."""
+    """The nodes one `eval` claimed; `wait` returns once they have all run or one failed."""
 
-    __slots__ = ("done", "error", "stream", "__weakref__")
+    __slots__ = ("_running", "error", "stream", "__weakref__")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        # held until `finish`: a lock costs a fraction of an Event, made once per `eval`
+        self._running = threading.Lock()
+        self._running.acquire()
         self.error: BaseException | None = None
         self.stream: Stream | None = None  # the one stream of all its nodes, if they share one
+
+    def wait(self) -> None:
+        """Blocks until the batch is finished (at once if it is)."""
+        with self._running:
+            pass
+
+    def finish(self) -> None:
+        """Marks the batch finished, releasing every `wait` (called once)."""
+        self._running.release()
 
 
 def _roots(args: tuple[Any, ...]) -> list[Node]:
@@ -271,20 +282,30 @@ def _run_fused(tape: list[Node | None], k: int, backend: Any) -> None:
 
 def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:
     """A kernel's result as the node's outputs (coerced to their dtypes), and the bytes of the
-    buffers among them that are not its inputs' buffers."""
+    buffers among them that are not its inputs' buffers.
+
+    One output that owns its memory counts its bytes, and a view whose base is an input's
+    buffer (or that buffer's base) counts none, without asking the backend: transposes,
+    reshapes and broadcasts, the common views."""
     dtypes, array_type = node.dtypes, backend.array_type
     if len(dtypes) == 1:
         dtype = dtypes[0].np
         if type(result) is not array_type or result.dtype is not dtype:
             result = backend.coerce(result, dtype, node.shapes[0])
+        base = getattr(result, "base", 0)
+        if base is None:
+            return [result], result.nbytes
+        if type(result) is array_type:
+            for source, i in zip(node.sources, node.indices):
+                data = source.data[i]
+                if base is data or (type(data) is array_type and base is data.base):
+                    return [result], 0
         outputs = [result]
     else:
         outputs = [
             out if type(out) is array_type and out.dtype is d.np else backend.coerce(out, d.np, s)
             for out, d, s in zip(result, dtypes, node.shapes)
         ]
-    if len(outputs) == 1 and getattr(result, "base", 0) is None:
-        return outputs, result.nbytes
     return outputs, backend.owned_bytes(outputs, _source_data(node))
 
 
@@ -296,7 +317,7 @@ def _finish(tape: list[Node | None], batch: _Batch, error: BaseException | None)
                 node.pending = None
     with claim_lock:
         _in_flight.discard(batch)
-    batch.done.set()
+    batch.finish()
 
 
 class _Interrupted(BaseException):
@@ -306,7 +327,7 @@ class _Interrupted(BaseException):
 
 def _wait_for(waits: set[_Batch]) -> None:
     for other in waits:
-        other.done.wait()
+        other.wait()
         error = other.error
         if error is None:
             continue
@@ -475,7 +496,7 @@ def synchronize(stream: Stream | None = None) -> None:
     with claim_lock:
         pending = list(_in_flight)
     for batch in pending:
-        batch.done.wait()
+        batch.wait()
     if stream is not None:
         stream.backend.synchronize(stream)
         return

@@ -43,11 +43,12 @@ class TreeDef:
 
 
 LEAF = TreeDef("leaf")
+_CONTAINERS = (list, tuple, dict)
 
 
 def is_node(x: Any) -> bool:
     """Whether `x` is an inner node of a tree: a list, tuple (named tuples too) or dict."""
-    return type(x) in (list, tuple, dict) or (isinstance(x, tuple) and hasattr(x, "_fields"))
+    return type(x) in _CONTAINERS or (isinstance(x, tuple) and hasattr(x, "_fields"))
 
 
 def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
@@ -103,7 +104,26 @@ def _build_tree(d: TreeDef, leaves: Iterator[Any]) -> Any:
 
 
 def tree_leaves(tree: Any) -> list[Any]:
-    """The leaves of a tree, fast path for a flat tuple of non-containers."""
-    if type(tree) is tuple and not any(is_node(x) for x in tree):
-        return list(tree)
-    return flatten(tree)[0]
+    """The leaves of a tree in `flatten`'s order, without building its structure.
+
+    Example:
+        >>> from nuvec.graph.tree import tree_leaves
+        >>> tree_leaves(({"a": 1, "b": [2, 3]}, 4))
+        [1, 2, 3, 4]
+    """
+    leaves: list[Any] = []
+    if is_node(tree):
+        _add_leaves(tree, leaves)
+    else:
+        leaves.append(tree)
+    return leaves
+
+
+
+def _add_leaves(node: Any, leaves: list[Any]) -> None:
+    # `is_node` inline: this runs for every member of the trees `eval` and the transforms get
+    for x in node.values() if type(node) is dict else node:
+        if type(x) in _CONTAINERS or (isinstance(x, tuple) and hasattr(x, "_fields")):
+            _add_leaves(x, leaves)
+        else:
+            leaves.append(x)

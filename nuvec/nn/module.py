@@ -19,14 +19,16 @@ Filter = Callable[["Module", str, Any], bool]
 
 
 def _default_leaf(module: "Module", key: str, value: Any) -> bool:
-    return not isinstance(value, (Module, dict, list))
+    return not isinstance(value, (dict, list))  # (a module is a dict)
 
 
 def _unwrap(model: "Module", key: str, value: Any, filter_fn: Filter,
-            map_fn: Callable[[Any], Any], is_leaf_fn: Filter) -> Any:
-    """The filtered, mapped subtree of `value`, the member `key` of `model`."""
-    if is_leaf_fn(model, key, value):
-        return map_fn(value)
+            map_fn: Callable[[Any], Any] | None, is_leaf_fn: Filter) -> Any:
+    """The filtered, mapped subtree of `value`, the member `key` of `model` (`map_fn` None:
+    the leaves as they are)."""
+    if (not isinstance(value, (dict, list)) if is_leaf_fn is _default_leaf
+            else is_leaf_fn(model, key, value)):  # (the default test inline: once per member)
+        return value if map_fn is None else map_fn(value)
     if isinstance(value, Module):
         return {k: _unwrap(value, k, v, filter_fn, map_fn, is_leaf_fn)
                 for k, v in value.items() if filter_fn(value, k, v)}
@@ -172,7 +174,6 @@ class Module(dict):
         Returns:
             A dict tree mirroring the module.
         """
-        map_fn = map_fn or (lambda x: x)
         is_leaf_fn = is_leaf_fn or _default_leaf
         return {k: _unwrap(self, k, v, filter_fn, map_fn, is_leaf_fn)
                 for k, v in self.items() if filter_fn(self, k, v)}

@@ -56,6 +56,8 @@ def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
         TypeError: if `x` cannot be converted.
         ValueError: if `x` is a Python int that the integer `dtype` cannot hold.
     """
+    if type(x) is Array:  # the common case, before looking for `__mlx_array__`
+        return x
     x = mlx_array_of(x, op)
     if isinstance(x, Array):
         return x
@@ -146,7 +148,7 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, op: str) -> tupl
     except TypeError:
         raise TypeError(f"{public_caller(op)}: axis must be an int, a sequence of ints or None, "
                         f"got {axis!r} ({type(axis).__name__})") from None
-    axes = tuple(normalize_axis(a, ndim, op) for a in items)
+    axes = tuple([normalize_axis(a, ndim, op) for a in items])
     if len(set(axes)) != len(axes):
         raise ValueError(f"{public_caller(op)}: repeated axis in {tuple(axis)}")
     return tuple(sorted(axes))
@@ -191,6 +193,12 @@ def int_tuple(values: Any, op: str, what: str) -> tuple[int, ...]:
     Raises:
         TypeError: if `values` or one of its entries is not an integer (floats are not truncated).
     """
+    if type(values) is tuple:  # a tuple of Python ints (a shape) is returned as it is
+        for v in values:
+            if type(v) is not int:
+                break
+        else:
+            return values
     try:
         if isinstance(values, (int, np.integer)):
             return (int(values),)
@@ -267,9 +275,9 @@ def check_callable(op: str, fun: Any, what: str = "fun") -> None:
 def check_shape(shape: Any, op: str) -> Shape:
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
     out = int_tuple(shape, op, "shape")
-    if any(d < 0 for d in out):
+    if min(out, default=0) < 0:
         raise ValueError(f"{public_caller(op)}: negative dimensions are not allowed, got {out}")
-    if any(d >= 2**31 for d in out):  # MLX's shapes are int32
+    if max(out, default=0) >= 2**31:  # MLX's shapes are int32
         raise ValueError(f"{public_caller(op)}: shape dimension falls outside the supported int32 "
                          f"range, got {out}")
     if math.prod(out) >= 2**60:  # past what NumPy can index, even as a broadcast view

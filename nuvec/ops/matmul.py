@@ -18,13 +18,15 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, real_number
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import Transpose, broadcast_to, permuted, reshape
+from nuvec.ops.shape import BroadcastTo, Transpose, broadcast_to, permuted, reshape
 from nuvec.ops.unary import astype
 
 __all__ = ["matmul", "addmm"]
 
 
 def _swap_last(x: Array) -> Array:
+    if x.ndim == 2:  # (a layer's weight and its gradients)
+        return permuted(x, (1, 0))
     perm = list(range(x.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
     return permuted(x, tuple(perm))
@@ -106,13 +108,13 @@ def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
             f"{public_caller(op)}: the last dimension of the first input with shape {a.shape} must match the "
             f"second to last dimension of the second input with shape {b.shape}"
         )
-    a2, b2 = astype(a2, dtype, stream=s), astype(b2, dtype, stream=s)
-    out_shape = (
-        *broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op=op),
-        *(a2.shape[-2:-1] if a.ndim > 1 else ()),
-        *(b2.shape[-1:] if b.ndim > 1 else ()),
-    )
+    # (an operand of `dtype` already is read as it is: `astype` would give a new handle on it)
+    if a2.dtype is not dtype:
+        a2 = astype(a2, dtype, stream=s)
+    if b2.dtype is not dtype:
+        b2 = astype(b2, dtype, stream=s)
     if b2.ndim == 2:  # one GEMM over all the rows of a's batch
+        batch = a2.shape[:-2]  # (the batch axes broadcast with b's none)
         # explicit row count: a -1 is ambiguous when K is 0
         rows = (reshape(a2, (math.prod(a2.shape[:-1]), a2.shape[-1]), stream=s)
                 if a2.ndim > 2 else a2)
@@ -122,7 +124,12 @@ def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
         a2 = broadcast_to(a2, (*batch, *a2.shape[-2:]), stream=s)
         b2 = broadcast_to(b2, (*batch, *b2.shape[-2:]), stream=s)
         out = record1(MATMUL, (a2, b2), s)
-    return reshape(out, out_shape, stream=s)
+    out_shape = (
+        *batch,
+        *(a2.shape[-2:-1] if a.ndim > 1 else ()),
+        *(b2.shape[-1:] if b.ndim > 1 else ()),
+    )
+    return out if out.shape == out_shape else reshape(out, out_shape, stream=s)
 
 
 def matmul(a: Any, b: Any, /, *, stream: Any = None) -> Array:
@@ -185,10 +192,14 @@ def addmm(
     s = to_stream(stream)
     dtype = _matmul_dtype("addmm", a, b, c)
     product = _product("addmm", a, b, dtype, s)
-    if broadcast_shapes(c.shape, product.shape, op="addmm") != product.shape:
+    shape = product.shape
+    if c.shape != shape and broadcast_shapes(c.shape, shape, op="addmm") != shape:
         raise ValueError(f"addmm: c with shape {c.shape} cannot be broadcast to the product's "
-                         f"shape {product.shape}")
-    c = broadcast_to(astype(c, dtype, stream=s), product.shape, stream=s)
+                         f"shape {shape}")
+    if c.dtype is not dtype:
+        c = astype(c, dtype, stream=s)
+    if c.shape != shape:  # `broadcast_to`'s node, its check made above
+        c = record1(BroadcastTo(shape), (c,), s)
     if alpha != 1.0:
         product = multiply(product, alpha, stream=s)
     if beta != 1.0:

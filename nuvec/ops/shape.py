@@ -63,7 +63,8 @@ class Transpose(Linear, Primitive):
 
     def output_specs(self, inputs):
         x = inputs[0]
-        return ((tuple(x.shape[a] for a in self.axes), x.dtype),)
+        shape = x.shape
+        return ((tuple([shape[a] for a in self.axes]), x.dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
         inverse = [0] * len(self.axes)
@@ -146,7 +147,7 @@ def reshape(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Array:
     shape = _infer_shape(a, shape, "reshape")
     if shape == a.shape:
         return fresh(a)
-    return record1(Reshape(shape), (a,), to_stream(stream))
+    return record1(Reshape(shape), (a,), stream)
 
 
 def _infer_shape(a: Array, shape: Any, op: str) -> Shape:
@@ -278,7 +279,7 @@ def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = Non
                              f"for shape {a.shape}")
     if perm == tuple(range(a.ndim)):
         return fresh(a)
-    return record1(Transpose(perm), (a,), to_stream(stream))
+    return record1(Transpose(perm), (a,), stream)
 
 
 def permute_dims(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = None) -> Array:
@@ -382,7 +383,7 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Arra
         raise ValueError(f"{public_caller('broadcast_to')}: cannot broadcast shape {a.shape} to {shape}")
     if shape == a.shape:
         return fresh(a)
-    return record1(BroadcastTo(shape), (a,), to_stream(stream))
+    return record1(BroadcastTo(shape), (a,), stream)
 
 
 def broadcast_array(a: Array, shape: Shape, stream: Any) -> Array:
@@ -500,4 +501,4 @@ def squeeze(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any =
     shape = tuple(d for i, d in enumerate(a.shape) if i not in drop)
     if shape == a.shape:
         return fresh(a)
-    return record1(Reshape(shape), (a,), to_stream(stream))
+    return record1(Reshape(shape), (a,), stream)

@@ -15,7 +15,7 @@ from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import COPY
 from nuvec.graph.toposort import toposort
-from nuvec.graph.tree import flatten, is_node
+from nuvec.graph.tree import is_node, tree_leaves
 
 Key = tuple[Node, int]  # (node, output index); nodes hash by identity
 
@@ -71,11 +71,16 @@ def release(*trees: Any) -> None:
     """
     if tracing.depth:
         return
-    roots = [leaf._node for leaf in flatten(list(trees))[0] if isinstance(leaf, Array)]
-    for node in toposort(roots, lambda n: n.keep):
-        node.keep = False
-        if node.data is not None:
-            node.detach()
+    # a walk through the kept nodes, in no particular order: clearing `keep` marks a node done
+    stack = [leaf._node for leaf in tree_leaves(trees) if isinstance(leaf, Array)]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if node.keep:
+            node.keep = False
+            push(node.sources)
+            if node.data is not None:
+                node.detach()
 
 
 def traced_graph(outputs: Sequence[Array], starts: set[Node]) -> list[Node]:

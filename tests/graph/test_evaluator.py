@@ -89,6 +89,44 @@ def test_nodes_passing_an_input_through_count_no_new_memory():
     assert mx.get_active_memory() == before
 
 
+def test_views_of_inputs_count_no_new_memory():
+    x = mx.array(np.ones((64, 32), np.float32))
+    mx.eval(x)
+    gc.collect()
+    before = mx.get_active_memory()
+    t = x.T  # a view of the leaf's buffer
+    r = mx.reshape(t, (32, 8, 8))  # a view of a view: its base is the leaf's buffer too
+    b = mx.broadcast_to(mx.reshape(x, (1, 64, 32)), (3, 64, 32))
+    mx.eval(t, r, b)
+    assert mx.get_active_memory() == before
+    c = r * r  # a new buffer counts its bytes
+    mx.eval(c)
+    assert mx.get_active_memory() == before + c.nbytes
+    np.testing.assert_array_equal(np.asarray(r), np.ones((32, 8, 8), np.float32))
+
+
+class Strided(Unary):
+    """A test primitive: x * 2, computed as every other element of a new buffer twice x's
+    size (a view, whose base is no input's buffer)."""
+
+    __slots__ = ()
+
+
+def test_a_view_of_a_buffer_its_kernel_made_counts_that_buffer():
+    kernels[Strided] = lambda p, x: np.repeat(x * 2, 2)[::2]
+    try:
+        x = mx.array(np.arange(12, dtype=np.float32))
+        mx.eval(x)
+        gc.collect()
+        before = mx.get_active_memory()
+        y = record1(Strided(), (x,), to_stream(None))
+        mx.eval(y)
+        assert mx.get_active_memory() == before + 2 * x.nbytes
+        np.testing.assert_array_equal(np.asarray(y), np.arange(12, dtype=np.float32) * 2)
+    finally:
+        del kernels[Strided]
+
+
 def test_eval_accepts_trees_and_ignores_none():
     a, b = mx.array(1.0) + 1, mx.array(2.0) * 3
     mx.eval({"a": [a, None], "b": (b,)})

@@ -46,6 +46,21 @@ def test_parameters_children_and_modules() -> None:
         block.missing
 
 
+def test_filter_and_map_leaves_mapped_or_as_they_are() -> None:
+    block = Block()
+    params = block.parameters()
+    assert params["linear"]["weight"] is block.linear.weight  # no map: the arrays themselves
+    assert params["extra"]["layers"][1] == {}  # a module without parameters
+    shapes = block.filter_and_map(block.valid_parameter_filter, map_fn=lambda a: a.shape)
+    assert shapes["extra"] == {"scale": (4,), "layers": [{"weight": (4, 4), "bias": (4,)}, {}]}
+    # a leaf test of one's own is asked for every member, modules and containers included
+    seen = []
+    whole = block.filter_and_map(block.valid_child_filter, map_fn=type,
+                                 is_leaf_fn=lambda m, k, v: seen.append(k) or k == "extra.layers")
+    assert whole == {"linear": {}, "norm": {}, "extra": {"layers": list}}
+    assert sorted(seen) == ["extra", "extra.layers", "linear", "norm"]
+
+
 def test_freeze_and_unfreeze_with_keys_recurse_strict() -> None:
     block = Block()
     block.freeze()

@@ -81,6 +81,41 @@ def test_addmm_promotes_over_all_three():
     assert_allclose(out, np.full((2, 2), 4.0), dtype=mx.float64)
 
 
+def _graph(a):
+    """The primitives recorded for `a`, inputs first (leaves left out)."""
+    out, todo, seen = [], [a], set()
+    while todo:
+        x = todo.pop()
+        if x.primitive is None or id(x._node) in seen:
+            continue
+        seen.add(id(x._node))
+        out.append(type(x.primitive).__name__)
+        todo.extend(x.inputs)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("c_shape, c_dtype, want", [
+    ((4,), mx.float32, ["Add", "BroadcastTo", "Matmul"]),
+    ((2, 4), mx.float32, ["Add", "Matmul"]),
+    ((1, 4), mx.float16, ["Add", "AsType", "BroadcastTo", "Matmul"]),
+    ((4,), mx.float64, ["Add", "AsType", "AsType", "BroadcastTo", "Matmul"]),
+])
+def test_addmm_records_only_the_needed_nodes(c_shape, c_dtype, want):
+    c = mx.array(np.ones(c_shape), c_dtype)
+    out = mx.addmm(c, mx.array(np.ones((2, 3)), mx.float32), mx.array(np.ones((3, 4)), mx.float32))
+    assert _graph(out) == want  # casts where a dtype differs, a broadcast where c is smaller
+    dtype = mx.float64 if c_dtype is mx.float64 else mx.float32
+    assert out.dtype is dtype
+    assert_allclose(out, np.full((2, 4), 4.0), dtype=dtype)
+
+
+def test_matmul_of_matrices_records_one_node():
+    a, b = mx.array(np.ones((2, 3)), mx.float32), mx.array(np.ones((3, 4)), mx.float32)
+    out = a @ b
+    assert _graph(out) == ["Matmul"] and out.inputs[0] is not a
+    assert _graph(mx.array(np.ones(3), mx.float32) @ b) == ["Matmul", "Reshape", "Reshape"]
+
+
 def test_gradients():
     a = mx.array(np.arange(6.0).reshape(2, 3))
     b = mx.array(np.ones((3, 2)))
