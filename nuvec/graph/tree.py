@@ -119,7 +119,6 @@ def tree_leaves(tree: Any) -> list[Any]:
     return leaves
 
 
-
 def _add_leaves(node: Any, leaves: list[Any]) -> None:
     # `is_node` inline: this runs for every member of the trees `eval` and the transforms get
     for x in node.values() if type(node) is dict else node:

@@ -18,15 +18,18 @@ __all__ = ["Module"]
 Filter = Callable[["Module", str, Any], bool]
 
 
+_NESTED = (dict, list)  # what a module's members nest in (a module is a dict)
+
+
 def _default_leaf(module: "Module", key: str, value: Any) -> bool:
-    return not isinstance(value, (dict, list))  # (a module is a dict)
+    return not isinstance(value, _NESTED)
 
 
 def _unwrap(model: "Module", key: str, value: Any, filter_fn: Filter,
             map_fn: Callable[[Any], Any] | None, is_leaf_fn: Filter) -> Any:
     """The filtered, mapped subtree of `value`, the member `key` of `model` (`map_fn` None:
     the leaves as they are)."""
-    if (not isinstance(value, (dict, list)) if is_leaf_fn is _default_leaf
+    if (not isinstance(value, _NESTED) if is_leaf_fn is _default_leaf
             else is_leaf_fn(model, key, value)):  # (the default test inline: once per member)
         return value if map_fn is None else map_fn(value)
     if isinstance(value, Module):

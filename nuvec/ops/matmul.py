@@ -18,7 +18,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, real_number
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import BroadcastTo, Transpose, broadcast_to, permuted, reshape
+from nuvec.ops.shape import Transpose, broadcast_array, broadcast_to, permuted, reshape
 from nuvec.ops.unary import astype
 
 __all__ = ["matmul", "addmm"]
@@ -198,8 +198,7 @@ def addmm(
                          f"shape {shape}")
     if c.dtype is not dtype:
         c = astype(c, dtype, stream=s)
-    if c.shape != shape:  # `broadcast_to`'s node, its check made above
-        c = record1(BroadcastTo(shape), (c,), s)
+    c = broadcast_array(c, shape, s)  # (checked above)
     if alpha != 1.0:
         product = multiply(product, alpha, stream=s)
     if beta != 1.0:

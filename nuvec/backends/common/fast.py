@@ -362,34 +362,25 @@ def _flat_at(xp, x2: Any, y: Any) -> Any:
 @body(CrossEntropy)
 def cross_entropy(xp, p, x, targets):
     x2 = x.reshape(-1, x.shape[-1])
-    if _small_rows(xp, x, targets):  # the same values as below, without the targets' masks
-        xb = _wide(x2)
-        lse = _lse(xp, xb)[:, 0]
-        lse -= _picked(xp, xb, targets)
-        return lse.reshape(targets.shape)
-    y, hit = _targets(xp, x, targets)
-    lse = _lse(xp, x2)[:, 0]
-    score = xp.where(hit.reshape(-1), _wide(_picked(xp, x2, y)), np.nan)
-    return (lse - score).reshape(targets.shape)
+    if _small_rows(xp, x, targets):  # the targets as they are: no wrapping, no masks
+        score = _wide(_picked(xp, x2, targets))
+    else:
+        y, hit = _targets(xp, x, targets)
+        score = xp.where(hit.reshape(-1), _wide(_picked(xp, x2, y)), np.nan)
+    return (_lse(xp, x2)[:, 0] - score).reshape(targets.shape)
 
 
 @body(CrossEntropyVjp)
 def cross_entropy_vjp(xp, p, x, targets, loss, g):
     x2, grad = _rows(xp, x)
     g2 = g.reshape(-1, 1).astype(grad.dtype)
-    if _small_rows(xp, x, targets):  # the same values as below, without the targets' masks
-        xb, at = _wide(x2), _flat_at(xp, x2, targets)
-        lse = loss.reshape(-1).astype(grad.dtype)
-        lse += xb.reshape(-1)[at]
-        xp.subtract(xb, lse[:, None], out=grad)
-        xp.exp(grad, out=grad)
-        flat = grad.reshape(-1)
-        flat[at] -= 1
-        grad *= g2
-        return grad.reshape(x.shape)
-    y, hit = _targets(xp, x, targets)
-    y2, hit2 = y.reshape(-1), hit.reshape(-1)
-    score = xp.where(hit2, _wide(_picked(xp, x2, y2)), np.nan)
+    if _small_rows(xp, x, targets):  # the targets as they are: no wrapping, no masks
+        y2, hit2 = targets.reshape(-1), 1
+        score = _wide(_picked(xp, x2, y2))
+    else:
+        y, hit = _targets(xp, x, targets)
+        y2, hit2 = y.reshape(-1), hit.reshape(-1)
+        score = xp.where(hit2, _wide(_picked(xp, x2, y2)), np.nan)
     lse = (loss.reshape(-1).astype(grad.dtype) + score).reshape(-1, 1)
     if x2.size <= _BLOCK:  # one block: the rows at once, the targets' entries by flat index
         xp.subtract(_wide(x2), lse, out=grad)
