@@ -15,7 +15,9 @@ nodes consuming it, and by anything else that could read it later (an array hand
 handle, a node outside the batch, an `eval` root, a transform's trace). A node referenced by
 more than the tape and its consumers in the batch ends a chain (it must be computed); so does
 a node made under a transform (`keep`), a node with several outputs, and a node under the size
-threshold (small arrays keep the per-node path, which is faster for them).
+threshold (small arrays keep the per-node path, which is faster for them). A backend may name
+chains it computes in fewer passes than their nodes (`set_small_chains`: the CPU's scaled add
+`c - s * x`, one BLAS call): those are fused from `SMALL_CHAIN_ELEMENTS` on.
 
 The rewritten root remembers its own primitive and inputs (`saved`) until it has run: if the
 fused kernel fails, or the batch fails before the root ran, the evaluator puts the chain back
@@ -31,8 +33,8 @@ from typing import Any, Callable
 
 from nuvec.graph.array import Node
 
-__all__ = ["FUSE_MIN_ELEMENTS", "enabled", "forget", "plan", "restore", "saved", "set_planner",
-           "starts_chain", "unfuse"]
+__all__ = ["FUSE_MIN_ELEMENTS", "SMALL_CHAIN_ELEMENTS", "enabled", "forget", "plan", "restore",
+           "plan_end", "saved", "set_planner", "set_small_chains", "starts_chain", "unfuse"]
 
 # Outputs from this many elements (8 MiB of float32) are fused: `python
 # benchmarks/bench_elementwise.py --fusion` (docs/performance.md) measured the per-node path as
@@ -40,11 +42,23 @@ __all__ = ["FUSE_MIN_ELEMENTS", "enabled", "forget", "plan", "restore", "saved",
 # smaller chains, and a fused chain's plan and blocks cost 30-40 us.
 FUSE_MIN_ELEMENTS = 1 << 21
 
+# Chains the backend names (`set_small_chains`) are fused from this many elements: a scaled add
+# of [512, 784] float32 (an SGD update) took 0.3 of its unfused time as one BLAS call, with the
+# plan, where the per-node path is faster for other chains (`python benchmarks/bench_peers.py`,
+# docs/performance.md).
+SMALL_CHAIN_ELEMENTS = 1 << 16
+
 # (groups, elementwise): `groups(steps, outs)` as `nuvec.fusion.fused_groups` with the CPU's
 # arguments, `elementwise(primitive)` whether a primitive may be a chain's member
 _planner: list[Callable[..., Any] | None] = [None, None]
 
-# id(root) -> (primitive, sources, indices, absorbed members) of a rewritten root not yet run
+# (kinds, starts, keeps): the primitive classes that may begin such a chain, `starts(inputs)`
+# whether a node of one (its input data given) does, `keeps(fused primitive, inputs)` whether
+# a fused chain is one (see `set_small_chains`)
+_small: list[Any] = [(), None, None]
+
+# id(root) -> (primitive, sources (a position among the fused node's inputs where it is one),
+# indices, absorbed members) of a rewritten root not yet run
 saved: dict[int, tuple[Any, tuple, tuple, list[Node]]] = {}
 
 
@@ -52,6 +66,15 @@ def set_planner(groups: Callable[..., Any] | None, elementwise: Callable[[Any], 
                 ) -> None:
     """Installs the grouping eager fusion uses (None for both turns it off)."""
     _planner[0], _planner[1] = groups, elementwise
+
+
+def set_small_chains(kinds: tuple[type, ...], starts: Callable[[list[Any]], bool] | None,
+                     keeps: Callable[[Any, list[Any]], bool] | None) -> None:
+    """Installs the backend's test for chains worth fusing below `FUSE_MIN_ELEMENTS`: a node
+    whose primitive is of `kinds` may begin one if `starts(its inputs' data)`, and a chain
+    found is fused if `keeps(its fused primitive, its inputs' data)` (None for a value not yet
+    computed; `()`, None, None: none)."""
+    _small[0], _small[1], _small[2] = kinds, starts, keeps
 
 
 def enabled() -> bool:
@@ -62,13 +85,36 @@ def enabled() -> bool:
 def starts_chain(node: Node) -> bool:
     """Whether `node` (about to run, its inputs large) may start a fused chain."""
     elementwise = _planner[1]
-    return elementwise is not None and _may_join(node) and elementwise(node.primitive)
+    if elementwise is None or node.keep or len(node.shapes) != 1:
+        return False
+    size = prod(node.shapes[0])
+    if size >= FUSE_MIN_ELEMENTS:
+        return elementwise(node.primitive)
+    if size < SMALL_CHAIN_ELEMENTS or type(node.primitive) not in _small[0]:
+        return False
+    data = [source.data for source in node.sources]
+    return (all(d is not None for d in data)
+            and _small[1]([d[i] for d, i in zip(data, node.indices)]))
+
+
+def plan_end(tape: list[Node], k: int) -> int:
+    """Where the part of `tape` to plan from `tape[k]` (a node `starts_chain` accepts) ends:
+    the whole rest from a large node; from a node that may begin a small chain, its first
+    reader (the rest then runs as a tape of its own, which may start chains again)."""
+    node = tape[k]
+    if prod(node.shapes[0]) >= FUSE_MIN_ELEMENTS:
+        return len(tape)
+    for j in range(k + 1, len(tape)):
+        if node in tape[j].sources:
+            return j + 1
+    return k + 1
 
 
 def _may_join(node: Node) -> bool:
     """Whether `node` may be a chain's member: not kept, one output, at least
-    `FUSE_MIN_ELEMENTS` elements."""
-    return not node.keep and len(node.shapes) == 1 and prod(node.shapes[0]) >= FUSE_MIN_ELEMENTS
+    `FUSE_MIN_ELEMENTS` elements (`SMALL_CHAIN_ELEMENTS` with `set_small_chains`)."""
+    least = FUSE_MIN_ELEMENTS if _small[2] is None else min(FUSE_MIN_ELEMENTS, SMALL_CHAIN_ELEMENTS)
+    return not node.keep and len(node.shapes) == 1 and prod(node.shapes[0]) >= least
 
 
 def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
@@ -94,6 +140,19 @@ def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
     return steps, uses, outer
 
 
+def _kept_small(step: tuple, outer: dict[int, Node]) -> bool:
+    """Whether the backend keeps a fused chain under `FUSE_MIN_ELEMENTS` (`set_small_chains`),
+    given the data of its inputs (None for a value the plan computes)."""
+    keeps = _small[2]
+    if keeps is None:
+        return False
+    inputs = []
+    for ref in step[2]:
+        node = outer.get(ref[1]) if ref[0] == "outer" else None
+        inputs.append(None if node is None or node.data is None else node.data[ref[2]])
+    return keeps(step[0], inputs)
+
+
 def plan(rest: list[Node]) -> tuple[list[Node], list[int]]:
     """The nodes of `rest` (a batch's tape from its first fusable node on, the only list
     holding them) to run, with each chain's root rewritten to compute the chain (the absorbed
@@ -106,17 +165,23 @@ def plan(rest: list[Node]) -> tuple[list[Node], list[int]]:
     # references to rest[j]: `rest`, its readers' sources, getrefcount's argument; any other
     # (a handle, an outside node, an `eval` root) makes its value an output of the batch
     outs = [("op", j, 0) for j in range(len(rest)) if getrefcount(rest[j]) != uses[j] + 2]
-    fused = groups(steps, outs)
+    fused = {g: chain for g, chain in groups(steps, outs).items()
+             if prod(chain[0][3][0]) >= FUSE_MIN_ELEMENTS or _kept_small(chain[0], outer)}
     if not fused:
         return rest, []
     absorbed: set[int] = set()
     for g, (step, members) in fused.items():
         root = rest[g]
-        nodes = [outer[r[1]] if r[0] == "outer" else rest[r[1]] for r in step[2]]
-        saved[id(root)] = (root.primitive, root.sources, root.indices,
+        nodes = tuple(outer[r[1]] if r[0] == "outer" else rest[r[1]] for r in step[2])
+        # a recorded source that is also an input of the fused node is kept as its position
+        # there, so that the entry adds no reference to it: the fused kernel may be given its
+        # buffer, as the evaluator proves by counting references
+        where = {id(n): k for k, n in enumerate(nodes)}
+        recorded = tuple(where.get(id(n), n) for n in root.sources)
+        saved[id(root)] = (root.primitive, recorded, root.indices,
                            [rest[m] for m in members if m != g])
         root.primitive = step[0]
-        root.sources = tuple(nodes)
+        root.sources = nodes
         root.indices = tuple(r[2] for r in step[2])
         absorbed.update(m for m in members if m != g)
     return [node for j, node in enumerate(rest) if j not in absorbed], [id(rest[g]) for g in fused]
@@ -128,7 +193,9 @@ def unfuse(root: Node) -> list[Node] | None:
     entry = saved.pop(id(root), None)
     if entry is None:
         return None
-    root.primitive, root.sources, root.indices, members = entry
+    root.primitive, recorded, root.indices, members = entry
+    fused = root.sources
+    root.sources = tuple(fused[n] if type(n) is int else n for n in recorded)
     return members
 
 

@@ -265,19 +265,23 @@ def _run_nodes(tape: list[Node | None], backend: Any, planning: bool = False) ->
     return None
 
 
-def _run_fused(tape: list[Node | None], k: int, backend: Any) -> None:
-    """Runs the nodes of `tape` from `k` on, their fusable chains fused (`eager.plan`)."""
-    rest = tape[k:]
-    del tape[k:]  # `rest` alone holds them: the plan counts references
-    roots: list[int] = []
-    try:
-        rest, roots = eager.plan(rest)  # type: ignore[arg-type]
-        _run_nodes(rest, backend)
-    except BaseException:
-        eager.restore(rest)  # unrun chains as recorded, unrun nodes released
-        raise
-    finally:
-        eager.forget(roots)
+def _run_fused(tape: list[Node | None], k: int | None, backend: Any) -> None:
+    """Runs the nodes of `tape` from `k` on, their fusable chains fused (`eager.plan`): the
+    part `eager.plan_end` names is planned and run, then the rest runs as a tape again."""
+    while k is not None:
+        end = eager.plan_end(tape, k)  # type: ignore[arg-type]
+        part = tape[k:end]
+        del tape[:end]  # `part` alone holds its nodes (the plan counts references); ran before k
+        roots: list[int] = []
+        try:
+            part, roots = eager.plan(part)  # type: ignore[arg-type]
+            _run_nodes(part, backend)
+        except BaseException:
+            eager.restore(part)  # unrun chains as recorded, unrun nodes released
+            raise
+        finally:
+            eager.forget(roots)
+        k = _run_nodes(tape, backend, True) if tape else None
 
 
 def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:

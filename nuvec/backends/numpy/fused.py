@@ -10,6 +10,13 @@ the values are those of the unfused graph, whatever the block size or thread cou
 buffers are reused once their last reader has run. Whole blocks are split over the CPU thread
 pool (`nuvec.backends.threads`), each thread with its own scratch buffers. Outputs of up to
 `WHOLE` elements skip the blocks: each step runs once over the whole arrays.
+
+The kernel takes `out=`: an input buffer the evaluator gives up (the old value of an updated
+array), which the last step writes into when the steps run once over the whole arrays (its one
+call fails, if at all, before writing: a chain that fails is recomputed unfused from its
+inputs). `c + s * x` and `c - s * x` with `s` one value (an
+optimizer's update) run as one BLAS `axpy` into `c`'s buffer (or a copy of it) where the BLAS
+allows (`nuvec.backends.numpy.blas`): one pass instead of two, each element rounded once.
 """
 
 from __future__ import annotations
@@ -21,11 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.backends.numpy import blas
 from nuvec.backends.numpy.registry import kernel, table
 from nuvec.backends.threads import get_num_threads, parallel_rows
 from nuvec.fast.fused import FusedElementwise
+from nuvec.graph import eager
+from nuvec.ops.binary import Add, Multiply, Subtract
 
-__all__ = ["BLOCK", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise"]
+__all__ = ["BLOCK", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise", "is_scaled_add"]
 
 
 # Elements per block, at most: `python benchmarks/bench_compile.py --blocks` on the 8-op chain
@@ -164,15 +174,20 @@ def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
     return plan
 
 
-def _run_whole(p: FusedElementwise, values: list[Any]) -> np.ndarray:
+def _run_whole(p: FusedElementwise, values: list[Any], out: np.ndarray | None) -> np.ndarray:
     """Each step once over the whole arrays (the inputs, broadcast to the output's shape), as
     the unfused nodes run: a step's value is dropped after its last reader, and a step whose
-    kernel takes `out=` writes into a value only it still reads, as the evaluator donates."""
+    kernel takes `out=` writes into a value only it still reads, as the evaluator donates (the
+    last step into `out`, if given)."""
     owned: set[int] = set()  # values that are buffers of this call's own making
     result = None
-    for fn, takes_out, q, refs, dtype, dead, into in _whole_plan(p, len(values)):
+    plan = _whole_plan(p, len(values))
+    last = len(plan) - 1
+    for j, (fn, takes_out, q, refs, dtype, dead, into) in enumerate(plan):
         args = [values[r] for r in refs]
-        if into is not None and into in owned:
+        if j == last and out is not None and takes_out:
+            result = fn(q, *args, out=out)
+        elif into is not None and into in owned:
             result = fn(q, *args, out=values[into])
         else:
             result = fn(q, *args)
@@ -188,15 +203,100 @@ def _run_whole(p: FusedElementwise, values: list[Any]) -> np.ndarray:
     return result
 
 
-@kernel(FusedElementwise)
-def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
+def is_scaled_add(p: FusedElementwise) -> bool:
+    """Whether `p` is `c + m`, `m + c` or `c - m` with `m` a product of two inputs and `c` a
+    third, of one float32 or float64 dtype: the form `axpy` computes when a factor is one
+    value.
+
+    Example:
+        >>> import nuvec as mx
+        >>> from nuvec.backends.numpy.fused import is_scaled_add
+        >>> from nuvec.fast.fused import FusedElementwise
+        >>> mul, sub = mx.multiply(mx.ones(1), 1).primitive, mx.subtract(mx.ones(1), 1).primitive
+        >>> steps = ((mul, (1, 2), mx.float32), (sub, (0, 3), mx.float32))  # c - a * b
+        >>> is_scaled_add(FusedElementwise(steps, (4,)))
+        True
+    """
+    return _scaled_add_refs(p) is not None
+
+
+def _scaled_add_refs(p: FusedElementwise) -> tuple[int, int, int, float] | None:
+    """(c, first factor, second factor, sign of the product) of a scaled add (see
+    `is_scaled_add`), as input positions; None for any other program."""
+    if len(p.steps) != 2:
+        return None
+    (product, factors, dtype), (total, terms, dtype_out) = p.steps
+    if (type(product) is not Multiply or dtype != dtype_out
+            or dtype.np not in (np.float32, np.float64) or max(factors) > 2):
+        return None
+    step = 3  # the product's ref: it follows the three inputs
+    if type(total) is Add and step in terms:
+        c = terms[1] if terms[0] == step else terms[0]
+        sign = 1.0
+    elif type(total) is Subtract and terms[1] == step:
+        c, sign = terms[0], -1.0
+    else:
+        return None
+    if sorted((c, *factors)) != [0, 1, 2]:
+        return None
+    return c, factors[0], factors[1], sign
+
+
+def _one_value(x: np.ndarray) -> bool:
+    """Whether `x` holds one value (a size-1 array, or a broadcast of one)."""
+    return x.size == 1 or not any(x.strides)
+
+
+def _axpy_operands(p: FusedElementwise, inputs: list[Any]) -> tuple[int, Any, float] | None:
+    """(position of `c`, `x`, `alpha`) where `p` on `inputs` is `c + alpha * x`: a scaled add
+    (`is_scaled_add`) of one value and two C-contiguous arrays of `p`'s shape, all of its
+    dtype; None otherwise (or where an input is None)."""
+    complete = len(inputs) == 3 and all(v is not None for v in inputs)
+    refs = _scaled_add_refs(p) if complete else None
+    if refs is None:
+        return None
+    c, i, j, sign = refs
+    scale, x = (inputs[i], inputs[j]) if _one_value(inputs[i]) else (inputs[j], inputs[i])
+    target, shape, dtype = inputs[c], p.shape or (1,), p.steps[-1][2].np
+    if (not _one_value(scale) or x.shape != shape or target.shape != shape
+            or not x.flags.c_contiguous or not target.flags.c_contiguous
+            or not x.dtype == scale.dtype == target.dtype == dtype):
+        return None
+    return c, x, sign * float(scale.item(0))
+
+
+def _axpy(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
+          ) -> np.ndarray | None:
+    """A scaled add by one value as one BLAS `axpy`: into `out` when it is `c`'s buffer, else
+    into a copy of `c`; None where the program, values or layouts are not of that form."""
+    operands = _axpy_operands(p, views)
+    if operands is None or not blas.available():
+        return None
+    c, x, alpha = operands
+    if out is None:
+        out = views[c].copy()
+    elif out is not views[c]:  # the buffer given up is the other factor's: the general path
+        return None
+    return out if blas.axpy(alpha, x, out) else None
+
+
+@kernel(FusedElementwise, out=True)
+def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray,
+                      out: np.ndarray | None = None) -> np.ndarray:
     shape = p.shape or (1,)
     # broadcast views, as the unfused graph's broadcast nodes give them to its kernels
     views = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
     size = math.prod(shape)
-    if 0 < size <= WHOLE and (len(p.steps) <= 4 or size <= WHOLE // 4):  # (tests vary WHOLE)
-        result = _run_whole(p, views)
+    if not p.shape:  # a 0-d output is never large enough to be given a buffer
+        out = None
+    result = _axpy(p, views, out)
+    if result is not None:
         return result if p.shape else result.reshape(())
+    if 0 < size <= WHOLE and (len(p.steps) <= 4 or size <= WHOLE // 4):  # (tests vary WHOLE)
+        result = _run_whole(p, views, out)
+        return result if p.shape else result.reshape(())
+    # blocks write the output one after another: a buffer given up is left alone, so that if a
+    # block fails the evaluator recomputes the chain unfused from intact inputs
     out = np.empty(p.shape, p.steps[-1][2].np)
     if size == 0:
         return out
@@ -210,3 +310,18 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray) -> np.ndarray:
     parallel_rows(len(plan), lambda a, b: _run_blocks(p, views, flat, plan[a:b], block_shape),
                   row_bytes=work)
     return out
+
+
+def _starts_scaled_add(inputs: list[np.ndarray]) -> bool:
+    """Whether a product may begin a scaled add by one value: one factor is one value, the
+    other an array, and there is a BLAS to call."""
+    return (len(inputs) == 2 and _one_value(inputs[0]) != _one_value(inputs[1])
+            and blas.available())
+
+
+def _keeps_scaled_add(p: FusedElementwise, inputs: list[Any]) -> bool:
+    """Whether a small chain found is a scaled add the BLAS computes, on these inputs."""
+    return _axpy_operands(p, inputs) is not None
+
+
+eager.set_small_chains((Multiply,), _starts_scaled_add, _keeps_scaled_add)

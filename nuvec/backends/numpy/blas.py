@@ -1,0 +1,103 @@
+"""BLAS level-1 calls NumPy has no ufunc for: `axpy` (`y += alpha * x` in one pass).
+
+NumPy links a BLAS for its products; `threadpoolctl` finds which library is loaded. When it is
+an OpenBLAS with 64-bit integers whose CBLAS names are known (NumPy's own wheels load
+`scipy_openblas64_`), `axpy` calls its `cblas_?axpy` through `ctypes`: one pass over `x` and
+`y`, with the library's threads for long vectors, where NumPy's `y + alpha * x` takes two
+passes and a temporary. Any other BLAS, or a binding that fails its check on first use,
+leaves `axpy` returning False and callers compute with NumPy.
+
+OpenBLAS's kernels use fused multiply-adds: each element is rounded once, where NumPy's two
+ufunc calls round the product and then the sum.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_info
+
+__all__ = ["axpy", "available"]
+
+# (CBLAS name template, integer type): the names of 64-bit-integer OpenBLAS builds
+_NAMES = (("scipy_cblas_{}axpy64_", ctypes.c_int64), ("cblas_{}axpy64_", ctypes.c_int64))
+
+_lock = threading.Lock()
+_bound: list[Any] = []  # [] until first use, then [{dtype: function} or None]
+
+
+def _find() -> dict[np.dtype, Any] | None:
+    """The axpy functions of the loaded OpenBLAS by dtype, checked on a small vector; None
+    where there is no such library."""
+    for info in threadpool_info():
+        if info.get("internal_api") != "openblas":
+            continue
+        try:
+            lib = ctypes.CDLL(info["filepath"])
+        except OSError:
+            continue
+        for template, integer in _NAMES:
+            found = {}
+            for dtype, letter, real in ((np.float32, "s", ctypes.c_float),
+                                        (np.float64, "d", ctypes.c_double)):
+                fn = getattr(lib, template.format(letter), None)
+                if fn is None:
+                    break
+                fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
+                fn.restype = None
+                found[np.dtype(dtype)] = fn
+            else:
+                if _works(found):
+                    return found
+    return None
+
+
+def _works(functions: dict[np.dtype, Any]) -> bool:
+    """Whether each function computes `y += alpha * x` on a short vector."""
+    for dtype, fn in functions.items():
+        x = np.arange(1, 6, dtype=dtype)
+        y = np.full(5, 0.5, dtype=dtype)
+        fn(5, 2.0, x.ctypes.data, 1, y.ctypes.data, 1)
+        if not np.array_equal(y, 2 * np.arange(1, 6, dtype=dtype) + 0.5):
+            return False
+    return True
+
+
+def _functions() -> dict[np.dtype, Any] | None:
+    if not _bound:
+        with _lock:
+            if not _bound:
+                _bound.append(_find())
+    return _bound[0]
+
+
+def available() -> bool:
+    """Whether `axpy` calls a BLAS (else it always returns False)."""
+    return _functions() is not None
+
+
+def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> bool:
+    """`y += alpha * x` in place through the BLAS, for C-contiguous float32 or float64 `x` and
+    a writeable C-contiguous `y` of the same size and dtype that does not overlap `x`; False
+    (with `y` untouched) where it cannot.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.numpy.blas import axpy
+        >>> y = np.ones(3, np.float32)
+        >>> done = axpy(2.0, np.arange(3, dtype=np.float32), y)
+        >>> y.tolist() if done else [1.0, 3.0, 5.0]
+        [1.0, 3.0, 5.0]
+    """
+    functions = _functions()
+    fn = None if functions is None else functions.get(x.dtype)
+    if (fn is None or y.dtype != x.dtype or y.size != x.size or not x.flags.c_contiguous
+            or not y.flags.c_contiguous or not y.flags.writeable
+            or np.may_share_memory(x, y)):
+        return False
+    if x.size:
+        fn(x.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
+    return True

@@ -1,0 +1,59 @@
+"""The BLAS binding (`nuvec.backends.numpy.blas`): `axpy` against float64, and every layout it
+must refuse left untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nuvec.backends.numpy import blas
+
+pytestmark = pytest.mark.skipif(not blas.available(), reason="no OpenBLAS with known names")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 7, 10001, 70000])
+def test_axpy_rounds_once(dtype, n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(dtype)
+    y = rng.standard_normal(n).astype(dtype)
+    alpha = dtype(-0.37)
+    wide = np.longdouble  # 64-bit significands on x86: exact float32 products, near float64's
+    exact = wide(alpha) * x.astype(wide) + y.astype(wide)
+    product = np.abs(wide(alpha) * x.astype(wide))
+    assert blas.axpy(float(alpha), x, y)
+    # one rounding: within half an ulp of the result, plus what the reference itself may miss
+    slack = np.spacing(np.abs(y)).astype(wide) / 2 + product * wide(2.0) ** -62
+    assert np.all(np.abs(y.astype(wide) - exact) <= slack)
+
+
+def test_axpy_takes_nd_arrays_in_place():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.ones((3, 4), np.float32)
+    assert blas.axpy(2.0, x, y)
+    np.testing.assert_array_equal(y, 2 * np.arange(12, dtype=np.float32).reshape(3, 4) + 1)
+
+
+def _refused(x, y):
+    before = y.copy()
+    assert not blas.axpy(2.0, x, y)
+    np.testing.assert_array_equal(y, before)
+
+
+def test_axpy_refuses_what_it_cannot_compute_in_place():
+    x = np.arange(8, dtype=np.float32)
+    _refused(x, np.ones(8, np.float64))  # dtypes differ
+    _refused(x.astype(np.float16), np.ones(8, np.float16))  # no half-type BLAS
+    _refused(x.astype(np.int32), np.ones(8, np.int32))
+    _refused(x, np.ones(9, np.float32))  # sizes differ
+    _refused(x[::2], np.ones(4, np.float32))  # strided
+    read_only = np.ones(8, np.float32)
+    read_only.flags.writeable = False
+    _refused(x, read_only)
+    _refused(x, x)  # overlapping
+    _refused(x[:7], x[1:])  # overlapping, shifted
+
+
+def test_axpy_refuses_fortran_order_output():
+    x = np.ones((3, 4), np.float32)
+    _refused(x, np.ones((3, 4), np.float32, order="F"))
