@@ -42,10 +42,10 @@ __all__ = ["FUSE_MIN_ELEMENTS", "SMALL_CHAIN_ELEMENTS", "enabled", "forget", "pl
 # smaller chains, and a fused chain's plan and blocks cost 30-40 us.
 FUSE_MIN_ELEMENTS = 1 << 21
 
-# Chains the backend names (`set_small_chains`) are fused from this many elements: a scaled add
-# of [512, 784] float32 (an SGD update) took 0.3 of its unfused time as one BLAS call, with the
-# plan, where the per-node path is faster for other chains (`python benchmarks/bench_peers.py`,
-# docs/performance.md).
+# Chains the backend names (`set_small_chains`) are fused from this many elements: in the peer
+# benchmark's MLP step a scaled add of [512, 784] float32 (its SGD update) took 85 us as one
+# BLAS call against 260 us as two nodes, and a plan of one product and its reader about 50 us
+# (docs/performance.md); other chains this small are faster on the per-node path.
 SMALL_CHAIN_ELEMENTS = 1 << 16
 
 # (groups, elementwise): `groups(steps, outs)` as `nuvec.fusion.fused_groups` with the CPU's
@@ -113,7 +113,9 @@ def plan_end(tape: list[Node], k: int) -> int:
 def _may_join(node: Node) -> bool:
     """Whether `node` may be a chain's member: not kept, one output, at least
     `FUSE_MIN_ELEMENTS` elements (`SMALL_CHAIN_ELEMENTS` with `set_small_chains`)."""
-    least = FUSE_MIN_ELEMENTS if _small[2] is None else min(FUSE_MIN_ELEMENTS, SMALL_CHAIN_ELEMENTS)
+    least = FUSE_MIN_ELEMENTS
+    if _small[2] is not None:
+        least = min(least, SMALL_CHAIN_ELEMENTS)
     return not node.keep and len(node.shapes) == 1 and prod(node.shapes[0]) >= least
 
 
