@@ -5,20 +5,23 @@ from __future__ import annotations
 import numpy as np
 
 from nuvec.backends.common.registry import SHARED, body
+from nuvec.backends.common.unary import HALF
 from nuvec.graph.dtypes import from_numpy_dtype
 from nuvec.ops import reduction as r
 
 
-def is_half(dtype: np.dtype) -> bool:
-    """float16 or bfloat16: NumPy computes these slowly and imprecisely, so kernels widen them."""
-    return dtype == np.float16 or dtype.name == "bfloat16"
+_ACCUMULATORS: dict[np.dtype, np.dtype] = {}  # filled on first use of each dtype
 
 
 def accumulator(dtype: np.dtype) -> np.dtype:
-    """The dtype a sum or product accumulates in: float32 for half types, else the output's."""
-    if is_half(dtype):
-        return np.dtype(np.float32)
-    return r.sum_dtype(from_numpy_dtype(dtype)).np
+    """The dtype a sum or product accumulates in: float32 for half types (NumPy computes these
+    slowly and imprecisely), else the output's."""
+    found = _ACCUMULATORS.get(dtype)
+    if found is None:
+        found = (np.dtype(np.float32) if dtype in HALF
+                 else r.sum_dtype(from_numpy_dtype(dtype)).np)
+        _ACCUMULATORS[dtype] = found
+    return found
 
 
 @body(r.Sum)
