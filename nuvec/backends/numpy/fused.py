@@ -14,9 +14,9 @@ pool (`nuvec.backends.threads`), each thread with its own scratch buffers. Outpu
 The kernel takes `out=`: an input buffer the evaluator gives up (the old value of an updated
 array), which the last step writes into when the steps run once over the whole arrays (its one
 call fails, if at all, before writing: a chain that fails is recomputed unfused from its
-inputs). `c + s * x` and `c - s * x` with `s` one value (an
-optimizer's update) run as one BLAS `axpy` into `c`'s buffer (or a copy of it) where the BLAS
-allows (`nuvec.backends.numpy.blas`): one pass instead of two, each element rounded once.
+inputs). `c + s * x`, `s * x + c` and `c - s * x` with `s` one value (an optimizer's update)
+run as one BLAS `axpy` into `c`'s buffer (or a copy of it) where the BLAS allows
+(`nuvec.backends.numpy.blas`): one pass instead of two, each element rounded once.
 """
 
 from __future__ import annotations
