@@ -11,9 +11,9 @@ Scores go through BLAS into per-thread scratch (`out=` everywhere), and so do th
 masked by adding a bias built once per call. A tile of a call without a mask array or sinks
 whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of every
 score, and their sums with the values, stay finite and normal; the norms taken per tile and
-per key head) skips the row maximum. A key head's first item scales its queries and decides
-the bound of each of its tiles, so the other items make only their products and passes over
-their scores. Items run on the thread pool (at most the plan's live
+per key head) skips the row maximum. A key head's preparation scales its queries and decides
+the bound of each of its tiles (the first work items on the thread pool, else its first tile's
+item), so the items make only their products and passes over their scores. Items run on the thread pool (at most the plan's live
 tiles at once) with BLAS kept to one thread meanwhile; the tiles are the plan's, never the
 thread count's, so a row's sums run in one order on any number of threads.
 """
@@ -133,9 +133,20 @@ class Tiles:
         if self.work < MIN_THREADED_WORK:
             for i in range(len(self.items)):
                 self.item(i)
-        else:
-            with one_blas_thread():
-                parallel_items(len(self.items), self.item, threads=self.p.live)
+            return self.out
+        # every key head's preparation first, as items of their own: threads starting on one
+        # key head's tiles would otherwise wait on its lock while one of them prepares it
+        heads = [(bi, h) for bi in range(self.q.shape[0]) for h in range(self.k.shape[1])]
+        first = len(heads)
+
+        def work(i: int) -> None:
+            if i < first:
+                self.prepare(*heads[i])
+            else:
+                self.item(i - first)
+
+        with one_blas_thread():
+            parallel_items(first + len(self.items), work, threads=self.p.live)
         return self.out
 
     def item(self, i: int) -> None:
