@@ -113,9 +113,8 @@ def plan_end(tape: list[Node], k: int) -> int:
 def _may_join(node: Node) -> bool:
     """Whether `node` may be a chain's member: not kept, one output, at least
     `FUSE_MIN_ELEMENTS` elements (`SMALL_CHAIN_ELEMENTS` with `set_small_chains`)."""
-    least = FUSE_MIN_ELEMENTS
-    if _small[2] is not None:
-        least = min(least, SMALL_CHAIN_ELEMENTS)
+    least = FUSE_MIN_ELEMENTS if _small[2] is None else min(FUSE_MIN_ELEMENTS,
+                                                             SMALL_CHAIN_ELEMENTS)
     return not node.keep and len(node.shapes) == 1 and prod(node.shapes[0]) >= least
 
 

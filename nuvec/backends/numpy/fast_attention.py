@@ -13,9 +13,10 @@ whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `
 score, and their sums with the values, stay finite and normal; the norms taken per tile and
 per key head) skips the row maximum. A key head's preparation scales its queries and decides
 the bound of each of its tiles (the first work items on the thread pool, else its first tile's
-item), so the items make only their products and passes over their scores. Items run on the thread pool (at most the plan's live
-tiles at once) with BLAS kept to one thread meanwhile; the tiles are the plan's, never the
-thread count's, so a row's sums run in one order on any number of threads.
+item), so the items make only their products and passes over their scores. Items run on the
+thread pool (at most the plan's live tiles at once) with BLAS kept to one thread meanwhile; the
+tiles are the plan's, never the thread count's, so a row's sums run in one order on any
+number of threads.
 """
 
 from __future__ import annotations
