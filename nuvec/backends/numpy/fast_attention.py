@@ -3,20 +3,22 @@ computed in tiles, and nodes built for a GPU kernel (`Attention`, `AttentionVjp`
 ops) through their fallback graphs (`run_on_cpu`).
 
 The kernel's work items are (batch, key head, query tile): the tile's rows of every query
-head of that key head stacked as one matrix, against only the keys those rows see (key ranges
-fully masked by the causal mask or the window skipped), in chunks of at most the plan's keys
-(an online softmax across chunks: running row maximum and sum, the accumulator rescaled).
-Scores go through BLAS into per-thread scratch (`out=` everywhere), and so do the row sums
-(a product with a column of ones, cheaper than a pass over the scores); the causal diagonal is
-masked by adding a bias built once per call. A tile of a call without a mask array or sinks
-whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of every
-score, and their sums with the values, stay finite and normal; the norms taken per tile and
-per key head) skips the row maximum. A key head's preparation scales its queries and decides
-the bound of each of its tiles (the first work items on the thread pool, else its first tile's
-item), so the items make only their products and passes over their scores. Items run on the
-thread pool (at most the plan's live tiles at once) with BLAS kept to one thread meanwhile; the
-tiles are the plan's, never the thread count's, so a row's sums run in one order on any
-number of threads.
+head of that key head, scaled and stacked as one matrix in per-thread scratch, against only
+the keys those rows see (key ranges fully masked by the causal mask or the window skipped), in
+chunks of at most the plan's keys (an online softmax across chunks: running row maximum and
+sum, the accumulator rescaled). Scores go through BLAS into per-thread scratch (`out=`
+everywhere), computed as keys x rows (`k @ q.T`, a quarter faster than `q @ k.T` through
+OpenBLAS once a chunk has hundreds of keys) and used through their transpose; so do the row
+sums (a product with a column of ones, cheaper than a pass over the scores). The causal
+diagonal is masked by adding a bias built once per call. A tile of a call without a mask array
+or sinks whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of
+every score, and their sums with the values, stay finite and normal; the query norms taken per
+tile, the key norms and value magnitudes per key head) skips the row maximum. A key head's
+preparation takes its bounds (the first work items on the thread pool, else its first tile's
+item), so the items make only their products and passes over their scores; nothing the size
+of the inputs is written but the output. Items run on the thread pool (at most the plan's live
+tiles at once) with BLAS kept to one thread meanwhile; the tiles are the plan's, never the
+thread count's, so a row's sums run in one order on any number of threads.
 """
 
 from __future__ import annotations
@@ -54,12 +56,13 @@ def head_bounds(k: np.ndarray, v: np.ndarray) -> tuple[float, float]:
 def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[int, np.ndarray]]:
     """`(first key relative to a tile's first row position, bias)` pieces adding `fill` to
     the scores a tile of `rows` rows does not see near its diagonal: keys after each row's
-    position, and with a window those before its window."""
-    i = np.arange(rows)[:, None]
+    position, and with a window those before its window; each bias is keys x rows, as the
+    kernel's scores."""
+    i = np.arange(rows)[None, :]
     if window is not None and window < rows:
-        c = np.arange(rows + window - 1)[None, :]  # from the first row's window start
+        c = np.arange(rows + window - 1)[:, None]  # from the first row's window start
         return [(1 - window, np.where((c < i) | (c > i + window - 1), fill, 0).astype(f))]
-    c = np.arange(rows)[None, :]
+    c = np.arange(rows)[:, None]
     pieces = [(0, np.where(c > i, fill, 0).astype(f))]
     if window is not None:
         pieces.append((1 - window, np.where(c < i, fill, 0).astype(f)))
@@ -101,10 +104,8 @@ class Tiles:
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
-        # Each key head's first item writes its scaled queries and which of its tiles are
-        # bounded (`prepare`).
-        self.qs = np.empty((b, hq, r, d), f)
         self.tiles = list(split_rows(r, self.blind, self.rows))
+        # whether each tile of a key head is bounded (`prepare`), taken by its first item
         self.heads: list[tuple[bool, ...] | None] = [None] * (b * hkv)
         self.locks = [threading.Lock() for _ in range(b * hkv)]
         self.out = np.empty((b, hq, r, dv), f)
@@ -135,9 +136,11 @@ class Tiles:
             for i in range(len(self.items)):
                 self.item(i)
             return self.out
-        # every key head's preparation first, as items of their own: threads starting on one
-        # key head's tiles would otherwise wait on its lock while one of them prepares it
-        heads = [(bi, h) for bi in range(self.q.shape[0]) for h in range(self.k.shape[1])]
+        # every key head's preparation first (where tiles may be bounded), as items of their
+        # own: threads starting on one key head's tiles would otherwise wait on its lock while
+        # one of them prepares it
+        heads = [] if self.exact else [
+            (bi, h) for bi in range(self.q.shape[0]) for h in range(self.k.shape[1])]
         first = len(heads)
 
         def work(i: int) -> None:
@@ -154,52 +157,46 @@ class Tiles:
         _, bi, h, t, r0, r1, k0, k1 = self.items[i]
         rep, n, sc = self.rep, r1 - r0, self.buffers()
         rows, heads = rep * n, slice(h * rep, (h + 1) * rep)
-        bounded = self.prepare(bi, h)[t]
-        if rep == 1:
-            qt = self.qs[bi, h, r0:r1]
-        else:  # the query heads' rows stacked
-            qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)
-            np.copyto(qt, self.qs[bi, heads, r0:r1])
-            qt = qt.reshape(rows, sc.d)
+        qt = sc.q[:rows * sc.d].reshape(rep, n, sc.d)  # the query heads' rows scaled, stacked
+        np.multiply(self.q[bi, heads, r0:r1], self.scale, out=qt)
+        qt = qt.reshape(rows, sc.d)
         acc, total = sc.acc[:rows], sc.total[:rows]
-        top = None if bounded else sc.top[:rows]
+        top = None if self.prepare(bi, h)[t] else sc.top[:rows]
         sink = None if self.sinks is None else np.repeat(self.sinks[heads], n)[:, None]
         kh, vh = self.k[bi, h], self.v[bi, h]
         for c0 in range(k0, k1, sc.width):
             c1 = min(k1, c0 + sc.width)
-            s = sc.s[:rows * (c1 - c0)].reshape(rows, c1 - c0)
-            np.matmul(qt, kh[c0:c1].T, out=s)
-            self.hide(s.reshape(rep, n, c1 - c0), bi, heads, r0, r1, c0, c1)
-            self.chunk(s, c0 == k0, vh[c0:c1], sc, rows, top, sink)
+            st = sc.s[:rows * (c1 - c0)].reshape(c1 - c0, rows)
+            np.matmul(kh[c0:c1], qt.T, out=st)  # keys x rows through BLAS
+            self.hide(st, bi, heads, r0, r1, c0, c1)
+            self.chunk(st.T, c0 == k0, vh[c0:c1], sc, rows, top, sink)
         if sink is not None:
             total += np.exp(sink - top)
         np.divide(acc.reshape(rep, n, -1), total.reshape(rep, n, 1),
                   out=self.out[bi, heads, r0:r1])
 
     def prepare(self, bi: int, h: int) -> tuple[bool, ...]:
-        """Key head `h`'s scaled queries and whether each of its tiles is bounded
-        (`bounded`); written by its first item."""
+        """Whether each tile of key head `h` is bounded (`bounded`); taken by its first item."""
         i = bi * self.k.shape[1] + h
         if self.heads[i] is None:
             with self.locks[i]:
                 if self.heads[i] is None:
                     heads = slice(h * self.rep, (h + 1) * self.rep)
-                    np.multiply(self.q[bi, heads], self.scale, out=self.qs[bi, heads])
                     self.heads[i] = (False,) * len(self.tiles) if self.exact else \
-                        self.bounded(self.qs[bi, heads], self.k[bi, h], self.v[bi, h])
+                        self.bounded(self.q[bi, heads], self.k[bi, h], self.v[bi, h])
         return self.heads[i]
 
-    def bounded(self, qs: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[bool, ...]:
-        """For each tile, whether every score (`qs`: a key head's scaled query rows, `k`, `v`:
-        its keys and values), and every sum of `exp(score)·value`, stays finite and normal
-        without subtracting the row maximum: `|scale·q·k| <= |scale·q|·|k|` under the
-        dtype's bound."""
+    def bounded(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[bool, ...]:
+        """For each tile, whether every score (`q`: a key head's query rows, unscaled, `k`,
+        `v`: its keys and values), and every sum of `exp(score)·value`, stays finite and normal
+        without subtracting the row maximum: `|scale·q·k| <= |scale·q|·|k|` under the dtype's
+        bounds (which leave room for the rounding of the norms and the scores)."""
         limit, total_limit = BOUNDS[np.dtype(self.f)]
         knorm, vtop = head_bounds(k, v)
         starts = [r0 for r0, _ in self.tiles]
-        with np.errstate(over="ignore", invalid="ignore"):
-            rows = np.max(np.einsum("hij,hij->hi", qs, qs), axis=0)
-            norms = np.sqrt(np.maximum.reduceat(rows, starts)).tolist()
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            rows = np.max(np.einsum("hij,hij->hi", q, q, dtype=self.f), axis=0)
+            norms = (abs(float(self.scale)) * np.sqrt(np.maximum.reduceat(rows, starts))).tolist()
             top = float(np.log(self.lk * max(vtop, 1.0)))
         return tuple(n * knorm <= limit and n * knorm + top <= total_limit for n in norms)
 
@@ -230,20 +227,21 @@ class Tiles:
         acc += np.matmul(s, values, out=sc.part[:rows])
         total += np.matmul(s, sc.unit[:w], out=sc.psum[:rows])
 
-    def hide(self, s3, bi, heads, r0, r1, c0, c1) -> None:
-        """Masks a chunk of scores (`[rep, rows, keys]`, keys `c0..c1`): a blind tile
-        entirely, the causal diagonal by its bias, a mask array's part."""
+    def hide(self, st, bi, heads, r0, r1, c0, c1) -> None:
+        """Masks a chunk of scores (`st`: keys `c0..c1` x the tile's stacked rows): a blind
+        tile entirely, the causal diagonal by its bias, a mask array's part."""
         p = self.p
         if p.causal and r0 < self.blind:
-            s3[...] = self.fill
+            st[...] = self.fill
             return
         n, pos = r1 - r0, p.offset + r0
+        s3 = st.reshape(c1 - c0, self.rep, n)
         for start, bias in self.bias:
-            lo, hi = max(c0, pos + start), min(c1, pos + start + bias.shape[1])
+            lo, hi = max(c0, pos + start), min(c1, pos + start + bias.shape[0])
             if lo < hi:
-                s3[:, :, lo - c0:hi - c0] += bias[:n, lo - pos - start:hi - pos - start]
+                s3[lo - c0:hi - c0] += bias[lo - pos - start:hi - pos - start, None, :n]
         if self.mask is not None:
-            m = self.mask[bi, heads, r0:r1, c0:c1]
+            m = self.mask[bi, heads, r0:r1, c0:c1].transpose(2, 0, 1)
             if m.dtype == np.bool_:
                 np.copyto(s3, self.fill, where=~m)
             else:
