@@ -2,6 +2,9 @@
 
 The `Matmul` primitive multiplies the last two axes of two arrays of equal rank whose batch
 axes are equal; the op promotes, reshapes 1-D operands and broadcasts the batch axes first.
+`Addmm` (as MLX's `AddMM`) is the same product scaled and added to a third array that
+broadcasts to it, in one node: a layer's `x @ w.T + b` adds its bias into the product's fresh
+buffer, where the composition would record a broadcast and an addition into a new one.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, real_number
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
-from nuvec.ops.shape import Transpose, broadcast_array, broadcast_to, permuted, reshape
+from nuvec.ops.shape import (Transpose, broadcast_array, broadcast_to, permuted, reshape,
+                             summed_to)
 from nuvec.ops.unary import astype
 
 __all__ = ["matmul", "addmm"]
@@ -82,6 +86,57 @@ class Matmul(Primitive):
 MATMUL = Matmul()
 
 
+class Addmm(Primitive):
+    """`alpha * (a @ b) + beta * c`: `a`, `b` as `Matmul`'s inputs, `c` of their dtype
+    broadcasting to the product's shape (NumPy's rule)."""
+
+    __slots__ = ("alpha", "beta")
+
+    def __init__(self, alpha: float, beta: float):
+        self.alpha, self.beta = alpha, beta
+
+    def params(self):
+        return (self.alpha, self.beta)
+
+    def output_specs(self, inputs):
+        return MATMUL.output_specs(inputs[:2])
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a, b, c = primals
+        g = cotangents[0]
+        gp = g if self.alpha == 1.0 or argnums == [2] else multiply(g, self.alpha)
+        grads = []
+        for i in argnums:
+            if i == 2:
+                grads.append(summed_to(g if self.beta == 1.0 else multiply(g, self.beta),
+                                       c.shape))
+            else:
+                grads.append(MATMUL.vjp([a, b], [gp], [i], None)[0])
+        return grads
+
+    def jvp(self, primals, tangents, outputs):
+        a, b, _ = primals
+        ta, tb, tc = tangents
+        parts = []
+        if ta is not None or tb is not None:
+            tp = MATMUL.jvp([a, b], [ta, tb], None)[0]
+            parts.append(tp if self.alpha == 1.0 else multiply(tp, self.alpha))
+        if tc is not None:
+            tc = tc if self.beta == 1.0 else multiply(tc, self.beta)
+            parts.append(broadcast_to(tc, outputs[0].shape))
+        return [parts[0] if len(parts) == 1 else add(parts[0], parts[1])]
+
+    def vmap(self, inputs, axes):
+        a, b, c = inputs
+        size = batch_size(inputs, axes)
+        a = move_batch_to_front(a, axes[0], size)
+        b = move_batch_to_front(b, axes[1], size)
+        if axes[2] is not None:  # its batch axis first, aligned with the product's
+            c = move_batch_to_front(c, axes[2])
+            c = reshape(c, (size, *(1,) * (a.ndim - c.ndim), *c.shape[1:]))
+        return [apply(self, a, b, c)], [0]
+
+
 def _matmul_dtype(op: str, a: Array, b: Array, *more: Array) -> dt.Dtype:
     out = dt.promote_types(a.dtype, b.dtype)
     for c in more:
@@ -95,8 +150,10 @@ def _matmul_dtype(op: str, a: Array, b: Array, *more: Array) -> dt.Dtype:
     return out
 
 
-def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
-    """The matrix product of validated arrays, computed in `dtype`."""
+def _operands(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream
+              ) -> tuple[Array, Array, tuple[int, ...]]:
+    """The inputs of the `Matmul` node computing `a @ b` (validated arrays) in `dtype`, and the
+    shape of the product (the node's, or one it is reshaped to)."""
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(
             f"{public_caller(op)}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}"
@@ -118,17 +175,23 @@ def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
         # explicit row count: a -1 is ambiguous when K is 0
         rows = (reshape(a2, (math.prod(a2.shape[:-1]), a2.shape[-1]), stream=s)
                 if a2.ndim > 2 else a2)
-        out = record1(MATMUL, (rows, b2), s)
+        x, y = rows, b2
     else:
         batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op=op)
-        a2 = broadcast_to(a2, (*batch, *a2.shape[-2:]), stream=s)
-        b2 = broadcast_to(b2, (*batch, *b2.shape[-2:]), stream=s)
-        out = record1(MATMUL, (a2, b2), s)
+        x = broadcast_to(a2, (*batch, *a2.shape[-2:]), stream=s)
+        y = broadcast_to(b2, (*batch, *b2.shape[-2:]), stream=s)
     out_shape = (
         *batch,
         *(a2.shape[-2:-1] if a.ndim > 1 else ()),
         *(b2.shape[-1:] if b.ndim > 1 else ()),
     )
+    return x, y, out_shape
+
+
+def _product(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream) -> Array:
+    """The matrix product of validated arrays, computed in `dtype`."""
+    x, y, out_shape = _operands(op, a, b, dtype, s)
+    out = record1(MATMUL, (x, y), s)
     return out if out.shape == out_shape else reshape(out, out_shape, stream=s)
 
 
@@ -191,13 +254,23 @@ def addmm(
     beta = real_number(beta, "addmm", "beta", finite=False)
     s = to_stream(stream)
     dtype = _matmul_dtype("addmm", a, b, c)
-    product = _product("addmm", a, b, dtype, s)
-    shape = product.shape
+    x, y, shape = _operands("addmm", a, b, dtype, s)
     if c.shape != shape and broadcast_shapes(c.shape, shape, op="addmm") != shape:
         raise ValueError(f"addmm: c with shape {c.shape} cannot be broadcast to the product's "
                          f"shape {shape}")
     if c.dtype is not dtype:
         c = astype(c, dtype, stream=s)
+    node_shape = (*x.shape[:-1], y.shape[-1])
+    if a.ndim > 1 and b.ndim > 1 and (node_shape == shape or c.ndim <= 1
+                                      or all(d == 1 for d in c.shape[:-1])):
+        # one node; where a's batch rows were flattened, c varies along the last axis alone
+        if node_shape != shape and c.ndim > 1:
+            c = reshape(c, c.shape[-1:], stream=s)
+        out = record1(Addmm(alpha, beta), (x, y, c), s)
+        return out if node_shape == shape else reshape(out, shape, stream=s)
+    product = record1(MATMUL, (x, y), s)
+    if node_shape != shape:
+        product = reshape(product, shape, stream=s)
     c = broadcast_array(c, shape, s)  # (checked above)
     if alpha != 1.0:
         product = multiply(product, alpha, stream=s)

@@ -105,15 +105,7 @@ class BroadcastTo(Linear, Primitive):
         return ((self.shape, inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        x = primals[0]
-        lead = len(self.shape) - x.ndim
-        axes = list(range(lead)) + [
-            lead + i for i, d in enumerate(x.shape) if d == 1 and self.shape[lead + i] != 1
-        ]
-        g = cotangents[0]
-        if axes:
-            g = reduction.sum(g, axis=axes, keepdims=True)
-        return [reshape(g, x.shape) if g.shape != x.shape else g]
+        return [summed_to(cotangents[0], primals[0].shape)]
 
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])
@@ -384,6 +376,18 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Arra
     if shape == a.shape:
         return fresh(a)
     return record1(BroadcastTo(shape), (a,), stream)
+
+
+def summed_to(g: Array, shape: Shape) -> Array:
+    """`g` summed over the axes a broadcast of `shape` to `g`'s shape added or stretched, as
+    `shape` (the cotangent of the broadcast array)."""
+    lead = g.ndim - len(shape)
+    axes = list(range(lead)) + [
+        lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
+    ]
+    if axes:
+        g = reduction.sum(g, axis=axes, keepdims=True)
+    return reshape(g, shape) if g.shape != tuple(shape) else g
 
 
 def broadcast_array(a: Array, shape: Shape, stream: Any) -> Array:

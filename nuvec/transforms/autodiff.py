@@ -101,15 +101,24 @@ def _finals_first(
 
     Evaluation then computes, say, a layer's weight gradient together with the cotangent of
     its input, and frees the layer's activation at once instead of keeping it until the
-    weight gradient is asked for.
+    weight gradient is asked for. A cotangent reaches a start where its input is one or a
+    view of one (a layer's `w.T`).
     """
-    finals = [g for i, g in zip(argnums, grads) if g is not None and sources[i] in starts]
+    final = [g is not None and _start_or_view(sources[i], starts) for i, g in zip(argnums, grads)]
+    finals = [g for g, f in zip(grads, final) if f]
     if not finals or len(finals) == sum(g is not None for g in grads):
         return grads
-    return [
-        g if g is None or sources[i] in starts else depends([g], finals)[0]
-        for i, g in zip(argnums, grads)
-    ]
+    return [g if g is None or f else depends([g], finals)[0] for g, f in zip(grads, final)]
+
+
+def _start_or_view(node: Node, starts: set[Node]) -> bool:
+    """Whether `node` is one of `starts` or a view of one through views alone."""
+    while node not in starts:
+        primitive = node.primitive
+        if primitive is None or primitive.allocates or len(node.sources) != 1:
+            return False
+        node = node.sources[0]
+    return True
 
 
 def forward(

@@ -94,19 +94,35 @@ def _graph(a):
     return sorted(out)
 
 
-@pytest.mark.parametrize("c_shape, c_dtype, want", [
-    ((4,), mx.float32, ["Add", "BroadcastTo", "Matmul"]),
-    ((2, 4), mx.float32, ["Add", "Matmul"]),
-    ((1, 4), mx.float16, ["Add", "AsType", "BroadcastTo", "Matmul"]),
-    ((4,), mx.float64, ["Add", "AsType", "AsType", "BroadcastTo", "Matmul"]),
+@pytest.mark.parametrize("c_shape, c_dtype, a_shape, want", [
+    ((4,), mx.float32, (2, 3), ["Addmm"]),
+    ((2, 4), mx.float32, (2, 3), ["Addmm"]),
+    ((1, 4), mx.float16, (2, 3), ["Addmm", "AsType"]),
+    ((4,), mx.float64, (2, 3), ["Addmm", "AsType", "AsType"]),
+    # a's batch rows flattened into one product: c along the last axis is one node still
+    ((1, 1, 4), mx.float32, (5, 2, 3), ["Addmm", "Reshape", "Reshape", "Reshape"]),
+    # c varying along the flattened rows: the product, a broadcast and an addition
+    ((2, 4), mx.float32, (5, 2, 3), ["Add", "BroadcastTo", "Matmul", "Reshape", "Reshape"]),
+    ((4,), mx.float32, (3,), ["Add", "Matmul", "Reshape", "Reshape"]),
 ])
-def test_addmm_records_only_the_needed_nodes(c_shape, c_dtype, want):
+def test_addmm_records_only_the_needed_nodes(c_shape, c_dtype, a_shape, want):
     c = mx.array(np.ones(c_shape), c_dtype)
-    out = mx.addmm(c, mx.array(np.ones((2, 3)), mx.float32), mx.array(np.ones((3, 4)), mx.float32))
-    assert _graph(out) == want  # casts where a dtype differs, a broadcast where c is smaller
+    a = mx.array(np.ones(a_shape), mx.float32)
+    out = mx.addmm(c, a, mx.array(np.ones((3, 4)), mx.float32))
+    assert _graph(out) == want  # casts where a dtype differs, one node where c fits
     dtype = mx.float64 if c_dtype is mx.float64 else mx.float32
     assert out.dtype is dtype
-    assert_allclose(out, np.full((2, 4), 4.0), dtype=dtype)
+    assert_allclose(out, np.full((*a_shape[:-1], 4), 4.0), dtype=dtype)
+
+
+def test_addmm_node_computes_as_the_composition():
+    """The one node rounds as the product, the scalings and the addition recorded apart."""
+    rng = np.random.default_rng(5)
+    c, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((4,), (6, 3), (3, 4)))
+    out = mx.addmm(mx.array(c), mx.array(a), mx.array(b), alpha=0.3, beta=-1.7)
+    assert _graph(out) == ["Addmm"]
+    want = np.float32(0.3) * (a @ b) + np.float32(-1.7) * c
+    np.testing.assert_array_equal(np.asarray(out), want)
 
 
 def test_matmul_of_matrices_records_one_node():

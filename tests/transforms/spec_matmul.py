@@ -4,7 +4,7 @@ broadcast forms, and addmm."""
 from __future__ import annotations
 
 import nuvec as mx
-from nuvec.ops.matmul import Matmul
+from nuvec.ops.matmul import Addmm, Matmul
 from nuvec.testing import OpSpec
 
 
@@ -20,5 +20,13 @@ SPECS = [
     OpSpec("matmul_matrix_vector", mx.matmul, normal((2, 3, 4), (4,)), [Matmul]),
     OpSpec("matmul_operator", lambda a, b: a @ b, normal((3,), (3,)), [Matmul]),
     OpSpec("addmm", lambda c, a, b: mx.addmm(c, a, b, alpha=0.5, beta=2.0),
-           normal((2,), (3, 4), (4, 2)), [Matmul]),
+           normal((2,), (3, 4), (4, 2)), [Addmm]),
+    OpSpec("addmm_unscaled", mx.addmm, normal((3, 2), (3, 4), (4, 2)), [Addmm]),
+    OpSpec("addmm_batch_rows", lambda c, a, b: mx.addmm(c, a, b, beta=-1.5),
+           normal((1, 2), (2, 3, 4), (4, 2)), [Addmm]),
+    OpSpec("addmm_batched_matrices", lambda c, a, b: mx.addmm(c, a, b, alpha=3.0),
+           normal((3, 1), (2, 3, 4), (2, 4, 2)), [Addmm]),
+    # c varying along the flattened rows, and a 1-D operand: the composition
+    OpSpec("addmm_composed", mx.addmm, normal((3, 2), (2, 3, 4), (4, 2)), [Matmul]),
+    OpSpec("addmm_vector", mx.addmm, normal((3,), (4,), (4, 3)), [Matmul]),
 ]
