@@ -19,7 +19,7 @@ from nuvec.graph.convert import AsType
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import binary, complex_parts
 from nuvec.ops.arguments import StreamLike, as_array, fresh
-from nuvec.ops.families import Linear, Unary, apply, flat_primitive
+from nuvec.ops.families import Binary, Linear, Unary, apply, flat_primitive, is_ones
 
 __all__ = [
     "abs", "negative", "sign", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
@@ -71,15 +71,77 @@ class _Smooth(Unary):
         return [binary.product(tangents[0], self.derivative(primals[0], outputs[0]))]
 
 
-def _smooth(name: str, doc: str, derivative) -> type:
-    """A `_Smooth` primitive class whose derivative is `derivative(x, out)`."""
+def _smooth(name: str, doc: str, derivative, kind: str = "") -> type:
+    """A `_Smooth` primitive class whose derivative is `derivative(x, out)` (with `kind`, its
+    rules are `DerivativeProduct(kind)`)."""
     members = {"__slots__": (), "__doc__": doc, "__module__": __name__, "__qualname__": name,
                "derivative": staticmethod(derivative)}
-    return type(name, (_Smooth,), members)
+    if kind:
+        members["kind"] = kind
+    return type(name, (_FromOutput if kind else _Smooth,), members)
 
 
 def _one_minus_square(x: Array) -> Array:
     return binary.subtract(1.0, square(x))
+
+
+class DerivativeProduct(Binary):
+    """`g · f'(x)` for `f` tanh or sigmoid, from `f`'s output (inputs `g`, `out`; `out` alone
+    for a cotangent of ones, the seed of a gradient): 'tanh' `g · (1 - out²)`, 'sigmoid'
+    `g · out · (1 - out)`, one node where the composition records three (as PyTorch's
+    `tanh_backward` and `sigmoid_backward`), rounded as the composition."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def params(self):
+        return (self.kind,)
+
+    def _slope(self, out: Array) -> Array:
+        """The derivative of `f'(x)`, written from `out`, with respect to `out`."""
+        if self.kind == "tanh":
+            return binary.multiply(out, -2.0)
+        return binary.subtract(1.0, binary.multiply(out, 2.0))
+
+    def _through_out(self, c: Array, primals) -> Array:
+        """`c` times the derivative of the output with respect to `out`."""
+        slope = self._slope(primals[-1])
+        return binary.product(c if len(primals) == 1 else binary.product(c, primals[0]), slope)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        c, out = cotangents[0], primals[-1]
+        return [apply(self, c, out) if i == 0 and len(primals) == 2 else
+                self._through_out(c, primals) for i in argnums]
+
+    def jvp(self, primals, tangents, outputs):
+        parts = []
+        if len(primals) == 2 and tangents[0] is not None:
+            parts.append(apply(self, tangents[0], primals[1]))
+        if tangents[-1] is not None:
+            parts.append(self._through_out(tangents[-1], primals))
+        return [parts[0] if len(parts) == 1 else binary.add(parts[0], parts[1])]
+
+
+class _FromOutput(_Smooth):
+    """A `_Smooth` function whose rules are one `DerivativeProduct` of kind `kind` (the
+    composition where the factor and the output's shape or dtype differ)."""
+
+    abstract = True
+    __slots__ = ()
+    kind = ""
+
+    def _rule(self, g: Array, x: Array, out: Array) -> Array:
+        if g.shape == out.shape and g.dtype is out.dtype:
+            return apply(DerivativeProduct(self.kind), *(() if is_ones(g) else (g,)), out)
+        return binary.product(g, self.derivative(x, out))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [self._rule(cotangents[0], primals[0], outputs[0])]
+
+    def jvp(self, primals, tangents, outputs):
+        return [self._rule(tangents[0], primals[0], outputs[0])]
 
 
 Exp = _smooth("Exp", "e**x; d/dx = out.", lambda x, out: out)
@@ -102,7 +164,8 @@ ArcTan = _smooth("ArcTan", "arctan(x); d/dx = 1 / (1 + x**2).",
                  lambda x, out: binary.divide(1.0, binary.add(square(x), 1.0)))
 Sinh = _smooth("Sinh", "sinh(x); d/dx = cosh(x).", lambda x, out: cosh(x))
 Cosh = _smooth("Cosh", "cosh(x); d/dx = sinh(x).", lambda x, out: sinh(x))
-Tanh = _smooth("Tanh", "tanh(x); d/dx = 1 - out**2.", lambda x, out: _one_minus_square(out))
+Tanh = _smooth("Tanh", "tanh(x); d/dx = 1 - out**2.", lambda x, out: _one_minus_square(out),
+               "tanh")
 ArcSinh = _smooth("ArcSinh", "arcsinh(x); d/dx = 1 / sqrt(x**2 + 1).",
                   lambda x, out: rsqrt(binary.add(square(x), 1.0)))
 ArcCosh = _smooth("ArcCosh", "arccosh(x); d/dx = 1 / sqrt(x**2 - 1).",
@@ -110,7 +173,7 @@ ArcCosh = _smooth("ArcCosh", "arccosh(x); d/dx = 1 / sqrt(x**2 - 1).",
 ArcTanh = _smooth("ArcTanh", "arctanh(x); d/dx = 1 / (1 - x**2).",
                   lambda x, out: binary.divide(1.0, _one_minus_square(x)))
 Sigmoid = _smooth("Sigmoid", "1 / (1 + e**-x); d/dx = out (1 - out).",
-                  lambda x, out: binary.multiply(out, binary.subtract(1.0, out)))
+                  lambda x, out: binary.multiply(out, binary.subtract(1.0, out)), "sigmoid")
 Erf = _smooth("Erf", "The error function; d/dx = 2/sqrt(pi) e**(-x**2).",
               lambda x, out: binary.multiply(exp(negative(square(x))), 2.0 / math.sqrt(math.pi)))
 ErfInv = _smooth("ErfInv", "The inverse error function; d/dx = sqrt(pi)/2 e**(out**2).",

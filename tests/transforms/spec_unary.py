@@ -9,6 +9,7 @@ import nuvec as mx
 from nuvec.ops import complex_parts as c
 from nuvec.ops import rounding as r
 from nuvec.ops import unary as u
+from nuvec.ops.families import apply
 from nuvec.testing import OpSpec
 
 
@@ -53,6 +54,16 @@ SPECS = [
     smooth("arccosh", mx.arccosh, u.ArcCosh, 1.2, 3.0),
     smooth("arctanh", mx.arctanh, u.ArcTanh, -0.8, 0.8),
     smooth("sigmoid", mx.sigmoid, u.Sigmoid, -4.0, 4.0),
+    # the rules of tanh and sigmoid: a cotangent times the derivative, from the output
+    OpSpec("tanh_derivative_product", lambda g, out: apply(u.DerivativeProduct("tanh"), g, out),
+           lambda rng: [rng.standard_normal((2, 3)), rng.uniform(-0.9, 0.9, size=(2, 3))],
+           [u.DerivativeProduct]),
+    OpSpec("tanh_derivative_of_the_seed", lambda out: apply(u.DerivativeProduct("tanh"), out),
+           uniform(-0.9, 0.9), [u.DerivativeProduct]),
+    OpSpec("sigmoid_derivative_product",
+           lambda g, out: apply(u.DerivativeProduct("sigmoid"), g, out),
+           lambda rng: [rng.standard_normal((2, 3)), rng.uniform(0.1, 0.9, size=(2, 3))],
+           [u.DerivativeProduct]),
     smooth("erf", mx.erf, u.Erf),
     smooth("erfinv", mx.erfinv, u.ErfInv, -0.9, 0.9),
     smooth("abs", mx.abs, u.Abs, 0.1, 2.0),

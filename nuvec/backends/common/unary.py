@@ -96,3 +96,18 @@ for _cls, _name in (
     (u.ArcTanh, "arctanh"),
 ):  # fmt: skip
     SHARED.add_factory(_cls, widened(_name), out=True)
+
+
+@body(u.DerivativeProduct)
+def derivative_product(xp, p, *inputs):
+    # in the composition's order, each step rounded to the dtype: the same values
+    out = inputs[-1]
+    if p.kind == "tanh":
+        r = xp.multiply(out, out)
+        xp.subtract(1, r, out=r)
+    else:
+        r = xp.subtract(1, out)
+        r *= out
+    if len(inputs) == 2:
+        r *= inputs[0]
+    return r
