@@ -385,8 +385,8 @@ def summed_to(g: Array, shape: Shape) -> Array:
     axes = list(range(lead)) + [
         lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1
     ]
-    if axes:
-        g = reduction.sum(g, axis=axes, keepdims=True)
+    if axes:  # (a cotangent: inexact, so the sum keeps its dtype)
+        g = apply(reduction.Sum(tuple(axes)), g)
     return reshape(g, shape) if g.shape != tuple(shape) else g
 
 
