@@ -5,6 +5,7 @@ work a hand-written gradient does."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import nuvec as mx
 from nuvec.graph.toposort import toposort
@@ -50,3 +51,17 @@ def test_is_ones_only_for_the_stored_leaf():
     assert not is_ones(mx.full((2, 3), 2.0))
     assert times(ones((2,), mx.float32), mx.ones((3,))) is None  # shapes differ
     assert times(ones((2,), mx.float64), mx.ones((2,))) is None  # dtypes differ
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float32, mx.float64])
+def test_tanh_and_sigmoid_derivatives_of_a_scalar(dtype):
+    """`DerivativeProduct` on 0-d arrays (NumPy gives them scalars), to the second order."""
+    t, s = np.tanh(0.3), 1 / (1 + np.exp(-0.3))
+    x = mx.array(0.3, dtype)
+    tol = 1e-2 if dtype in (mx.float16, mx.bfloat16) else 1e-6
+    got = [mx.grad(lambda v: mx.tanh(v) * 3.0)(x), mx.grad(lambda v: mx.sigmoid(v))(x),
+           mx.grad(mx.grad(lambda v: mx.tanh(v)))(x), mx.grad(mx.grad(mx.sigmoid))(x)]
+    want = [3 * (1 - t * t), s * (1 - s), -2 * t * (1 - t * t), s * (1 - s) * (1 - 2 * s)]
+    for g, w in zip(got, want):
+        assert g.dtype is dtype and g.shape == ()
+        assert abs(g.item() - w) <= tol * max(1.0, abs(w))

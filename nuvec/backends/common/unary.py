@@ -103,7 +103,7 @@ def derivative_product(xp, p, *inputs):
     # in the composition's order, each step rounded to the dtype: the same values
     out = inputs[-1]
     if p.kind == "tanh":
-        r = xp.multiply(out, out)
+        r = xp.asarray(xp.multiply(out, out))  # (NumPy gives 0-d inputs a scalar)
         xp.subtract(1, r, out=r)
     else:
         r = xp.subtract(1, out)
