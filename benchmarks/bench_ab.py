@@ -1,0 +1,90 @@
+"""Two checkouts (or a checkout and NumPy) on the peer benchmark's workloads, taking turns.
+
+Run: python benchmarks/bench_ab.py A B [--workloads NAME ...] [--rounds R] [--calls N] [--cpu]
+
+A and B are `LIB:PATH` (LIB one of `bench_peers.py`'s libraries, `nuvec` when left out; PATH
+a checkout whose `benchmarks/bench_peers.py` builds the workloads, and whose `nuvec` is the one
+measured), for example `python benchmarks/bench_ab.py ../before . --workloads mlp_step` or
+`python benchmarks/bench_ab.py numpy:. . --cpu`. Each side is one worker process that builds
+its workloads once; the workers then run `--calls` calls of each workload in turn, `--rounds`
+times, the order of the two sides swapped every round (the side that runs second on a shared
+two-core machine measured about 3 % slower), each worker idle 0.2 s before its turn so the
+other's BLAS threads have stopped spinning. It prints each side's best call and B / A.
+`--cpu` measures process CPU time on one thread (`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`
+and `NUVEC_NUM_THREADS` set to 1), which the other core's load moves much less than two-thread
+wall time: the figure for a change of a few per cent. Outputs are not checked here
+(`bench_peers.py` checks them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+# The worker: builds the workloads of its checkout, then answers "NAME CALLS" lines with the
+# best of CALLS calls in seconds.
+WORKER = r"""
+import os, sys, time
+lib, _, root = sys.argv[1].rpartition(":")
+sys.path[:0] = [root, os.path.join(root, "benchmarks")]
+import bench_peers
+clock = time.process_time if os.environ.get("BENCH_AB_CPU") else time.perf_counter
+build = getattr(bench_peers, (lib or "nuvec") + "_workloads")()
+runs = {name: build[name](bench_peers.inputs(False, name))[0] for name in sys.argv[2:]}
+for run in runs.values():
+    run(); run()
+print("ready", flush=True)
+for line in sys.stdin:
+    name, calls = line.split()
+    run, best = runs[name], float("inf")
+    time.sleep(0.2)
+    for _ in range(int(calls)):
+        start = clock(); run(); best = min(best, clock() - start)
+    print(best, flush=True)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a", help="LIB:PATH or PATH (nuvec)")
+    parser.add_argument("b", help="LIB:PATH or PATH (nuvec)")
+    parser.add_argument("--workloads", nargs="+", default=["mlp_step", "tanh_grad"])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=3, help="calls a turn")
+    parser.add_argument("--cpu", action="store_true", help="CPU time on one thread")
+    args = parser.parse_args()
+    env = dict(os.environ)
+    if args.cpu:
+        env.update(BENCH_AB_CPU="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   NUVEC_NUM_THREADS="1")
+    sides = []
+    for spec in (args.a, args.b):
+        lib, _, path = spec.rpartition(":")
+        sides.append(f"{lib}:{os.path.abspath(path)}")
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, side, *args.workloads],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                env=env) for side in sides]
+    for worker in workers:
+        if worker.stdout.readline().strip() != "ready":
+            sys.exit("bench_ab: a worker failed to build its workloads")
+    best = [{name: float("inf") for name in args.workloads} for _ in workers]
+    for k in range(args.rounds):
+        for name in args.workloads:
+            for i in (0, 1) if k % 2 == 0 else (1, 0):
+                workers[i].stdin.write(f"{name} {args.calls}\n")
+                workers[i].stdin.flush()
+                best[i][name] = min(best[i][name], float(workers[i].stdout.readline()))
+    for worker in workers:
+        worker.stdin.close()
+        worker.wait()
+    unit = "CPU ms, one thread" if args.cpu else "ms"
+    print(f"A = {args.a}, B = {args.b}; best of {args.rounds * args.calls} calls ({unit})")
+    for name in args.workloads:
+        a, b = best[0][name] * 1e3, best[1][name] * 1e3
+        print(f"{name:14s} A {a:9.3f}  B {b:9.3f}  B/A {b / a:.3f}")
+
+
+if __name__ == "__main__":
+    main()
