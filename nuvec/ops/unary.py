@@ -86,18 +86,18 @@ def _one_minus_square(x: Array) -> Array:
 
 
 class DerivativeProduct(Binary):
-    """`g · f'(x)` for `f` tanh or sigmoid, from `f`'s output (inputs `g`, `out`; `out` alone
-    for a cotangent of ones, the seed of a gradient): 'tanh' `g · (1 - out²)`, 'sigmoid'
-    `g · out · (1 - out)`, one node where the composition records three (as PyTorch's
-    `tanh_backward` and `sigmoid_backward`), rounded as the composition."""
+    """`g · f'(x)` for `f` tanh or sigmoid, from `f`'s output (inputs `g`, `out`; with
+    `scaled` False, `out` alone: a cotangent of ones, the seed of a gradient): 'tanh'
+    `g · (1 - out²)`, 'sigmoid' `g · out · (1 - out)`, one node where the composition records
+    three (as PyTorch's `tanh_backward` and `sigmoid_backward`), rounded as the composition."""
 
-    __slots__ = ("kind",)
+    __slots__ = ("kind", "scaled")
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, scaled: bool = True):
+        self.kind, self.scaled = kind, scaled
 
     def params(self):
-        return (self.kind,)
+        return (self.kind, self.scaled)
 
     def _slope(self, out: Array) -> Array:
         """The derivative of `f'(x)`, written from `out`, with respect to `out`."""
@@ -108,16 +108,16 @@ class DerivativeProduct(Binary):
     def _through_out(self, c: Array, primals) -> Array:
         """`c` times the derivative of the output with respect to `out`."""
         slope = self._slope(primals[-1])
-        return binary.product(c if len(primals) == 1 else binary.product(c, primals[0]), slope)
+        return binary.product(binary.product(c, primals[0]) if self.scaled else c, slope)
 
     def vjp(self, primals, cotangents, argnums, outputs):
         c, out = cotangents[0], primals[-1]
-        return [apply(self, c, out) if i == 0 and len(primals) == 2 else
+        return [apply(self, c, out) if i == 0 and self.scaled else
                 self._through_out(c, primals) for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
         parts = []
-        if len(primals) == 2 and tangents[0] is not None:
+        if self.scaled and tangents[0] is not None:
             parts.append(apply(self, tangents[0], primals[1]))
         if tangents[-1] is not None:
             parts.append(self._through_out(tangents[-1], primals))
@@ -134,7 +134,9 @@ class _FromOutput(_Smooth):
 
     def _rule(self, g: Array, x: Array, out: Array) -> Array:
         if g.shape == out.shape and g.dtype is out.dtype:
-            return apply(DerivativeProduct(self.kind), *(() if is_ones(g) else (g,)), out)
+            if is_ones(g):
+                return apply(DerivativeProduct(self.kind, False), out)
+            return apply(DerivativeProduct(self.kind), g, out)
         return binary.product(g, self.derivative(x, out))
 
     def vjp(self, primals, cotangents, argnums, outputs):

@@ -13,6 +13,8 @@ import nuvec as mx
 from nuvec.backends.cuda import loader, nvrtc
 from nuvec.backends.cuda.launchers import fused as launcher
 from nuvec.fast.fused import FusedElementwise
+from nuvec.ops.families import apply
+from nuvec.ops.unary import DerivativeProduct
 
 CHAINS = {
     "exp_scale_shift": lambda x, w, b: mx.exp(x) * w + b,
@@ -20,6 +22,12 @@ CHAINS = {
     "extrema_sigmoid": lambda x, w, b: mx.maximum(mx.sigmoid(x), w) - mx.minimum(x, b) * 0.5,
     "log_cast": lambda x, w, b: mx.log(mx.abs(x) + 1).astype(mx.float32) * 3 - mx.square(w),
     "eight_ops": lambda x, w, b: mx.tanh(mx.exp(x * 0.5) * w + b) * 0.5 - mx.sin(x) / 3 + 1,
+    # the derivative rules of tanh and sigmoid, with a cotangent and from the output alone
+    "derivatives": lambda x, w, b: (
+        apply(DerivativeProduct("tanh"), x * w, mx.tanh(b))
+        - apply(DerivativeProduct("sigmoid"), w, mx.sigmoid(x))
+        + apply(DerivativeProduct("tanh", False), mx.tanh(x))
+        * apply(DerivativeProduct("sigmoid", False), mx.sigmoid(w))),
 }
 
 

@@ -108,6 +108,6 @@ def derivative_product(xp, p, *inputs):
     else:
         r = xp.subtract(1, out)
         r *= out
-    if len(inputs) == 2:
+    if p.scaled:
         r *= inputs[0]
     return r

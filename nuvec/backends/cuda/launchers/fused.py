@@ -63,6 +63,12 @@ _BINARY: dict[type, str] = {
     b.Minimum: "(({0} < {1} || {0} != {0}) ? {0} : {1})",
 }
 _LOGS = {2.0: "log2f({0})", 10.0: "log10f({0})"}
+# `DerivativeProduct` by (kind, scaled): the cotangent `{0}` and the output last
+_DERIVATIVES = {
+    ("tanh", True): "({0} * (1.0f - {1} * {1}))", ("tanh", False): "(1.0f - {0} * {0})",
+    ("sigmoid", True): "({0} * ({1} * (1.0f - {1})))",
+    ("sigmoid", False): "({0} * (1.0f - {0}))",
+}
 
 
 def _expression(primitive: Any) -> str | None:
@@ -71,6 +77,8 @@ def _expression(primitive: Any) -> str | None:
         return _LOGS.get(primitive.base, "logf({0})")
     if cls is AsType:
         return _UNARY[cls] if primitive.dtype.name in FLOATS else None
+    if cls is u.DerivativeProduct:
+        return _DERIVATIVES.get((primitive.kind, primitive.scaled))
     return _UNARY.get(cls) or _BINARY.get(cls)
 
 
