@@ -119,6 +119,9 @@ def _work(jobs: queue.SimpleQueue[_Job]) -> None:
         job = jobs.get()
         with np.errstate(**job.errstate):
             job.run()
+        # waiting for the next job, hold nothing of this one: its body's arrays (a kernel's
+        # inputs and output) would stay alive until then
+        del job
 
 
 def _after_fork() -> None:

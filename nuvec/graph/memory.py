@@ -2,8 +2,8 @@
 
 Each evaluated node adds the bytes of the buffers its kernel allocated (not views of its inputs)
 and gives them back when it is freed, on every device. The figures count nuvec's buffers, not
-Python objects. The cache figures and limits go to the backends in use (CuPy's memory pool on
-the GPU; the CPU has no cache).
+Python objects. The cache figures and limits go to the backends in use: CuPy's memory pool on
+the GPU; on the CPU, the free memory the C allocator keeps (glibc's; `nuvec.backends.numpy.heap`).
 """
 
 from __future__ import annotations
@@ -92,8 +92,9 @@ def reset_peak_memory() -> None:
 
 
 def get_cache_memory() -> int:
-    """Bytes kept in buffer caches: CuPy's pool on the GPU; 0 on the CPU, where NumPy returns
-    memory to the system.
+    """Bytes kept in buffer caches: CuPy's pool on the GPU; on the CPU, the free bytes glibc's
+    allocator holds for the next buffers (after `clear_cache` their pages are the system's,
+    though they count until reused; 0 without glibc).
 
     Example:
         >>> import nuvec as mx
@@ -104,12 +105,12 @@ def get_cache_memory() -> int:
 
 
 def clear_cache() -> None:
-    """Frees cached buffers (CuPy's pool on the GPU; there is no cache on the CPU).
+    """Frees cached buffers: CuPy's pool on the GPU; on the CPU, hands the allocator's free
+    memory back to the system (`malloc_trim`).
 
     Example:
         >>> import nuvec as mx
-        >>> mx.clear_cache(); mx.get_cache_memory()
-        0
+        >>> mx.clear_cache()
     """
     for b in loaded_backends():
         b.clear_cache()
@@ -165,8 +166,11 @@ def set_cache_limit(limit: int) -> int:
     """Sets the bytes buffer caches may keep; returns the previous limit.
 
     On the GPU, a cache above the limit is returned to the device when the limit is set and
-    after each `clear_cache`; 0 keeps no cache. The CPU has no cache, so the limit has no
-    effect there. The default is the memory limit.
+    after each `clear_cache`; 0 keeps no cache. On the CPU (with glibc) buffers below the limit
+    come from the C allocator's heap, and up to the limit of freed memory (at most 2 GiB) stays
+    there for the next ones, so a step's same-sized arrays reuse mapped pages instead of
+    faulting in fresh ones; 0 restores glibc's fixed defaults. The setting is the process's.
+    The default is the memory limit.
 
     Args:
         limit: bytes (a non-negative int).

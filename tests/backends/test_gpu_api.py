@@ -9,7 +9,8 @@ import pytest
 
 import nuvec as mx
 from nuvec.backends.cupy import CupyBackend
-from nuvec.graph.device import backend_for
+from nuvec.graph import memory
+from nuvec.graph.device import backend_for, loaded_backends
 
 
 def test_import_nuvec_imports_no_cupy():
@@ -56,11 +57,12 @@ def test_device_count_and_info():
         mx.device_count("gpu")
 
 
-def test_metal_is_never_available_and_its_functions_are_harmless():
+def test_metal_is_never_available_and_its_functions_are_harmless(monkeypatch):
     assert mx.metal.is_available() is False and mx.metal.device_info() == {}
     assert mx.metal.start_capture("x.gputrace") is None and mx.metal.stop_capture() is None
     assert mx.metal.get_active_memory() == mx.get_active_memory()
-    assert mx.metal.get_cache_memory() == 0
+    monkeypatch.setattr(memory, "get_cache_memory", lambda: 7)
+    assert mx.metal.get_cache_memory() == 7  # forwarded
     old = mx.metal.set_cache_limit(123)
     assert mx.metal.set_cache_limit(old) == 123
 
@@ -81,6 +83,11 @@ def test_memory_limits_reject_bad_values(fn, bad):
         fn(bad)
 
 
-def test_cache_functions():
+def test_cache_functions_reach_every_loaded_backend(monkeypatch):
+    calls = []
+    for backend in loaded_backends():
+        monkeypatch.setattr(backend, "cache_memory", lambda: 5)
+        monkeypatch.setattr(backend, "clear_cache", lambda: calls.append("clear"))
     mx.clear_cache()
-    assert mx.get_cache_memory() == 0  # the CPU keeps no cache
+    assert mx.get_cache_memory() == 5 * len(loaded_backends())
+    assert calls == ["clear"] * len(loaded_backends())

@@ -8,7 +8,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -106,6 +108,20 @@ def test_parallel_rows_uses_worker_threads(num_threads):
 
     parallel_rows(2, body, row_bytes=1, min_bytes=1)
     assert len(ids) == 2
+
+
+def test_workers_keep_no_array_of_a_finished_job(num_threads):
+    num_threads(2)
+    barrier = threading.Barrier(2, timeout=30)  # a worker runs one of the two chunks
+    out = np.zeros(2)
+    kept = weakref.ref(out)
+    parallel_rows(2, lambda start, stop, rows=out[:]: (barrier.wait(), rows.fill(1.0)),
+                  row_bytes=1, min_bytes=1)  # a view of `out` in the body, as a kernel's
+    del out
+    deadline = time.monotonic() + 10  # the worker drops the job once it is back waiting
+    while kept() is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert kept() is None
 
 
 def test_parallel_rows_nested_use_runs_inline(num_threads):

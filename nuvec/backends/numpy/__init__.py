@@ -25,13 +25,14 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     user_kernels,
     unary,
 )
-from nuvec.backends.numpy import threaded  # noqa: F401,E402  (wraps the kernels above)
+from nuvec.backends.numpy import heap, threaded  # noqa: F401,E402  (wraps the kernels above)
 from nuvec.graph.backend import KernelTable
 from nuvec.graph.device import DeviceType, Stream
 from nuvec.graph.memory import owned_bytes
 
 class NumpyBackend:
-    """The CPU: synchronous, one buffer type (`np.ndarray`), no buffer cache.
+    """The CPU: synchronous, one buffer type (`np.ndarray`); its buffer cache is the C
+    allocator's free memory (`heap`), kept up to the cache limit (by default the memory size).
 
     Example:
         >>> import nuvec as mx
@@ -46,6 +47,7 @@ class NumpyBackend:
 
     def __init__(self, kernels: KernelTable):
         self.kernels = kernels
+        heap.set_limit(self.device_info(0)["memory_size"])  # MLX's default: the memory limit
 
     def available(self) -> bool:
         return True
@@ -97,16 +99,16 @@ class NumpyBackend:
                 "memory_size": size}
 
     def cache_memory(self) -> int:
-        return 0  # NumPy returns freed memory to the allocator: there is no cache
+        return heap.cached_bytes()
 
     def clear_cache(self) -> None:
-        return None
+        heap.trim()
 
     def set_memory_limit(self, limit: int) -> None:
         return None  # NumPy allocates from the system: a limit is advisory on the CPU
 
     def set_cache_limit(self, limit: int) -> None:
-        return None
+        heap.set_limit(limit)
 
 
 backend = NumpyBackend(table)
