@@ -25,7 +25,8 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     user_kernels,
     unary,
 )
-from nuvec.backends.numpy import heap, threaded  # noqa: F401,E402  (wraps the kernels above)
+from nuvec.backends.numpy import threaded  # noqa: F401,E402  (wraps the kernels above)
+from nuvec.backends.numpy import heap  # noqa: E402
 from nuvec.graph.backend import KernelTable
 from nuvec.graph.device import DeviceType, Stream
 from nuvec.graph.memory import owned_bytes

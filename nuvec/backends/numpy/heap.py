@@ -22,7 +22,7 @@ import ctypes.util
 from typing import Any
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
-GLIBC_DEFAULT = 128 * 1024  # both thresholds' defaults
+_GLIBC_DEFAULT = 128 * 1024  # both thresholds' defaults
 _INT_MAX = 2**31 - 1  # mallopt takes a C int
 
 
@@ -62,8 +62,8 @@ def set_limit(limit: int) -> None:
     if _libc is None:
         return
     keep = min(limit, _INT_MAX)
-    _libc.mallopt(_M_MMAP_THRESHOLD, max(keep, GLIBC_DEFAULT))
-    _libc.mallopt(_M_TRIM_THRESHOLD, keep if keep else GLIBC_DEFAULT)
+    _libc.mallopt(_M_MMAP_THRESHOLD, max(keep, _GLIBC_DEFAULT))
+    _libc.mallopt(_M_TRIM_THRESHOLD, keep if keep else _GLIBC_DEFAULT)
     if cached_bytes() > limit:
         trim()
 
