@@ -29,6 +29,12 @@ from threadpoolctl import ThreadpoolController
 # Measured with `python benchmarks/bench_threads.py` (see docs/performance.md).
 MIN_BYTES = 1 << 19
 
+# Kernels bound by memory bandwidth (one cheap instruction an element: `-x`, `x²`, `|x|`,
+# `floor`, ...; and reductions) split only from this much work per chunk: `python
+# benchmarks/bench_threads.py` measured them on two threads at 1.1 to 3.6 times their one-thread
+# time for 1 to 4 MiB arrays, and at 0.6 to 0.9 from 8 MiB (`exp` and `tanh` gain from 2 MiB).
+MEMORY_BOUND_BYTES = 1 << 22
+
 MAX_THREADS = 1024
 _CHUNKS_PER_THREAD = 4  # a late worker (another process on its core) holds up little work
 

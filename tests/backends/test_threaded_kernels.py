@@ -23,8 +23,9 @@ EPS = 1e-5
 
 @pytest.fixture
 def split_small(monkeypatch):
-    """Lowers the threshold so that arrays of a few KiB are split; restores the thread count."""
+    """Lowers the thresholds so that arrays of a few KiB are split; restores the thread count."""
     monkeypatch.setattr(threads, "MIN_BYTES", 256)
+    monkeypatch.setattr(threads, "MEMORY_BOUND_BYTES", 256)
     before = mx.get_num_threads()
     yield
     mx.set_num_threads(before)
@@ -155,6 +156,28 @@ def test_binary_kernels_stay_on_one_thread(split_small, monkeypatch, op):
     assert calls == []
     np.asarray(mx.exp(mx.array(a)))  # a unary kernel of the same size is split
     assert calls
+
+
+MEMORY_BOUND = [mx.negative, mx.square, mx.abs, mx.floor, lambda x: mx.sum(x, axis=1)]
+
+
+@pytest.mark.parametrize("op", MEMORY_BOUND, ids=["negative", "square", "abs", "floor", "sum"])
+def test_memory_bound_kernels_split_only_from_their_own_threshold(split_small, monkeypatch, op):
+    """Cheap unary kernels and reductions wait for `MEMORY_BOUND_BYTES` a chunk, where a
+    transcendental kernel splits from `MIN_BYTES` (see nuvec/backends/threads.py)."""
+    calls = []
+    monkeypatch.setattr(threads, "parallel_rows", lambda n, body, **kw: calls.append(kw))
+    monkeypatch.setattr(threads, "MEMORY_BOUND_BYTES", 1 << 20)
+    data = _data((67, 45), np.float32, 1, 9)
+    mx.set_num_threads(2)
+    np.asarray(op(mx.array(data)))
+    assert calls == []
+    np.asarray(mx.exp(mx.array(data)))  # a transcendental kernel of the same size is split
+    assert calls and calls[0]["min_bytes"] == 256
+    monkeypatch.setattr(threads, "MEMORY_BOUND_BYTES", 512)
+    calls.clear()
+    np.asarray(op(mx.array(data)))
+    assert calls and calls[0]["min_bytes"] == 512
 
 
 def test_exp_times_w_plus_b_is_split_exactly(split_small):

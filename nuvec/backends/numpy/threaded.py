@@ -1,11 +1,12 @@
 """The CPU table's large unary elementwise kernels and reductions, split over the thread pool.
 
 Wraps the kernels already in the table (the shared bodies): inputs over `2 * MIN_BYTES` are cut
-into chunks of rows (of flat elements, 1024-aligned, where every operand is C-contiguous), each
-computed by the same kernel into its slice of one preallocated output. A reduction is split
-along its leading axis when it keeps that axis, so every sum runs in the order of a single
-call and results are bit-identical for every thread count. Small inputs go straight to the
-kernel.
+(`2 * MEMORY_BOUND_BYTES` for reductions and the unary kernels of one cheap instruction an
+element, which memory bandwidth bounds) into chunks of rows (of flat elements, 1024-aligned,
+where every operand is C-contiguous), each computed by the same kernel into its slice of one
+preallocated output. A reduction is split along its leading axis when it keeps that axis, so
+every sum runs in the order of a single call and results are bit-identical for every thread
+count. Small inputs go straight to the kernel.
 """
 
 from __future__ import annotations
@@ -17,14 +18,22 @@ import numpy as np
 from nuvec.backends import threads
 from nuvec.backends.common.unary import HALF
 from nuvec.backends.numpy.registry import table
+from nuvec.ops import complex_parts, rounding, unary
 from nuvec.ops import reduction as r
 from nuvec.ops.families import Unary
 
 _ALIGN = 1024  # flat chunks start on 4 KiB of float32: SIMD loops see the unsplit alignment
 
+# the unary kernels split only from `threads.MEMORY_BOUND_BYTES` a chunk (see there)
+_MEMORY_BOUND = (unary.Abs, unary.Negative, unary.Sign, unary.Square, unary.LogicalNot,
+                 rounding.Floor, rounding.Ceil, rounding.Trunc, rounding.Round,
+                 complex_parts.Conjugate)
 
-def _small(x: Any) -> bool:
-    return x.nbytes < 2 * threads.MIN_BYTES or x.ndim == 0 or threads.get_num_threads() == 1
+
+def _small(x: Any, least: int) -> bool:
+    """Whether `x` stays on one thread: under two chunks of `least` bytes, 0-d, or one
+    thread."""
+    return x.nbytes < 2 * least or x.ndim == 0 or threads.get_num_threads() == 1
 
 
 def _leading(arrays: list[Any]) -> tuple[list[Any], int]:
@@ -46,7 +55,7 @@ def _result_dtype(kernel: Callable, p: Any, x: Any) -> np.dtype:
     return probe.dtype
 
 
-def _split_elementwise(kernel: Callable, p: Any, x: Any, out: Any) -> Any:
+def _split_elementwise(kernel: Callable, p: Any, x: Any, out: Any, least: int) -> Any:
     if out is None:
         out = np.empty(x.shape, _result_dtype(kernel, p, x))
     (part, target), align = _leading([x, out])
@@ -58,17 +67,20 @@ def _split_elementwise(kernel: Callable, p: Any, x: Any, out: Any) -> Any:
             into[...] = result
 
     row_bytes = max(part[0:1].nbytes, target[0:1].nbytes) if len(target) else 0
-    threads.parallel_rows(len(target), chunk, row_bytes=row_bytes, align=align)
+    threads.parallel_rows(len(target), chunk, row_bytes=row_bytes, min_bytes=least,
+                          align=align)
     return out
 
 
-def elementwise(kernel: Callable) -> Callable:
-    """`kernel(p, x, out=None)`, split over threads when `x` is large."""
+def elementwise(kernel: Callable, memory_bound: bool = False) -> Callable:
+    """`kernel(p, x, out=None)`, split over threads when `x` is large (from chunks of
+    `threads.MEMORY_BOUND_BYTES` with `memory_bound`, else of `threads.MIN_BYTES`)."""
 
     def run(p, x, out=None):
-        if x.nbytes < 2 * threads.MIN_BYTES or _small(x):  # the first test is the fast path
+        least = threads.MEMORY_BOUND_BYTES if memory_bound else threads.MIN_BYTES
+        if x.nbytes < 2 * least or _small(x, least):  # the first test is the fast path
             return kernel(p, x, out=out)
-        return _split_elementwise(kernel, p, x, out)
+        return _split_elementwise(kernel, p, x, out, least)
 
     return run
 
@@ -82,10 +94,12 @@ def _kept_axis(x: Any, axes: tuple[int, ...]) -> int | None:
 
 
 def reduction(kernel: Callable) -> Callable:
-    """`kernel(p, x)` reducing `p.axes` (kept as size 1), split along a kept axis when large."""
+    """`kernel(p, x)` reducing `p.axes` (kept as size 1), split along a kept axis when large
+    (from chunks of `threads.MEMORY_BOUND_BYTES`)."""
 
     def run(p, x):
-        axis = None if _small(x) else _kept_axis(x, p.axes)
+        least = threads.MEMORY_BOUND_BYTES
+        axis = None if _small(x, least) else _kept_axis(x, p.axes)
         if axis is None:
             return kernel(p, x)
         lead = (slice(None),) * axis
@@ -99,7 +113,7 @@ def reduction(kernel: Callable) -> Callable:
 
         # chunks of at least 2 along the axis: one would drop it, changing NumPy's loop order
         threads.parallel_rows(x.shape[axis], chunk, row_bytes=x.nbytes // x.shape[axis],
-                              align=2)
+                              min_bytes=least, align=2)
         return out
 
     return run
@@ -111,7 +125,8 @@ def _install() -> None:
     # its one-thread time on the two-core machine the benchmarks run on.
     for cls in list(table.writes_into):
         if issubclass(cls, Unary):
-            table.add(cls, elementwise(table.get(cls)), out=True, replace=True)
+            table.add(cls, elementwise(table.get(cls), cls in _MEMORY_BOUND), out=True,
+                      replace=True)
     for cls in (r.Sum, r.Prod, r.Max, r.Min, r.AllTrue, r.AnyTrue, r.ArgMax, r.ArgMin):
         table.add(cls, reduction(table.get(cls)), replace=True)
 
