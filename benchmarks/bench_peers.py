@@ -4,16 +4,17 @@ Run: python benchmarks/bench_peers.py [--quick] [--repeats N] [--rounds R] [--th
                                      [--only LIB ...]
 
 Each library runs in its own process (this script started again with `--worker LIB`), one
-process per workload and library, the libraries taking turns on each workload, on the same inputs (NumPy's generator, fixed seeds), with its own default
-threading (`--threads N` sets every library to N threads: the usual environment variables,
-and `torch.set_num_threads`). Every output is checked against the same formula computed in float64 NumPy before
-it is timed; a mismatch is printed next to the time. Times are the best of N runs after a
-warm-up (nuvec: recording and evaluation; JAX: a jitted function and `block_until_ready`).
-The table shows each time, nuvec / peer ratios (lower is better) and their geometric means.
-The nuvec measured is the one of the checkout this script lives in. The whole sequence runs
-three times by default (`--rounds`): on a shared virtual machine one process can run a
-workload 1.5x slower than the next one for every library alike, and the best of several
-processes removes that. The header names NumPy's BLAS and the kernels it picked.
+process per workload and library, the libraries taking turns on each workload, on the same
+inputs (NumPy's generator, fixed seeds), with its own default threading (`--threads N` sets
+every library to N threads: the usual environment variables, and `torch.set_num_threads`).
+Every output is checked against the same formula computed in float64 NumPy (on one thread,
+then a pause: see SETTLE) before it is timed; a mismatch is printed next to the time. Times are
+the best of N runs after a warm-up (nuvec: recording and evaluation; JAX: a jitted function
+and `block_until_ready`). The table shows each time, nuvec / peer ratios (lower is better)
+and their geometric means. The nuvec measured is the one of the checkout this script lives in.
+The whole sequence runs three times by default (`--rounds`): on a shared virtual machine one
+process can run a workload 1.5x slower than the next one for every library alike, and the best
+of several processes removes that. The header names NumPy's BLAS and the kernels it picked.
 """
 
 from __future__ import annotations
@@ -28,12 +29,20 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIBRARIES = ("nuvec", "torch", "jax", "numpy")
 CHAIN = 256  # ops in the dispatch chain
 EPS = 1e-5
 LR = 0.01
+# Seconds a worker waits between its check against float64 NumPy and its timing. NumPy's
+# OpenBLAS keeps its threads spinning for a while after a call from several threads: the
+# reference, computed on one thread, starts none, and the wait lets those of the library's
+# own first run go idle, so a library with other threads (PyTorch's and MKL's OpenMP) is not
+# timed against a spinning OpenBLAS thread (which took PyTorch's 1024^3 matmul from about
+# 5.5 ms to 10 on two cores).
+SETTLE = 0.3
 
 
 # -- inputs and float64 references -----------------------------------------------------------
@@ -226,7 +235,10 @@ def run_worker(lib: str, names: list[str], quick: bool, repeats: int) -> None:
         try:
             data = inputs(quick, name)
             fn, fetch = build[name](data)
-            error = rel_error(fetch(fn()), reference(name, data))
+            with threadpool_limits(limits=1, user_api="blas"):  # see SETTLE
+                expected = reference(name, data)
+            error = rel_error(fetch(fn()), expected)
+            time.sleep(SETTLE)
             seconds = best_of(fn, repeats)
             if name == "dispatch":
                 seconds /= CHAIN

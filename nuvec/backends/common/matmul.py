@@ -15,9 +15,13 @@ def matmul(xp, p, a, b):
 
 @body(Addmm)
 def addmm(xp, p, a, b, c):
-    # scaled and added in the product's own (fresh) buffer, rounded as the composition
-    out = xp.matmul(widen(a), widen(b))
+    return add_scaled(p, xp.matmul(widen(a), widen(b)), c)
+
+
+def add_scaled(p: Addmm, product, c):
+    """`p.alpha * product + p.beta * c` in the product's own (fresh) buffer, rounded as the
+    composition of `multiply` and `add`."""
     if p.alpha != 1.0:
-        out *= p.alpha
-    out += c if p.beta == 1.0 else c * p.beta
-    return out
+        product *= p.alpha
+    product += c if p.beta == 1.0 else c * p.beta
+    return product

@@ -21,6 +21,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     fast_attention,
     fast_packed,
     fused,
+    mkl,
     quantized,
     user_kernels,
     unary,

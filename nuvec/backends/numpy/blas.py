@@ -4,11 +4,13 @@ NumPy links a BLAS for its products; `threadpoolctl` finds which library is load
 an OpenBLAS with 64-bit integers whose CBLAS names are known (NumPy's own wheels load
 `scipy_openblas64_`), `axpy` calls its `cblas_?axpy` through `ctypes`: one pass over `x` and
 `y`, with the library's threads for long vectors, where NumPy's `y + alpha * x` takes two
-passes and a temporary. Any other BLAS, or a binding that fails its check on first use,
-leaves `axpy` returning False and callers compute with NumPy.
+passes and a temporary. Where products go through MKL (`nuvec.backends.numpy.mkl`: the `mkl`
+package installed), `axpy` calls MKL's instead, so that one library's threads run the BLAS
+calls. Any other BLAS, or a binding that fails its check on first use, leaves `axpy`
+returning False and callers compute with NumPy.
 
-OpenBLAS's kernels use fused multiply-adds: each element is rounded once, where NumPy's two
-ufunc calls round the product and then the sum.
+OpenBLAS's and MKL's kernels use fused multiply-adds: each element is rounded once, where
+NumPy's two ufunc calls round the product and then the sum.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_info
 
+from nuvec.backends.numpy import mkl
+
 __all__ = ["axpy", "available"]
 
 # (CBLAS name template, integer type): the names of 64-bit-integer OpenBLAS builds
 _NAMES = (("scipy_cblas_{}axpy64_", ctypes.c_int64), ("cblas_{}axpy64_", ctypes.c_int64))
 
 _lock = threading.Lock()
-_bound: list[Any] = []  # [] until first use, then [{dtype: function} or None]
+_bound: list[Any] = []  # [] until first use, then [({dtype: function}, longest) or None]
 
 
 def _find() -> dict[np.dtype, Any] | None:
@@ -66,11 +70,17 @@ def _works(functions: dict[np.dtype, Any]) -> bool:
     return True
 
 
-def _functions() -> dict[np.dtype, Any] | None:
+def _functions() -> tuple[dict[np.dtype, Any], int] | None:
+    """The axpy functions by dtype and the longest vector they take: MKL's where products go
+    through MKL (`mkl.axpy_functions`), else OpenBLAS's."""
     if not _bound:
         with _lock:
             if not _bound:
-                _bound.append(_find())
+                bound = mkl.axpy_functions()
+                if bound is None:
+                    found = _find()
+                    bound = None if found is None else (found, 2**63 - 1)
+                _bound.append(bound)
     return _bound[0]
 
 
@@ -92,8 +102,8 @@ def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> bool:
         >>> y.tolist() if done else [1.0, 3.0, 5.0]
         [1.0, 3.0, 5.0]
     """
-    functions = _functions()
-    fn = None if functions is None else functions.get(x.dtype)
+    bound = _functions()
+    fn = None if bound is None or x.size > bound[1] else bound[0].get(x.dtype)
     if (fn is None or y.dtype != x.dtype or y.size != x.size or not x.flags.c_contiguous
             or not y.flags.c_contiguous or not y.flags.writeable
             or np.may_share_memory(x, y)):
