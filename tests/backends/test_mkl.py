@@ -3,6 +3,9 @@ the `mkl` package is installed, `Matmul` and `Addmm` through MKL against float64
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+
 import numpy as np
 import pytest
 
@@ -104,3 +107,26 @@ def test_a_linear_layers_rows_are_one_product():
     assert out is not None and out.shape == (3, 40, 96)
     ref = x.astype(np.float64) @ w.T.astype(np.float64)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def _product_in_child(a, queue):
+    queue.put(np.asarray(mx.array(a) @ mx.array(a)))
+
+
+@needs_mkl
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_computes_its_products_without_mkl():
+    a = np.random.default_rng(7).standard_normal((256, 256)).astype(np.float32)
+    before = np.asarray(mx.array(a) @ mx.array(a))  # MKL's threads started in the parent
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_product_in_child, args=(a, queue))
+    child.start()
+    try:  # read before joining: the child's put waits for the pipe to drain
+        product = queue.get(timeout=60)  # GNU OpenMP's threads, used after a fork, would hang
+    finally:
+        child.join(10)
+        if child.exitcode is None:
+            child.kill()
+    assert child.exitcode == 0
+    np.testing.assert_allclose(product, before, rtol=1e-4, atol=1e-3)

@@ -16,6 +16,7 @@ NumPy's two ufunc calls round the product and then the sum.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from typing import Any
 
@@ -68,6 +69,14 @@ def _works(functions: dict[np.dtype, Any]) -> bool:
         if not np.array_equal(y, 2 * np.arange(1, 6, dtype=dtype) + 0.5):
             return False
     return True
+
+
+def _after_fork() -> None:
+    _bound.clear()  # found again: a forked child leaves MKL (see `mkl`), whose handler ran first
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _functions() -> tuple[dict[np.dtype, Any], int] | None:

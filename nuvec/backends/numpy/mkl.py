@@ -16,6 +16,8 @@ fails to load or fails its check on a small product is not used.
 MKL's threads follow MKL's own settings (`MKL_NUM_THREADS`, `OMP_NUM_THREADS`, else the
 physical cores); `threadpoolctl` (and so `one_blas_thread`) limits them as it limits OpenBLAS.
 Its sums run in another order than OpenBLAS's: results differ from NumPy's in the last bits.
+A process forked from one that used MKL computes its products with NumPy (OpenMP's threads do
+not survive a fork; the child's first threaded MKL call would hang).
 """
 
 from __future__ import annotations
@@ -107,6 +109,16 @@ def _works(functions: dict[np.dtype, Any]) -> bool:
         if not np.array_equal(w, 2 * v + 0.5):
             return False
     return True
+
+
+def _after_fork() -> None:
+    # GNU OpenMP's threads do not survive `fork`: a child's first threaded MKL call would hang,
+    # so a forked child computes with NumPy (OpenBLAS re-creates its threads after a fork)
+    _bound[:] = [None]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _functions() -> dict[np.dtype, Any] | None:
