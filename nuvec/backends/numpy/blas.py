@@ -29,34 +29,46 @@ __all__ = ["axpy", "available"]
 
 # (CBLAS name template, integer type): the names of 64-bit-integer OpenBLAS builds
 _NAMES = (("scipy_cblas_{}axpy64_", ctypes.c_int64), ("cblas_{}axpy64_", ctypes.c_int64))
+_MKL_NAMES = (("cblas_{}axpy", ctypes.c_int),)  # `mkl_rt`'s default interface: 32-bit integers
 
 _lock = threading.Lock()
 _bound: list[Any] = []  # [] until first use, then [({dtype: function}, longest) or None]
 
 
-def _find() -> dict[np.dtype, Any] | None:
-    """The axpy functions of the loaded OpenBLAS by dtype, checked on a small vector; None
-    where there is no such library."""
+def _bind(lib: Any, names: tuple) -> tuple[dict[np.dtype, Any], int] | None:
+    """`lib`'s axpy functions by dtype under the first of `names` it has, checked on a small
+    vector, and the longest vector their integer type takes; None where none works."""
+    for template, integer in names:
+        found = {}
+        for dtype, letter, real in ((np.float32, "s", ctypes.c_float),
+                                    (np.float64, "d", ctypes.c_double)):
+            fn = getattr(lib, template.format(letter), None)
+            if fn is None:
+                break
+            fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
+            fn.restype = None
+            found[np.dtype(dtype)] = fn
+        else:
+            if _works(found):
+                return found, 2 ** (8 * ctypes.sizeof(integer) - 1) - 1
+    return None
+
+
+def _find() -> tuple[dict[np.dtype, Any], int] | None:
+    """The axpy functions by dtype and the longest vector they take: MKL's where products go
+    through MKL (`mkl.library`), else the loaded OpenBLAS's; None where there is neither."""
+    lib = mkl.library()
+    if lib is not None:
+        return _bind(lib, _MKL_NAMES)
     for info in threadpool_info():
         if info.get("internal_api") != "openblas":
             continue
         try:
-            lib = ctypes.CDLL(info["filepath"])
+            bound = _bind(ctypes.CDLL(info["filepath"]), _NAMES)
         except OSError:
             continue
-        for template, integer in _NAMES:
-            found = {}
-            for dtype, letter, real in ((np.float32, "s", ctypes.c_float),
-                                        (np.float64, "d", ctypes.c_double)):
-                fn = getattr(lib, template.format(letter), None)
-                if fn is None:
-                    break
-                fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
-                fn.restype = None
-                found[np.dtype(dtype)] = fn
-            else:
-                if _works(found):
-                    return found
+        if bound is not None:
+            return bound
     return None
 
 
@@ -80,16 +92,10 @@ if hasattr(os, "register_at_fork"):
 
 
 def _functions() -> tuple[dict[np.dtype, Any], int] | None:
-    """The axpy functions by dtype and the longest vector they take: MKL's where products go
-    through MKL (`mkl.axpy_functions`), else OpenBLAS's."""
     if not _bound:
         with _lock:
             if not _bound:
-                bound = mkl.axpy_functions()
-                if bound is None:
-                    found = _find()
-                    bound = None if found is None else (found, 2**63 - 1)
-                _bound.append(bound)
+                _bound.append(_find())
     return _bound[0]
 
 
