@@ -13,7 +13,10 @@ pytestmark = pytest.mark.skipif(not blas.available(), reason="no OpenBLAS with k
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [0, 1, 7, 10001, 70000])
-def test_axpy_rounds_once(dtype, n):
+def test_axpy_is_the_exact_value_rounded_at_most_twice(dtype, n):
+    """Fused multiply-adds round once, a loop without them rounds the product and then the sum
+    (OpenBLAS's Haswell kernels on an AMD Zen 3 for short vectors and loop tails): either way
+    within half an ulp of the product and half an ulp of the result."""
     rng = np.random.default_rng(n)
     x = rng.standard_normal(n).astype(dtype)
     y = rng.standard_normal(n).astype(dtype)
@@ -22,8 +25,9 @@ def test_axpy_rounds_once(dtype, n):
     exact = wide(alpha) * x.astype(wide) + y.astype(wide)
     product = np.abs(wide(alpha) * x.astype(wide))
     assert blas.axpy(float(alpha), x, y)
-    # one rounding: within half an ulp of the result, plus what the reference itself may miss
-    slack = np.spacing(np.abs(y)).astype(wide) / 2 + product * wide(2.0) ** -62
+    # what the reference itself may miss, beyond the two roundings
+    slack = (np.spacing(np.abs(y)).astype(wide) / 2 + np.spacing(np.abs(alpha * x)) / 2
+             + product * wide(2.0) ** -62)
     assert np.all(np.abs(y.astype(wide) - exact) <= slack)
 
 

@@ -1,7 +1,8 @@
 """Small chains the CPU fuses: `c ± s * x` with `s` one value (an optimizer's update) runs as
 one BLAS `axpy`, from `SMALL_CHAIN_ELEMENTS` elements, into the old value's buffer where the
-evaluator may give it up. Values are the exact result rounded once; anything else stays on
-the per-node path."""
+evaluator may give it up. Values are within an ulp of the exact result (the BLAS rounds most
+elements once, some twice: see `nuvec.backends.numpy.blas`); anything else stays on the per-node
+path."""
 
 from __future__ import annotations
 

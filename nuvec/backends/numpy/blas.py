@@ -9,8 +9,11 @@ package installed), `axpy` calls MKL's instead, so that one library's threads ru
 calls. Any other BLAS, or a binding that fails its check on first use, leaves `axpy`
 returning False and callers compute with NumPy.
 
-OpenBLAS's and MKL's kernels use fused multiply-adds: each element is rounded once, where
-NumPy's two ufunc calls round the product and then the sum.
+OpenBLAS's and MKL's vector loops use fused multiply-adds where the CPU has them: those
+elements are rounded once, where NumPy's two ufunc calls round the product and then the sum.
+Not every element is: OpenBLAS's Haswell kernels on an AMD Zen 3 round vectors of under 32
+elements, and a few loop tails, twice, as NumPy does. Either way each is within an ulp of the
+exact `y + alpha * x`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ array), which the last step writes into when the steps run once over the whole a
 call fails, if at all, before writing: a chain that fails is recomputed unfused from its
 inputs). `c + s * x`, `s * x + c` and `c - s * x` with `s` one value (an optimizer's update)
 run as one BLAS `axpy` into `c`'s buffer (or a copy of it) where the BLAS allows
-(`nuvec.backends.numpy.blas`): one pass instead of two, each element rounded once.
+(`nuvec.backends.numpy.blas`): one pass instead of two, most elements rounded once (fused
+multiply-adds) rather than twice.
 """
 
 from __future__ import annotations
