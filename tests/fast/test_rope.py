@@ -279,3 +279,56 @@ def test_vmap_with_per_row_and_batched_offsets_batches_the_fallback():
     offsets = mx.array([[1, 2], [3, 4], [0, 0]])
     check_vmap(lambda x, o: mx.fast.rope(x, 4, traditional=False, base=10.0, scale=1.0,
                                          offset=o), [x, offsets], in_axes=(0, 0))
+
+
+def test_rope_kept_angle_tables_follow_every_parameter(monkeypatch):
+    """The CPU keeps rope's angle tables per parameters and positions: calls differing in one of
+    them each get their own tables, and a repeated call the same values."""
+    from nuvec.backends.common import fast as kernels
+
+    tables = kernels._AngleTables()
+    monkeypatch.setattr(kernels, "_angle_tables", tables)
+    rng = np.random.default_rng(4)
+    x, xr = sample(rng, (2, 3, 5, 8), mx.float32)
+    x64, xr64 = sample(rng, (2, 3, 5, 8), mx.float64)
+    freqs = np.array([1.0, 3.0, 10.0, 40.0])
+    cases = [  # (input, its float64 values, dims, traditional, base, scale, offset, freqs)
+        (x, xr, 8, False, 100.0, 0.5, 3, None), (x, xr, 8, False, 100.0, 0.5, 4, None),
+        (x, xr, 8, False, 10.0, 0.5, 3, None), (x, xr, 8, False, 100.0, 1.0, 3, None),
+        (x, xr, 6, False, 100.0, 0.5, 3, None), (x, xr, 8, True, 100.0, 0.5, 3, None),
+        (x, xr, 8, False, None, 0.5, 3, freqs), (x, xr, 8, False, None, 0.5, 3, freqs * 2),
+        (x, xr, 8, False, 100.0, 0.5, np.array([3, 1]), None),
+        (x64, xr64, 8, False, 100.0, 0.5, 3, None), (x[:, :, :4], xr[:, :, :4], 8, False, 100.0,
+                                                     0.5, 3, None),
+    ]
+    for _ in range(2):
+        for xi, xri, dims, trad, base, scale, offset, f in cases:
+            y = mx.fast.rope(xi, dims, traditional=trad, base=base, scale=scale,
+                             offset=mx.array(offset), freqs=None if f is None else mx.array(f))
+            close(y, ref.rope(xri, dims, trad, base, scale, offset, f), xi.dtype, TOL)
+    assert len(tables.tables) == len(cases)
+    c, s = next(iter(tables.tables.values()))
+    assert not c.flags.writeable and not s.flags.writeable
+    # the inverse rotation (the gradient) has tables of its own
+    g = mx.grad(lambda a: mx.sum(mx.fast.rope(a, 8, traditional=False, base=100.0, scale=0.5,
+                                                offset=3) * mx.array(xr)))(x)
+    close(g, ref.rope(xr, 8, False, 100.0, 0.5, 3, inverse=True), mx.float32, TOL)
+    assert len(tables.tables) == len(cases) + 1
+
+
+def test_rope_kept_angle_tables_stay_under_their_limit(monkeypatch):
+    from nuvec.backends.common import fast as kernels
+
+    tables = kernels._AngleTables()
+    monkeypatch.setattr(kernels, "_angle_tables", tables)
+    monkeypatch.setattr(kernels._AngleTables, "LIMIT", 3000)  # two tables of 5 x 32 float32
+    rng = np.random.default_rng(5)
+    x, xr = sample(rng, (1, 2, 5, 32), mx.float32)
+    for offset in range(4):
+        y = mx.fast.rope(x, 32, traditional=False, base=10000.0, scale=1.0, offset=offset)
+        close(y, ref.rope(xr, 32, False, 10000.0, 1.0, offset), mx.float32, TOL)
+        assert tables.nbytes <= 3000
+    assert len(tables.tables) == 2 and tables.nbytes == 2 * 2 * 5 * 32 * 4
+    big, _ = sample(rng, (1, 1, 20, 32), mx.float32)  # tables over the limit are not kept
+    mx.eval(mx.fast.rope(big, 32, traditional=False, base=10000.0, scale=1.0, offset=0))
+    assert len(tables.tables) == 2

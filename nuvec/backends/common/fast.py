@@ -9,6 +9,7 @@ makes `x - max` NaN, which `_lse` replaces by that maximum), so kernels open no 
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -262,6 +263,45 @@ def logsumexp(xp, p, x):
     return _lse(xp, x)
 
 
+class _AngleTables:
+    """Rope's angle tables on the CPU (`_angles`), kept per parameters and positions: a model's layers (and
+    the queries and keys of each) rotate by the same tables, whose cosines, sines and
+    concatenations took 0.17 ms for 512 positions of 128 dims (a tenth of rope over
+    `[1, 32, 512, 128]`). The tables are read-only; the oldest are dropped past `LIMIT` bytes."""
+
+    LIMIT = 1 << 26
+
+    def __init__(self) -> None:
+        self.tables: dict[tuple, tuple[Any, Any]] = {}
+        self.nbytes = 0
+        self.lock = threading.Lock()
+
+    def get(self, xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
+        """`_angles(xp, p, x, offset, freqs)`, kept when `xp` is NumPy."""
+        if xp is not np:
+            return _angles(xp, p, x, offset, freqs)
+        key = (x.shape[-2], x.dtype == np.float64, p.dims, p.base, p.scale, p.traditional,
+               p.forward, *((a.dtype.str, a.shape, a.tobytes()) for a in (offset, *freqs)))
+        found = self.tables.get(key)
+        if found is not None:
+            return found
+        c, s = _angles(np, p, x, offset, freqs)
+        size = c.nbytes + s.nbytes
+        if size <= self.LIMIT:
+            c.flags.writeable = s.flags.writeable = False
+            with self.lock:
+                while self.tables and self.nbytes + size > self.LIMIT:
+                    old_c, old_s = self.tables.pop(next(iter(self.tables)))
+                    self.nbytes -= old_c.nbytes + old_s.nbytes
+                if key not in self.tables:
+                    self.tables[key] = c, s
+                    self.nbytes += size
+        return c, s
+
+
+_angle_tables = _AngleTables()
+
+
 def _angles(xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
     """Rope's cosines and sines (negated for the inverse rotation): `[T, dims / 2]`, or
     `[B, 1, T, dims / 2]` for one offset per batch entry. For the halves layout they come as
@@ -315,7 +355,7 @@ def rope_kernel(xp, p, x, offset, *freqs):
     t, d = shape[-2], shape[-1]
     xv = x.reshape(shape[0], -1, t, d)
     batch, heads = xv.shape[:2]
-    c, s = _angles(xp, p, x, offset, freqs)
+    c, s = _angle_tables.get(xp, p, x, offset, freqs)
     per_batch = c.ndim == 4
     out = xp.empty(xv.shape, c.dtype)
     if out.size == 0:
