@@ -4,6 +4,8 @@ fuse where they should and not elsewhere, and compose with the transforms."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -310,3 +312,19 @@ def test_blocks_split_over_threads_give_the_same_values(threads, monkeypatch):
         mx.set_num_threads(before)
     want = np.array(f(mx.array(x), mx.array(w, mx.float32)))
     np.testing.assert_array_equal(got, want)
+
+
+def test_steps_on_whole_arrays_write_into_the_values_they_read_last():
+    """After the first step, each writes into the value only it reads (a buffer of the
+    chain's own making): the chain takes one buffer the size of its output, not one a step."""
+    data = np.linspace(-1, 1, 1 << 16, dtype=np.float32)
+    y = mx.compile(lambda a: mx.tanh(mx.cos(mx.sin(mx.exp(a)))))(mx.array(data))
+    assert isinstance(y.primitive, FusedElementwise) and len(y.primitive.steps) == 4
+    tracemalloc.start()
+    try:
+        out = cpu_fused.fused_elementwise(y.primitive, data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * data.nbytes
+    np.testing.assert_array_equal(out, np.tanh(np.cos(np.sin(np.exp(data)))))

@@ -23,8 +23,9 @@ multiply-adds) rather than twice.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import product
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -153,10 +154,19 @@ def _run_blocks(p: FusedElementwise, views: list[np.ndarray], flat: np.ndarray,
 _plans: dict[tuple[int, int], tuple[FusedElementwise, list[tuple]]] = {}
 
 
+def _fetcher(refs: tuple[int, ...]) -> Callable[[list[Any]], tuple]:
+    """A function giving the values at `refs` as a tuple (cheaper than a comprehension)."""
+    if len(refs) > 1:
+        return itemgetter(*refs)
+    if refs:
+        return lambda values, r=refs[0]: (values[r],)
+    return lambda values: ()
+
+
 def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
-    """Per step: its kernel, whether it takes `out=`, the primitive, its refs, its dtype, the
-    values it reads last (dropped after it), and one of those it may write into (an earlier
-    step's value of its dtype, or None)."""
+    """Per step: its kernel, whether it takes `out=`, the primitive, the fetcher of its
+    arguments, its dtype, the values it reads last (dropped after it), and one of those it may
+    write into (an earlier step's value of its dtype, or None)."""
     key = (id(p), n_inputs)
     found = _plans.get(key)
     if found is not None and found[0] is p:
@@ -168,7 +178,8 @@ def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
         takes_out = type(q) in table.writes_into
         into = next((r for r in dead if r >= n_inputs and takes_out
                      and p.steps[r - n_inputs][2] == dtype), None)
-        plan.append((table.kernels[type(q)], takes_out, q, refs, dtype.np, dead, into))
+        plan.append((table.kernels[type(q)], takes_out, q, _fetcher(refs), dtype.np, tuple(dead),
+                     into))
     if len(_plans) >= 256:
         _plans.clear()
     _plans[key] = (p, plan)
@@ -180,27 +191,32 @@ def _run_whole(p: FusedElementwise, values: list[Any], out: np.ndarray | None) -
     the unfused nodes run: a step's value is dropped after its last reader, and a step whose
     kernel takes `out=` writes into a value only it still reads, as the evaluator donates (the
     last step into `out`, if given)."""
-    owned: set[int] = set()  # values that are buffers of this call's own making
     result = None
     plan = _whole_plan(p, len(values))
     last = len(plan) - 1
-    for j, (fn, takes_out, q, refs, dtype, dead, into) in enumerate(plan):
-        args = [values[r] for r in refs]
+    owned = [False] * (len(values) + len(plan))  # values that are buffers of this call's making
+    for j, (fn, takes_out, q, fetch, dtype, dead, into) in enumerate(plan):
+        args = fetch(values)
         if j == last and out is not None and takes_out:
-            result = fn(q, *args, out=out)
-        elif into is not None and into in owned:
-            result = fn(q, *args, out=values[into])
+            result, mine = fn(q, *args, out=out), False
+        elif into is not None and owned[into]:
+            target = values[into]
+            result = fn(q, *args, out=target)
+            mine = result is target  # the buffer stays this call's, now as this step's value
         else:
-            result = fn(q, *args)
-        if type(result) is not np.ndarray or result.dtype != dtype:
-            result = np.asarray(result).astype(dtype)
-        if (result.base is None and result.flags.writeable
-                and not any(result is a for a in args)):
-            owned.add(len(values))
+            result, mine = fn(q, *args), None
+        if type(result) is not np.ndarray or (result.dtype is not dtype
+                                               and result.dtype != dtype):
+            result, mine = np.asarray(result).astype(dtype), True  # (`astype` copies)
+        elif mine is None:  # a fresh array, unless the kernel gave back a view or an input
+            mine = (result.base is None and result.flags.writeable
+                    and (result is not args[0] and result is not args[-1] if 0 < len(args) < 3
+                         else all(result is not a for a in args)))
+        owned[len(values)] = mine
         values.append(result)
         for r in dead:
             values[r] = None
-            owned.discard(r)
+            owned[r] = False
     return result
 
 
