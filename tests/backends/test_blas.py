@@ -1,5 +1,5 @@
-"""The BLAS binding (`nuvec.backends.numpy.blas`): `axpy` against float64, and every layout it
-must refuse left untouched."""
+"""The BLAS binding (`nuvec.backends.numpy.blas`): `axpy` and `axpby` against float64, and
+every layout they must refuse left untouched."""
 
 from __future__ import annotations
 
@@ -29,6 +29,34 @@ def test_axpy_is_the_exact_value_rounded_at_most_twice(dtype, n):
     slack = (np.spacing(np.abs(y)).astype(wide) / 2 + np.spacing(np.abs(alpha * x)) / 2
              + product * wide(2.0) ** -62)
     assert np.all(np.abs(y.astype(wide) - exact) <= slack)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 7, 10001])
+def test_axpby_is_the_exact_value_rounded_at_most_thrice(dtype, n):
+    """`alpha x + beta y`: each product and the sum rounded at most once."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(dtype)
+    y = rng.standard_normal(n).astype(dtype)
+    alpha, beta = dtype(1.25), dtype(-0.37)
+    wide = np.longdouble
+    exact = wide(alpha) * x.astype(wide) + wide(beta) * y.astype(wide)
+    slack = (np.spacing(np.abs(exact.astype(dtype))).astype(wide) / 2
+             + np.spacing(np.abs(alpha * x)) / 2 + np.spacing(np.abs(beta * y)) / 2
+             + (np.abs(x) + np.abs(y)).astype(wide) * wide(2.0) ** -60)
+    assert blas.axpby(float(alpha), x, float(beta), y)
+    assert np.all(np.abs(y.astype(wide) - exact) <= slack)
+
+
+def test_axpby_refuses_what_axpy_refuses():
+    x = np.arange(8, dtype=np.float32)
+    for y in (np.ones(8, np.float64), np.ones(9, np.float32), np.ones(16, np.float32)[::2]):
+        before = y.copy()
+        assert not blas.axpby(1.0, x, 2.0, y)  # dtypes or sizes differ, strided
+        np.testing.assert_array_equal(y, before)
+    before = x.copy()
+    assert not blas.axpby(1.0, x[:7], 2.0, x[1:])  # overlapping
+    np.testing.assert_array_equal(x, before)
 
 
 def test_axpy_takes_nd_arrays_in_place():

@@ -62,6 +62,25 @@ def test_the_old_value_is_updated_in_its_own_buffer(plans):
                                     maxulp=1)
 
 
+def test_a_given_up_gradient_takes_the_update(monkeypatch):
+    """When the buffer given up is the other factor's (an optimizer's gradient, made by a
+    product in a compiled step), the update is written there in one `axpby` pass:
+    `g = c - s * g`."""
+    calls = []
+    axpby = blas.axpby
+    monkeypatch.setattr(blas, "axpby", lambda *args: calls.append(1) or axpby(*args))
+    c_np, x_np = _data()
+    c, x, eye = mx.array(c_np), mx.array(x_np), mx.eye(SHAPE[1])
+    mx.eval(c, x, eye)
+    step = mx.compile(lambda c, x: c - 0.5 * (x @ eye))
+    y = step(c, x)
+    mx.eval(y)
+    assert calls == [1]
+    np.testing.assert_array_max_ulp(np.asarray(y), _rounded_once(c_np, 0.5, x_np, -1.0),
+                                    maxulp=1)
+    np.testing.assert_array_equal(np.asarray(c), c_np)  # the old value is left as it was
+
+
 def test_a_held_old_value_is_left_as_it_was(plans):
     c_np, x_np = _data()
     c, x = mx.array(c_np) + 1, mx.array(x_np)

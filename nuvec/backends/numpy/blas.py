@@ -1,13 +1,14 @@
-"""BLAS level-1 calls NumPy has no ufunc for: `axpy` (`y += alpha * x` in one pass).
+"""BLAS level-1 calls NumPy has no ufunc for: `axpy` (`y += alpha * x` in one pass) and
+`axpby` (`y = alpha * x + beta * y`).
 
 NumPy links a BLAS for its products; `threadpoolctl` finds which library is loaded. When it is
 an OpenBLAS with 64-bit integers whose CBLAS names are known (NumPy's own wheels load
-`scipy_openblas64_`), `axpy` calls its `cblas_?axpy` through `ctypes`: one pass over `x` and
-`y`, with the library's threads for long vectors, where NumPy's `y + alpha * x` takes two
-passes and a temporary. Where products go through MKL (`nuvec.backends.numpy.mkl`: the `mkl`
-package installed), `axpy` calls MKL's instead, so that one library's threads run the BLAS
-calls. Any other BLAS, or a binding that fails its check on first use, leaves `axpy`
-returning False and callers compute with NumPy.
+`scipy_openblas64_`), `axpy` and `axpby` call its `cblas_?axpy` and `cblas_?axpby` through
+`ctypes`: one pass over `x` and `y`, where NumPy's `y + alpha * x` takes two passes and a
+temporary. Where products go through MKL (`nuvec.backends.numpy.mkl`: the `mkl` package
+installed), they call MKL's instead, so that one library's threads run the BLAS calls. Any
+other BLAS, or a binding that fails its check on first use, leaves them returning False and
+callers compute with NumPy (so does `axpby` where the library has `axpy` only).
 
 OpenBLAS's and MKL's vector loops use fused multiply-adds where the CPU has them: those
 elements are rounded once, where NumPy's two ufunc calls round the product and then the sum.
@@ -28,32 +29,38 @@ from threadpoolctl import threadpool_info
 
 from nuvec.backends.numpy import mkl
 
-__all__ = ["axpy", "available"]
+__all__ = ["axpby", "axpy", "available"]
 
 # (CBLAS name template, integer type): the names of 64-bit-integer OpenBLAS builds
-_NAMES = (("scipy_cblas_{}axpy64_", ctypes.c_int64), ("cblas_{}axpy64_", ctypes.c_int64))
-_MKL_NAMES = (("cblas_{}axpy", ctypes.c_int),)  # `mkl_rt`'s default interface: 32-bit integers
+_NAMES = (("scipy_cblas_{}64_", ctypes.c_int64), ("cblas_{}64_", ctypes.c_int64))
+_MKL_NAMES = (("cblas_{}", ctypes.c_int),)  # `mkl_rt`'s default interface: 32-bit integers
+_REALS = ((np.float32, "s", ctypes.c_float), (np.float64, "d", ctypes.c_double))
 
 _lock = threading.Lock()
-_bound: list[Any] = []  # [] until first use, then [({dtype: function}, longest) or None]
+_bound: list[Any] = []  # [] until first use, then [({(routine, dtype): function}, longest)
+#                          or None]
 
 
-def _bind(lib: Any, names: tuple) -> tuple[dict[np.dtype, Any], int] | None:
-    """`lib`'s axpy functions by dtype under the first of `names` it has, checked on a small
-    vector, and the longest vector their integer type takes; None where none works."""
+def _bind(lib: Any, names: tuple) -> tuple[dict[tuple[str, np.dtype], Any], int] | None:
+    """`lib`'s `axpy` functions by dtype (and its `axpby` ones where it has them) under the
+    first of `names` it has, each checked on a small vector, keyed by (routine, dtype), and the
+    longest vector their integer type takes; None where no `axpy` works."""
     for template, integer in names:
         found = {}
-        for dtype, letter, real in ((np.float32, "s", ctypes.c_float),
-                                    (np.float64, "d", ctypes.c_double)):
-            fn = getattr(lib, template.format(letter), None)
-            if fn is None:
-                break
-            fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
-            fn.restype = None
-            found[np.dtype(dtype)] = fn
-        else:
-            if _works(found):
-                return found, 2 ** (8 * ctypes.sizeof(integer) - 1) - 1
+        for routine in ("axpy", "axpby"):
+            fns = {np.dtype(dtype): getattr(lib, template.format(letter + routine), None)
+                   for dtype, letter, _ in _REALS}
+            if None in fns.values():
+                continue
+            for (dtype, _, real), fn in zip(_REALS, fns.values()):
+                scalars = [real] * (1 if routine == "axpy" else 2)
+                fn.argtypes = [integer, scalars[0], ctypes.c_void_p, integer,
+                               *scalars[1:], ctypes.c_void_p, integer]
+                fn.restype = None
+            if _works(routine, fns):
+                found.update({(routine, dtype): fn for dtype, fn in fns.items()})
+        if ("axpy", np.dtype(np.float32)) in found:
+            return found, 2 ** (8 * ctypes.sizeof(integer) - 1) - 1
     return None
 
 
@@ -75,12 +82,14 @@ def _find() -> tuple[dict[np.dtype, Any], int] | None:
     return None
 
 
-def _works(functions: dict[np.dtype, Any]) -> bool:
-    """Whether each function computes `y += alpha * x` on a short vector."""
+def _works(routine: str, functions: dict[np.dtype, Any]) -> bool:
+    """Whether each `routine` function computes `y = 2 x + y` (`axpby` with beta 1) on a
+    short vector."""
     for dtype, fn in functions.items():
         x = np.arange(1, 6, dtype=dtype)
         y = np.full(5, 0.5, dtype=dtype)
-        fn(5, 2.0, x.ctypes.data, 1, y.ctypes.data, 1)
+        beta = (1.0,) if routine == "axpby" else ()
+        fn(5, 2.0, x.ctypes.data, 1, *beta, y.ctypes.data, 1)
         if not np.array_equal(y, 2 * np.arange(1, 6, dtype=dtype) + 0.5):
             return False
     return True
@@ -94,7 +103,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def _functions() -> tuple[dict[np.dtype, Any], int] | None:
+def _functions() -> tuple[dict[tuple[str, np.dtype], Any], int] | None:
     if not _bound:
         with _lock:
             if not _bound:
@@ -105,6 +114,19 @@ def _functions() -> tuple[dict[np.dtype, Any], int] | None:
 def available() -> bool:
     """Whether `axpy` calls a BLAS (else it always returns False)."""
     return _functions() is not None
+
+
+def _function(routine: str, x: np.ndarray, y: np.ndarray) -> Any:
+    """The BLAS `routine` for `x` and `y`, None where there is none or where it cannot compute
+    in place: `x` and `y` C-contiguous float32 or float64 arrays of one size and dtype, `y`
+    writeable and not overlapping `x`."""
+    bound = _functions()
+    fn = None if bound is None or x.size > bound[1] else bound[0].get((routine, x.dtype))
+    if (fn is None or y.dtype != x.dtype or y.size != x.size or not x.flags.c_contiguous
+            or not y.flags.c_contiguous or not y.flags.writeable
+            or np.may_share_memory(x, y)):
+        return None
+    return fn
 
 
 def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> bool:
@@ -120,12 +142,29 @@ def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> bool:
         >>> y.tolist() if done else [1.0, 3.0, 5.0]
         [1.0, 3.0, 5.0]
     """
-    bound = _functions()
-    fn = None if bound is None or x.size > bound[1] else bound[0].get(x.dtype)
-    if (fn is None or y.dtype != x.dtype or y.size != x.size or not x.flags.c_contiguous
-            or not y.flags.c_contiguous or not y.flags.writeable
-            or np.may_share_memory(x, y)):
+    fn = _function("axpy", x, y)
+    if fn is None:
         return False
     if x.size:
         fn(x.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
+    return True
+
+
+def axpby(alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> bool:
+    """`y = alpha * x + beta * y` in place through the BLAS, on the arrays `axpy` takes; False
+    (with `y` untouched) where it cannot.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.numpy.blas import axpby
+        >>> y = np.ones(3, np.float32)
+        >>> done = axpby(1.0, np.arange(3, dtype=np.float32), -2.0, y)
+        >>> y.tolist() if done else [-2.0, -1.0, 0.0]
+        [-2.0, -1.0, 0.0]
+    """
+    fn = _function("axpby", x, y)
+    if fn is None:
+        return False
+    if x.size:
+        fn(x.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
     return True

@@ -284,15 +284,19 @@ def _axpy_operands(p: FusedElementwise, inputs: list[Any]) -> tuple[int, Any, fl
 
 def _axpy(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
           ) -> np.ndarray | None:
-    """A scaled add by one value as one BLAS `axpy`: into `out` when it is `c`'s buffer, else
-    into a copy of `c`; None where the program, values or layouts are not of that form."""
+    """A scaled add by one value as one BLAS pass: `axpy` into `out` when it is `c`'s buffer,
+    `axpby` into `out` when it is the other factor's (an optimizer's gradient: `out = c +
+    alpha * out`), else `axpy` into a copy of `c`; None where the program, values or layouts
+    are not of that form."""
     operands = _axpy_operands(p, views)
     if operands is None or not blas.available():
         return None
     c, x, alpha = operands
+    if out is not None and out is x:
+        return out if blas.axpby(1.0, views[c], alpha, out) else None
     if out is None:
         out = views[c].copy()
-    elif out is not views[c]:  # the buffer given up is the other factor's: the general path
+    elif out is not views[c]:  # a buffer of neither: the general path
         return None
     return out if blas.axpy(alpha, x, out) else None
 
