@@ -2,8 +2,9 @@
 large arrays, an 8-op chain `tanh(exp(x) * w + b) * 0.5 + sin(x) - 1` on [2048, 2048], an
 SGD step of a 784-512-512-10 ReLU MLP (batch 256) written with `mx.value_and_grad` and as MLX
 code writes it (`nn.value_and_grad`, `optimizer.update`, the state compiled as `inputs` and
-`outputs`), and `grad(compile(f))` of `sum(tanh(tanh(tanh(x @ W))))`, with NumPy (and
-`jax.jit`, when importable; never a dependency of nuvec) on the same work.
+`outputs`), and `grad(compile(f))` of `sum(tanh(tanh(tanh(x @ W))))`, with NumPy (the MLP
+steps: `bench_peers.py`'s NumPy formula of the same step) and `jax.jit` (when importable; never
+a dependency of nuvec) on the same work.
 
 Run: python benchmarks/bench_compile.py [--repeats N] [--quick] [--blocks]
 Times are medians of N runs, evaluation included; ratios are compiled / uncompiled and
@@ -20,6 +21,7 @@ import itertools
 
 import numpy as np
 from bench_fast import medians  # benchmarks/ is the script's directory
+from bench_peers import mlp_data, numpy_mlp
 
 import nuvec as mx
 
@@ -144,8 +146,8 @@ def bench_mlp(repeats: int) -> None:
     compiled = mx.compile(step)
     plain_loss, compiled_loss = step(params)[0].item(), compiled(params)[0].item()
     assert abs(plain_loss - compiled_loss) <= 1e-5 * abs(plain_loss), (plain_loss, compiled_loss)
-    fns = [lambda: mx.eval(step(params)), lambda: mx.eval(compiled(params)), None,
-           _jax_mlp_step(params, x, y)]
+    fns = [lambda: mx.eval(step(params)), lambda: mx.eval(compiled(params)),
+           numpy_mlp(mlp_data(256))[0], _jax_mlp_step(params, x, y)]
     report("MLP 784-512-512-10 SGD step (batch 256)", medians(fns, repeats))
 
 
@@ -180,7 +182,7 @@ def bench_module_step(repeats: int) -> None:
     for _ in range(3):  # both models take the same steps: the compiled one gives equal weights
         plain(), compiled()
     report("nn.Sequential MLP step, value_and_grad + SGD.update, state compiled",
-           medians([plain, compiled], repeats))
+           medians([plain, compiled, numpy_mlp(mlp_data(256))[0]], repeats))
 
 
 def bench_tanh_grad(repeats: int) -> None:
