@@ -355,7 +355,8 @@ minimum = _binary_function(
 arctan2 = _binary_function(
     "arctan2", ARCTAN2, "Elementwise arctan(a / b) in the quadrant of the point (b, a).",
     "Angles in radians: float32 for integer operands, else the promoted dtype.",
-    "[round(v, 6) for v in mx.arctan2(mx.array([0.0, 1.0]), 1.0).tolist()]\n        [0.0, 0.785398]",
+    "[round(v, 6) for v in mx.arctan2(mx.array([0.0, 1.0]), 1.0).tolist()]\n"
+    "        [0.0, 0.785398]",
     floats=True, real=True)
 logaddexp = _binary_function(
     "logaddexp", LOGADDEXP, "Elementwise log(exp(a) + exp(b)), without overflow.",

@@ -264,10 +264,10 @@ def logsumexp(xp, p, x):
 
 
 class _AngleTables:
-    """Rope's angle tables on the CPU (`_angles`), kept per parameters and positions: a model's layers (and
-    the queries and keys of each) rotate by the same tables, whose cosines, sines and
-    concatenations took 0.17 ms for 512 positions of 128 dims (a tenth of rope over
-    `[1, 32, 512, 128]`). The tables are read-only; the oldest are dropped past `LIMIT` bytes."""
+    """Rope's angle tables on the CPU (`_angles`), kept per parameters and positions: a
+    model's layers (and the queries and keys of each) rotate by the same tables, whose
+    cosines, sines and concatenations took 0.3 ms of rope's 1.9 over `[1, 32, 512, 128]` on a
+    two-core machine. The tables are read-only; the oldest go past `LIMIT` bytes."""
 
     LIMIT = 1 << 26
 

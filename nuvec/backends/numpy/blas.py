@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_info
 
 from nuvec.backends.numpy import mkl
 
-__all__ = ["axpby", "axpy", "available"]
+__all__ = ["available", "axpby", "axpy"]
 
 # (CBLAS name template, integer type): the names of 64-bit-integer OpenBLAS builds
 _NAMES = (("scipy_cblas_{}64_", ctypes.c_int64), ("cblas_{}64_", ctypes.c_int64))
