@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from nuvec.graph.array import Array, Node, handle, placeholder, record, tracing
@@ -79,6 +80,7 @@ class _Program:
         # whose own programs are then fused, instead of through fused nodes' chains
         self.unfused = (self.steps, self.outs)
         self.reverse: _VjpPrograms | None = None  # its reverse mode, once traced (`_with_vjp`)
+        self.replays: dict[bool, tuple] = {}  # `_replay`'s plans, fused and unfused
         if fused:
             self.steps, self.outs = fuse(self.steps, self.outs, _ref_id, self._dtype_of,
                                          _gpu_covers)
@@ -118,29 +120,61 @@ class _Program:
         for i, v in enumerate(values):
             refs[(node, i)] = ("const", v)
 
+    def _replay(self, fused: bool) -> tuple[list[Array], list[tuple], list[tuple[bool, int]]]:
+        """The steps (fused or not) over one flat list of values, planned once: the inputs,
+        then the constants, then each step's outputs in order. Returns the constants; per
+        step its primitive, stream, shapes, dtypes and the fetcher of its inputs (a tuple of
+        values from the flat list); per output whether it is an input, and its position."""
+        plan = self.replays.get(fused)
+        if plan is not None:
+            return plan
+        steps, outs = (self.steps, self.outs) if fused else self.unfused
+        consts: list[Array] = []
+        at: dict[int, int] = {}  # id of a constant's array -> its position
+        for r in [r for step in steps for r in step[2]] + list(outs):
+            if r[0] not in ("in", "op") and id(r[1]) not in at:
+                at[id(r[1])] = len(self.in_dtypes) + len(consts)
+                consts.append(r[1])
+        starts = []  # each step's first output's position
+        first = len(self.in_dtypes) + len(consts)
+        for step in steps:
+            starts.append(first)
+            first += len(step[3])
+
+        def position(ref: Ref) -> int:
+            kind = ref[0]
+            if kind == "op":
+                return starts[ref[1]] + ref[2]
+            return ref[1] if kind == "in" else at[id(ref[1])]
+
+        replay = []
+        for primitive, stream, refs, shapes, dtypes in steps:
+            where = tuple(position(r) for r in refs)
+            fetch = (itemgetter(*where) if len(where) > 1 else
+                     (lambda flat, i=where[0]: (flat[i],)) if where else (lambda flat: ()))
+            replay.append((primitive, stream, shapes, dtypes, fetch))
+        plan = consts, replay, [(r[0] == "in", position(r)) for r in outs]
+        self.replays[fused] = plan
+        return plan
+
     def __call__(self, inputs: Sequence[Array], shapeless: bool, fused: bool = True
                  ) -> list[Array]:
         """Records the steps on `inputs`; with the traced shapes, or the primitives' own
         shape rules if `shapeless`; the steps before fusion if not `fused`."""
-        steps, outs = (self.steps, self.outs) if fused else self.unfused
-        values: list[list[Array]] = []
-
-        def get(ref: Ref) -> Array:
-            kind = ref[0]
-            if kind == "op":
-                return values[ref[1]][ref[2]]
-            return inputs[ref[1]] if kind == "in" else ref[1]
-
-        for primitive, stream, refs, shapes, dtypes in steps:
+        consts, replay, outs = self._replay(fused)
+        flat = [*inputs, *consts]
+        for primitive, stream, shapes, dtypes, fetch in replay:
             if shapeless:
-                values.append(record(primitive, [get(r) for r in refs], stream))
-                continue
-            node = Node(primitive, [get(r) for r in refs], stream, shapes, dtypes)
-            values.append([handle(node, i) for i in range(len(shapes))])
+                flat.extend(record(primitive, fetch(flat), stream))
+            elif len(shapes) == 1:
+                flat.append(handle(Node(primitive, fetch(flat), stream, shapes, dtypes), 0))
+            else:
+                node = Node(primitive, fetch(flat), stream, shapes, dtypes)
+                flat.extend([handle(node, i) for i in range(len(shapes))])
         # an input passed through comes back as a new handle: rebinding one (an in-place
         # update) never rebinds the other
-        return [get(r) if r[0] != "in" else handle(inputs[r[1]]._node, inputs[r[1]]._index)
-                for r in outs]
+        return [handle(flat[i]._node, flat[i]._index) if passed else flat[i]
+                for passed, i in outs]
 
 
 class _VjpPrograms:
@@ -362,7 +396,8 @@ def compile(
             key = (treedef, constants, _signature(arrays, shapeless),
                    _signature(state_in, shapeless))
         entry = cache.get(key)
-        state_out = _state_arrays(outputs)
+        # (one tree for both, as MLX code passes its state: the same arrays, found once)
+        state_out = state_in if outputs is inputs else _state_arrays(outputs)
         if entry is None or entry[2] != len(state_out):
             leaves, treedef, _ = _split_args(args, kwargs)
             entry = _trace(fun, leaves, treedef, state_in, outputs, not shapeless)
