@@ -332,3 +332,6 @@ def test_rope_kept_angle_tables_stay_under_their_limit(monkeypatch):
     big, _ = sample(rng, (1, 1, 20, 32), mx.float32)  # tables over the limit are not kept
     mx.eval(mx.fast.rope(big, 32, traditional=False, base=10000.0, scale=1.0, offset=0))
     assert len(tables.tables) == 2
+    monkeypatch.setattr(kernels._AngleTables, "ENTRIES", 1)  # nor more than ENTRIES tables
+    mx.eval(mx.fast.rope(x, 32, traditional=False, base=10000.0, scale=1.0, offset=9))
+    assert len(tables.tables) == 1
