@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from operator import itemgetter
 from typing import Any
 
 from nuvec.graph.array import Array, Node, handle, placeholder, record, tracing
@@ -28,6 +27,7 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import COPY
 from nuvec.graph.tree import flatten, unflatten
+from nuvec.fast.fused import fetcher
 from nuvec.fusion import fuse
 from nuvec.transforms.autodiff import vjp
 from nuvec.transforms.custom import CustomTransforms
@@ -149,10 +149,8 @@ class _Program:
 
         replay = []
         for primitive, stream, refs, shapes, dtypes in steps:
-            where = tuple(position(r) for r in refs)
-            fetch = (itemgetter(*where) if len(where) > 1 else
-                     (lambda flat, i=where[0]: (flat[i],)) if where else (lambda flat: ()))
-            replay.append((primitive, stream, shapes, dtypes, fetch))
+            replay.append((primitive, stream, shapes, dtypes,
+                           fetcher([position(r) for r in refs])))
         plan = consts, replay, [(r[0] == "in", position(r)) for r in outs]
         self.replays[fused] = plan
         return plan

@@ -9,7 +9,9 @@ batching records one wider fused node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
+from typing import Any
 
 from nuvec.fast.base import FastOp
 from nuvec.graph.array import Array, record1
@@ -21,12 +23,28 @@ from nuvec.ops import shape as shape_ops
 from nuvec.ops.comparison import Select
 from nuvec.ops.families import Binary, Unary, batch_size, move_batch_to_front
 
-__all__ = ["FusedElementwise", "Step", "is_elementwise"]
+__all__ = ["FusedElementwise", "Step", "fetcher", "is_elementwise"]
 
 # One step: (primitive, refs, dtype); ref r < number of inputs names node input r, a larger
 # one names the result of step r - number of inputs.
 Step = tuple[Primitive, tuple[int, ...], Dtype]
 _ELEMENTWISE = (Unary, Binary, AsType, Select)
+
+
+def fetcher(positions: Sequence[int]) -> Callable[[Sequence[Any]], tuple]:
+    """A function giving the values at `positions` of a list as a tuple: how a replayed
+    program's steps read their arguments (an `itemgetter`, cheaper than a comprehension).
+
+    Example:
+        >>> from nuvec.fast.fused import fetcher
+        >>> fetcher((2, 0))(["a", "b", "c"]), fetcher((1,))(["a", "b"]), fetcher(())(["a"])
+        (('c', 'a'), ('b',), ())
+    """
+    if len(positions) > 1:
+        return itemgetter(*positions)
+    if positions:
+        return lambda values, i=positions[0]: (values[i],)
+    return lambda values: ()
 
 
 def is_elementwise(primitive: Primitive) -> bool:

@@ -23,9 +23,8 @@ multiply-adds) rather than twice.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import product
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -33,7 +32,7 @@ import numpy as np
 from nuvec.backends.numpy import blas
 from nuvec.backends.numpy.registry import kernel, table
 from nuvec.backends.threads import get_num_threads, parallel_rows
-from nuvec.fast.fused import FusedElementwise
+from nuvec.fast.fused import FusedElementwise, fetcher
 from nuvec.graph import eager
 from nuvec.ops.binary import Add, Multiply, Subtract
 
@@ -154,15 +153,6 @@ def _run_blocks(p: FusedElementwise, views: list[np.ndarray], flat: np.ndarray,
 _plans: dict[tuple[int, int], tuple[FusedElementwise, list[tuple]]] = {}
 
 
-def _fetcher(refs: tuple[int, ...]) -> Callable[[list[Any]], tuple]:
-    """A function giving the values at `refs` as a tuple (cheaper than a comprehension)."""
-    if len(refs) > 1:
-        return itemgetter(*refs)
-    if refs:
-        return lambda values, r=refs[0]: (values[r],)
-    return lambda values: ()
-
-
 def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
     """Per step: its kernel, whether it takes `out=`, the primitive, the fetcher of its
     arguments, its dtype, the values it reads last (dropped after it), and one of those it may
@@ -178,7 +168,7 @@ def _whole_plan(p: FusedElementwise, n_inputs: int) -> list[tuple]:
         takes_out = type(q) in table.writes_into
         into = next((r for r in dead if r >= n_inputs and takes_out
                      and p.steps[r - n_inputs][2] == dtype), None)
-        plan.append((table.kernels[type(q)], takes_out, q, _fetcher(refs), dtype.np, tuple(dead),
+        plan.append((table.kernels[type(q)], takes_out, q, fetcher(refs), dtype.np, tuple(dead),
                      into))
     if len(_plans) >= 256:
         _plans.clear()
