@@ -1,7 +1,7 @@
 """Twelve CPU workloads: nuvec against PyTorch eager, JAX `jit` and plain NumPy.
 
 Run: python benchmarks/bench_peers.py [--quick] [--repeats N] [--rounds R] [--threads N]
-                                     [--only LIB ...]
+                                     [--only LIB ...] [--compiled]
 
 Each library runs in its own process (this script started again with `--worker LIB`), one
 process per workload and library, the libraries taking turns on each workload, on the same
@@ -15,6 +15,9 @@ and their geometric means. The nuvec measured is the one of the checkout this sc
 The whole sequence runs three times by default (`--rounds`): on a shared virtual machine one
 process can run a workload 1.5x slower than the next one for every library alike, and the best
 of several processes removes that. The header names NumPy's BLAS and the kernels it picked.
+`--compiled` runs nuvec's MLP step and tanh gradient as MLX code writes them: the step under
+`mx.compile` with the model's and the optimizer's state as `inputs` and `outputs`, the
+gradient as `grad(compile(f))` (the other libraries run as without it).
 """
 
 from __future__ import annotations
@@ -218,9 +221,9 @@ def best_of(fn: Callable[[], Any], repeats: int) -> float:
     return best
 
 
-def run_worker(lib: str, names: list[str], quick: bool, repeats: int) -> None:
-    """Builds `lib`'s workloads `names`, checks each against float64 NumPy, times it; prints
-    the results as JSON."""
+def run_worker(lib: str, names: list[str], quick: bool, repeats: int, compiled: bool) -> None:
+    """Builds `lib`'s workloads `names` (nuvec's `compiled` ones with `compiled`), checks each
+    against float64 NumPy, times it; prints the results as JSON."""
     if lib == "nuvec":
         sys.path.insert(0, ROOT)
     threads = os.environ.get("OMP_NUM_THREADS")
@@ -228,8 +231,8 @@ def run_worker(lib: str, names: list[str], quick: bool, repeats: int) -> None:
         import torch
 
         torch.set_num_threads(int(threads))
-    build = {"nuvec": nuvec_workloads, "torch": torch_workloads, "jax": jax_workloads,
-             "numpy": numpy_workloads}[lib]()
+    build = (nuvec_workloads(compiled) if lib == "nuvec" else
+             {"torch": torch_workloads, "jax": jax_workloads, "numpy": numpy_workloads}[lib]())
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         try:
@@ -347,7 +350,9 @@ def numpy_mlp(d):
     return run, lambda outs: outs
 
 
-def nuvec_workloads() -> dict[str, Callable]:
+def nuvec_workloads(compiled: bool = False) -> dict[str, Callable]:
+    """nuvec's workloads; with `compiled`, the MLP step and the tanh gradient compiled as MLX
+    code compiles them."""
     import nuvec as mx
     import nuvec.nn as nn
     import nuvec.optimizers as optim
@@ -372,7 +377,8 @@ def nuvec_workloads() -> dict[str, Callable]:
     def tanh_grad(a):
         if "f" not in grad_w:
             x = a["x"]
-            grad_w["f"] = mx.grad(lambda w: mx.sum(mx.tanh(mx.tanh(mx.tanh(x @ w)))))
+            f = (lambda w: mx.sum(mx.tanh(mx.tanh(mx.tanh(x @ w)))))
+            grad_w["f"] = mx.grad(mx.compile(f) if compiled else f)
         return grad_w["f"](a["w"])
 
     table = {
@@ -402,10 +408,18 @@ def nuvec_workloads() -> dict[str, Callable]:
         loss_and_grad = nn.value_and_grad(
             model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean"))
 
-        def run():
+        def step():
             loss, grads = loss_and_grad(model, x, y)
             optimizer.update(model, grads)
-            mx.eval(model.parameters(), optimizer.state, loss)
+            return loss
+
+        state = [model.state, optimizer.state]
+        if compiled:
+            step = mx.compile(step, inputs=state, outputs=state)
+
+        def run():
+            loss = step()
+            mx.eval(state, loss)
             return [loss, *[layer.weight for layer in layers]]
         return run, lambda outs: [np.asarray(o) for o in outs]
 
@@ -555,7 +569,8 @@ def measure(lib: str, names: list[str], args: argparse.Namespace) -> dict[str, A
         env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + f" --xla_cpu_multi_thread_eigen={multi}"
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--repeats",
-           str(args.repeats), "--workloads", *names] + (["--quick"] if args.quick else [])
+           str(args.repeats), "--workloads", *names] + (["--quick"] if args.quick else []) + (
+           ["--compiled"] if args.compiled else [])
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -649,15 +664,19 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=LIBRARIES, default=list(LIBRARIES))
     parser.add_argument("--rounds", type=int, default=3,
                         help="repeat the whole sequence (each time: the best over the rounds)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="nuvec's MLP step and tanh gradient under mx.compile")
     parser.add_argument("--worker", choices=LIBRARIES, help=argparse.SUPPRESS)
     parser.add_argument("--workloads", nargs="+", default=list(TITLES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.repeats = args.repeats or (3 if args.quick else 10)
     if args.worker:
-        run_worker(args.worker, args.workloads, args.quick, args.repeats)
+        run_worker(args.worker, args.workloads, args.quick, args.repeats, args.compiled)
         return
     results = interleaved(args)
     print(blas_line())
+    if args.compiled:
+        print("nuvec's MLP step and tanh gradient compiled (mx.compile), as MLX code writes them")
     print(f"times in ms (dispatch: us per op), best of {args.repeats} x {args.rounds} "
           f"round(s); '!' marks an output off float64 NumPy by more than {TOLERANCE:g}")
     table(results)
