@@ -377,7 +377,9 @@ def nuvec_workloads(compiled: bool = False) -> dict[str, Callable]:
     def tanh_grad(a):
         if "f" not in grad_w:
             x = a["x"]
-            f = (lambda w: mx.sum(mx.tanh(mx.tanh(mx.tanh(x @ w)))))
+            def f(w):
+                return mx.sum(mx.tanh(mx.tanh(mx.tanh(x @ w))))
+
             grad_w["f"] = mx.grad(mx.compile(f) if compiled else f)
         return grad_w["f"](a["w"])
 

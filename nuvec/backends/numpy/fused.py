@@ -282,7 +282,7 @@ def _axpy(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
     if operands is None or not blas.available():
         return None
     c, x, alpha = operands
-    if out is not None and out is x:
+    if out is x:  # (x is an input array, never None)
         return out if blas.axpby(1.0, views[c], alpha, out) else None
     if out is None:
         out = views[c].copy()
