@@ -59,6 +59,19 @@ def test_compile_with_captured_state_updates_it():
     assert state[0].item() == 3.0
 
 
+def test_state_stored_without_outputs_is_an_error_when_evaluated():
+    state = [mx.array(0.0)]
+
+    @mx.compile
+    def step(x):
+        state[0] = x * 2  # not named in `outputs`: a traced placeholder leaks out
+        return x
+
+    step(mx.ones(2))
+    with pytest.raises(ValueError, match=r"shape \(2,\).*compile.*`outputs`"):
+        mx.eval(state[0])
+
+
 def test_compile_with_the_random_state_draws_fresh_numbers():
     f = mx.compile(lambda: mx.random.uniform(shape=(4,)), inputs=mx.random.state,
                    outputs=mx.random.state)

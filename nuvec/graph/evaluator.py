@@ -75,8 +75,9 @@ def _roots(args: tuple[Any, ...]) -> list[Node]:
 
 def _placeholder_error(node: Node) -> ValueError:
     return ValueError(
-        f"eval: cannot evaluate a placeholder array of shape {node.shapes[0]}; "
-        "arrays traced inside vmap have no value"
+        f"eval: cannot evaluate a placeholder array of shape {node.shapes[0]}: arrays traced "
+        "inside vmap or compile have no value (a compiled function that stores an array "
+        "outside itself must name that state in `outputs`)"
     )
 
 
