@@ -169,8 +169,8 @@ def from_dlpack(x: Any, /, *, copy: bool | None = None) -> Array:
 
     CPU data is shared without a copy, strided and offset layouts included, in every dtype
     nuvec has (bfloat16 included); the dtype is kept (float64 stays float64). Data on a CUDA
-    device is copied to the host (nuvec's arrays live on the host until the GPU backend lands)
-    unless `copy=False`, which then raises.
+    device is copied to the host (an imported array is a CPU array, on the CPU stream) unless
+    `copy=False`, which then raises.
 
     Args:
         x: an object with `__dlpack__` and `__dlpack_device__`, or a nuvec array.

@@ -143,7 +143,8 @@ def cross_entropy(logits: Any, targets: Any, *, stream: Any = None) -> Array:
         A float32 array of the targets' shape.
 
     Raises:
-        ValueError: if the shapes do not match, or an evaluated target is out of range.
+        ValueError: if the shapes do not match, the logits have no classes, or an evaluated
+            target is out of range.
         TypeError: if the logits are not floating-point or the targets not integers.
 
     Example:
@@ -165,6 +166,8 @@ def cross_entropy(logits: Any, targets: Any, *, stream: Any = None) -> Array:
                 "cross_entropy: targets must be integer class indices, got "
                 f"{targets.dtype.name}"
             )
+        if logits.shape[-1] == 0:
+            raise ValueError(f"cross_entropy: logits of shape {logits.shape} have no classes")
         _check_classes(targets, logits.shape[-1])
         return one(CrossEntropy(), [logits, mx().astype(targets, dt.int32)])
 

@@ -133,7 +133,7 @@ def logsumexp(x: Any, *, stream: Any = None) -> Array:
         An array of `x`'s shape with the last axis of size 1, in `x`'s dtype.
 
     Raises:
-        ValueError: if `x` is 0-d.
+        ValueError: if `x` is 0-d or its last axis is empty.
         TypeError: if `x` is not floating-point.
 
     Example:
@@ -143,4 +143,8 @@ def logsumexp(x: Any, *, stream: Any = None) -> Array:
         ((3, 1), 0.6931)
     """
     with stream_context(to_stream(stream)):
-        return one(LOGSUMEXP, [_input(x, "logsumexp")])
+        x = _input(x, "logsumexp")
+        if x.shape[-1] == 0:
+            raise ValueError(f"logsumexp: cannot reduce over an empty last axis, got shape "
+                             f"{x.shape}")
+        return one(LOGSUMEXP, [x])

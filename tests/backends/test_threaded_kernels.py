@@ -71,6 +71,29 @@ def test_norms_are_split_exactly(split_small, dtype, weighted):
     _assert_same_bits(lambda: mx.fast.layer_norm(x, w, b, EPS))
 
 
+def test_rows_taken_shifted_or_not_keep_their_bits_under_any_split(split_small):
+    """The CPU takes a row's `exp` unshifted when its sum is in [1, inf), else shifted by the
+    row's maximum: rows of both kinds in one block, on 1 to 3 threads (other blocks)."""
+    data = _data((600, 700), low=-3.0, high=3.0)  # over one block: the block path
+    data[5] -= 300.0  # every exp underflows: shifted
+    data[301] += 95.0  # exp overflows: shifted
+    data[302, 7] = np.nan
+    x = mx.array(data)
+    x64 = data.astype(np.float64)
+    m = x64.max(-1, keepdims=True)
+    e = np.exp(x64 - m)
+    lse = np.log(e.sum(-1, keepdims=True)) + m
+    _assert_same_bits(lambda: mx.fast.softmax(x))
+    _assert_same_bits(lambda: mx.fast.logsumexp(x))
+    soft, = _bits_per_thread_count(lambda: mx.fast.softmax(x))[0]
+    out, = _bits_per_thread_count(lambda: mx.fast.logsumexp(x))[0]
+    keep = np.arange(600) != 302
+    np.testing.assert_allclose(soft[keep], (e / e.sum(-1, keepdims=True))[keep], rtol=1e-5,
+                               atol=1e-9)
+    np.testing.assert_allclose(out[keep], lse[keep], rtol=1e-6)
+    assert np.isnan(soft[302]).all() and np.isnan(out[302]).all()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
 def test_norm_gradients_are_split_exactly(split_small, dtype):
     x = mx.array(_data((5, 29, 97), dtype))

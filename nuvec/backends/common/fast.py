@@ -3,7 +3,7 @@ without one compute through their fallback graph: `nuvec/backends/numpy/fast.py`
 
 Half types compute in float32, float64 in float64; the evaluator casts results to the
 node's dtypes and runs every kernel under `xp.errstate(all="ignore")` (an infinite row maximum
-makes `x - max` NaN, which `_lse` replaces by that maximum), so kernels open no error state.
+makes `x - max` NaN, which `_lse_rows` replaces by that maximum), so kernels open no error state.
 """
 
 from __future__ import annotations
@@ -216,14 +216,55 @@ def _exp_shifted(xp, xb: Any, eb: Any) -> Any:
     return m
 
 
+def _exp_rows(xp, xb: Any, eb: Any) -> tuple[Any, Any]:
+    """Writes `exp(x - shift)` of the rows `xb` (`[rows, D]`) into `eb`; returns the row sums
+    of `eb` and the shifts (both kept; shifts None where no row is shifted).
+
+    On NumPy a row is first taken unshifted: when the sum of its `exp(x)` is at least 1 and
+    finite, no term overflowed and terms that underflow are under the result's own rounding,
+    so the row's results are the shifted formula's to within rounding (each `exp` of `x` as
+    it is, where the shifted formula first rounds `x - max`). That skips the maximum's and the
+    subtraction's passes over the block (softmax: a sixth of its time; docs/performance.md).
+    Other rows (an overflow, a NaN, rows of very negative logits) are shifted by their
+    maximum, as on other backends. A row's result depends on that row alone, never on the
+    block or the thread split it came in."""
+    if xp is not np or not xb.size:
+        m = _exp_shifted(xp, xb, eb)
+        return eb.sum(axis=-1, keepdims=True), m
+    np.exp(xb, out=eb)
+    sums = eb.sum(axis=-1, keepdims=True)
+    if sums.min() >= 1 and sums.max() < np.inf:  # False where a sum is NaN
+        return sums, None
+    shifted = ~((sums >= 1) & (sums < np.inf))[:, 0]
+    rows = xb[shifted]
+    e = np.empty_like(rows)
+    m = _exp_shifted(np, rows, e)
+    eb[shifted] = e
+    sums[shifted] = e.sum(axis=-1, keepdims=True)
+    shifts = np.zeros_like(sums)
+    shifts[shifted] = m
+    return sums, shifts
+
+
+def _lse_rows(xp, xb: Any, eb: Any) -> Any:
+    """`log(sum(exp(x)))` of the rows `xb` (`[rows, D]`, kept), `eb` their scratch; infinite
+    maxima pass through."""
+    sums, shifts = _exp_rows(xp, xb, eb)
+    out = xp.log(sums)
+    if shifts is None:
+        return out
+    out += shifts
+    return xp.where(xp.isinf(shifts), shifts, out)
+
+
 @body(Softmax)
 def softmax_kernel(xp, p, x):
     x2, out = _rows(xp, x)
 
     def block(rows):
         ob = out[rows]
-        _exp_shifted(xp, _wide(x2[rows]), ob)
-        ob *= 1.0 / ob.sum(axis=-1, keepdims=True)
+        sums, _ = _exp_rows(xp, _wide(x2[rows]), ob)
+        ob *= 1.0 / sums
 
     _each_block(xp, x2, out, block)
     return out.reshape(x.shape)
@@ -231,13 +272,10 @@ def softmax_kernel(xp, p, x):
 
 def _lse(xp, x: Any) -> Any:
     """`log(sum(exp(x)))` over the last axis, kept as size 1; infinite maxima pass through."""
-    if x.size <= _BLOCK:  # one block: the rows at once (no thread split, no block loop)
-        xb = _wide(x)
-        m = _row_max(xp, xb)
-        ob = xp.log(xp.exp(xb - m).sum(axis=-1, keepdims=True))
-        ob += m
-        return xp.where(xp.isinf(m), m, ob)
     x2 = x.reshape(-1, x.shape[-1])
+    if x.size <= _BLOCK:  # one block: the rows at once (no thread split, no block loop)
+        xb = _wide(x2)
+        return _lse_rows(xp, xb, xp.empty_like(xb)).reshape(*x.shape[:-1], 1)
     dtype = np.float64 if x.dtype == np.float64 else np.float32
     out = xp.empty((x2.shape[0], 1), dtype)
     d = x2.shape[-1]
@@ -248,11 +286,7 @@ def _lse(xp, x: Any) -> Any:
             xb = _wide(x2[rows])
             if scratch is None:
                 scratch = xp.empty_like(xb)
-            eb = scratch[: xb.shape[0]]
-            m = _exp_shifted(xp, xb, eb)
-            ob = xp.log(eb.sum(axis=-1, keepdims=True))
-            ob += m
-            out[rows] = xp.where(xp.isinf(m), m, ob)
+            out[rows] = _lse_rows(xp, xb, scratch[: xb.shape[0]])
 
     _each_rows(xp, x2.shape[0], d * out.itemsize, chunk)
     return out.reshape(*x.shape[:-1], 1)
