@@ -52,7 +52,7 @@ def rope_graph(inputs, dims, traditional, base, scale, forward) -> Array:
     x, offset = inputs[0], inputs[1]
     shape, dtype = x.shape, x.dtype
     t, d = shape[-2], shape[-1]
-    x4 = ops.reshape(x, (shape[0], -1, t, d))
+    x4 = ops.reshape(x, (shape[0], math.prod(shape[1:-2]), t, d))  # (-1 is ambiguous at t = 0)
     half = dims // 2
     angle_dtype = dt.float64 if dtype is dt.float64 else dt.float32
     offset = ops.reshape(offset, (-1, 1, 1) if offset.size > 1 else ())

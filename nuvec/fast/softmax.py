@@ -11,7 +11,7 @@ from typing import Any
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import FastOp, floating, mx, one, wide
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, fresh
 
 __all__ = ["softmax", "logsumexp"]
 
@@ -119,7 +119,10 @@ def softmax(x: Any, *, stream: Any = None) -> Array:
         [[0.5, 0.5], [0.5, 0.5]]
     """
     with stream_context(to_stream(stream)):
-        return one(SOFTMAX, [_input(x, "softmax")])
+        x = _input(x, "softmax")
+        if x.size == 0:  # no rows to normalize (the graph's maximum has none to reduce)
+            return fresh(x)
+        return one(SOFTMAX, [x])
 
 
 def logsumexp(x: Any, *, stream: Any = None) -> Array:

@@ -335,3 +335,14 @@ def test_rope_kept_angle_tables_stay_under_their_limit(monkeypatch):
     monkeypatch.setattr(kernels._AngleTables, "ENTRIES", 1)  # nor more than ENTRIES tables
     mx.eval(mx.fast.rope(x, 32, traditional=False, base=10000.0, scale=1.0, offset=9))
     assert len(tables.tables) == 1
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 0, 8), (0, 2, 3, 8)], ids=str)
+@pytest.mark.parametrize("traditional", [False, True])
+def test_empty_input_rotates_to_empty(shape, traditional):
+    def f(x):
+        return mx.fast.rope(x, 8, traditional=traditional, base=10000.0, scale=1.0, offset=0)
+
+    x = mx.zeros(shape)
+    assert f(x).shape == shape and f(x).size == 0
+    assert mx.grad(lambda x: mx.sum(f(x)))(x).shape == shape

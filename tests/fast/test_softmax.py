@@ -228,3 +228,11 @@ def test_vmap_of_cross_entropy_moves_both_inputs_first():
     assert nodes(y, CrossEntropy) == 1
     want = ref.cross_entropy(np.moveaxis(xr, 1, 0), np.broadcast_to(t, (3, 5)))
     assert_allclose(y, want, dtype=mx.float32)
+
+
+@pytest.mark.parametrize("shape", [(2, 0), (0, 3), (0,)], ids=str)
+def test_softmax_of_empty_input_is_empty(shape):
+    x = mx.zeros(shape)
+    y = mx.fast.softmax(x)
+    assert y.shape == shape and y.dtype == mx.float32 and y.size == 0
+    assert mx.grad(lambda x: mx.sum(mx.fast.softmax(x)))(x).shape == shape
