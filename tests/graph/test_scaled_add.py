@@ -81,6 +81,28 @@ def test_a_given_up_gradient_takes_the_update(monkeypatch):
     np.testing.assert_array_equal(np.asarray(c), c_np)  # the old value is left as it was
 
 
+def test_when_both_buffers_are_given_up_the_old_value_takes_the_update(monkeypatch):
+    """A compiled step whose old value is dropped after the call (a training step's weights):
+    the evaluator gives up the old value's buffer rather than the gradient's, and the update
+    runs as `axpy` in place (OpenBLAS's `axpby` is slower)."""
+    calls = []
+    for name in ("axpy", "axpby"):
+        original = getattr(blas, name)
+        monkeypatch.setattr(blas, name, lambda *args, name=name, original=original:
+                            calls.append(name) or original(*args))
+    c_np, x_np = _data()
+    x, eye = mx.array(x_np), mx.eye(SHAPE[1])
+    c = mx.array(c_np) + 1  # a buffer the evaluator owns
+    mx.eval(c, x, eye)
+    step = mx.compile(lambda c, x: c - 0.5 * (x @ eye))
+    y = step(c, x)
+    del c
+    mx.eval(y)
+    assert calls == ["axpy"]
+    np.testing.assert_array_max_ulp(np.asarray(y), _rounded_once(c_np + 1, 0.5, x_np, -1.0),
+                                    maxulp=1)
+
+
 def test_a_held_old_value_is_left_as_it_was(plans):
     c_np, x_np = _data()
     c, x = mx.array(c_np) + 1, mx.array(x_np)
