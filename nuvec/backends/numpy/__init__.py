@@ -17,6 +17,7 @@ import numpy as np
 
 from nuvec.backends.numpy.registry import kernels, table, writes_into
 from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers its kernels)
+    broadcast,
     fast,
     fast_attention,
     fast_packed,

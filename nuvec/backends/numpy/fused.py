@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 
 from nuvec.backends.numpy import blas
+from nuvec.backends.numpy.broadcast import broadcast
 from nuvec.backends.numpy.registry import kernel, table
 from nuvec.backends.threads import get_num_threads, parallel_rows
 from nuvec.fast.fused import FusedElementwise, fetcher
 from nuvec.graph import eager
 from nuvec.ops.binary import Add, Multiply, Subtract
 
-__all__ = ["BLOCK", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise", "is_scaled_add"]
+__all__ = ["BLOCK", "MIN_AXPY", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise", "is_scaled_add"]
 
 
 # Elements per block, at most: `python benchmarks/bench_compile.py --blocks` on the 8-op chain
@@ -56,6 +57,14 @@ MIN_BLOCK = 1 << 14
 # larger arrays keep the blocks (the 256-op chain on 1M elements: 0.76x unfused in blocks,
 # 1.06x whole). A step's value is dropped after its last reader, as the unfused graph frees it.
 WHOLE = 1 << 20
+
+# Scaled adds of fewer elements run as NumPy's two calls: binding a BLAS call through `ctypes`
+# costs about 10 us (`ndarray.ctypes` alone 3 us on the Zen 3 machine of docs/performance.md),
+# more than NumPy's multiply and subtract over a few thousand elements. A compiled update of
+# [16K] float32 took 49 us either way, of [64K] 55 us through `axpy` in place and 70 us as
+# two calls, of [512] 45 and 43 (the kernel's own time; `_axpy` into a copy is no faster there
+# than the two calls at any size, but rounds once, as eager fusion's small chains do).
+MIN_AXPY = 1 << 14
 
 
 def blocks(shape: tuple[int, ...], size: int = BLOCK) -> Iterator[tuple[tuple[int, ...], slice]]:
@@ -278,7 +287,7 @@ def _axpy(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
     `axpby` into `out` when it is the other factor's (an optimizer's gradient: `out = c +
     alpha * out`), else `axpy` into a copy of `c`; None where the program, values or layouts
     are not of that form."""
-    operands = _axpy_operands(p, views)
+    operands = _axpy_operands(p, views) if math.prod(p.shape) >= MIN_AXPY else None
     if operands is None or not blas.available():
         return None
     c, x, alpha = operands
@@ -296,7 +305,7 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray,
                       out: np.ndarray | None = None) -> np.ndarray:
     shape = p.shape or (1,)
     # broadcast views, as the unfused graph's broadcast nodes give them to its kernels
-    views = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
+    views = [x if x.shape == shape else broadcast(x, shape) for x in inputs]
     size = math.prod(shape)
     if not p.shape:  # a 0-d output is never large enough to be given a buffer
         out = None
