@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.backends import vector_math
 from nuvec.backends.common.registry import body
 from nuvec.backends.threads import parallel_rows
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
@@ -44,6 +45,12 @@ def _row_mean(xb: Any) -> Any:
     m = xb.sum(axis=-1, keepdims=True)
     m /= xb.shape[-1]
     return m
+
+
+def _exp(xp, x: Any, out: Any, whole: int) -> Any:
+    """`xp.exp(x, out=out)` of a piece of an array of `whole` elements; on NumPy through
+    `nuvec.backends.vector_math` (MKL's VML where it is installed)."""
+    return vector_math.exp(x, out, whole=whole) if xp is np else xp.exp(x, out=out)
 
 
 def _as(p: Any, like: Any) -> Any:
@@ -208,15 +215,15 @@ def _row_max(xp, xb: Any) -> Any:
     return xb.max(axis=-1, keepdims=True)
 
 
-def _exp_shifted(xp, xb: Any, eb: Any) -> Any:
+def _exp_shifted(xp, xb: Any, eb: Any, whole: int) -> Any:
     """Writes `exp(x - max)` of the rows `xb` into `eb`; returns the max (kept)."""
     m = _row_max(xp, xb)
     xp.subtract(xb, m, out=eb)
-    xp.exp(eb, out=eb)
+    _exp(xp, eb, eb, whole)
     return m
 
 
-def _exp_rows(xp, xb: Any, eb: Any) -> tuple[Any, Any]:
+def _exp_rows(xp, xb: Any, eb: Any, whole: int) -> tuple[Any, Any]:
     """Writes `exp(x - shift)` of the rows `xb` (`[rows, D]`) into `eb`; returns the row sums
     of `eb` and the shifts (both kept; shifts None where no row is shifted).
 
@@ -229,16 +236,16 @@ def _exp_rows(xp, xb: Any, eb: Any) -> tuple[Any, Any]:
     maximum, as on other backends. A row's result depends on that row alone, never on the
     block or the thread split it came in."""
     if xp is not np or not xb.size:
-        m = _exp_shifted(xp, xb, eb)
+        m = _exp_shifted(xp, xb, eb, whole)
         return eb.sum(axis=-1, keepdims=True), m
-    np.exp(xb, out=eb)
+    vector_math.exp(xb, eb, whole=whole)
     sums = eb.sum(axis=-1, keepdims=True)
     if sums.min() >= 1 and sums.max() < np.inf:  # False where a sum is NaN
         return sums, None
     shifted = ~((sums >= 1) & (sums < np.inf))[:, 0]
     rows = xb[shifted]
     e = np.empty_like(rows)
-    m = _exp_shifted(np, rows, e)
+    m = _exp_shifted(np, rows, e, whole)
     eb[shifted] = e
     sums[shifted] = e.sum(axis=-1, keepdims=True)
     shifts = np.zeros_like(sums)
@@ -246,10 +253,10 @@ def _exp_rows(xp, xb: Any, eb: Any) -> tuple[Any, Any]:
     return sums, shifts
 
 
-def _lse_rows(xp, xb: Any, eb: Any) -> Any:
+def _lse_rows(xp, xb: Any, eb: Any, whole: int) -> Any:
     """`log(sum(exp(x)))` of the rows `xb` (`[rows, D]`, kept), `eb` their scratch; infinite
     maxima pass through."""
-    sums, shifts = _exp_rows(xp, xb, eb)
+    sums, shifts = _exp_rows(xp, xb, eb, whole)
     out = xp.log(sums)
     if shifts is None:
         return out
@@ -263,7 +270,7 @@ def softmax_kernel(xp, p, x):
 
     def block(rows):
         ob = out[rows]
-        sums, _ = _exp_rows(xp, _wide(x2[rows]), ob)
+        sums, _ = _exp_rows(xp, _wide(x2[rows]), ob, x2.size)
         ob *= 1.0 / sums
 
     _each_block(xp, x2, out, block)
@@ -275,7 +282,7 @@ def _lse(xp, x: Any) -> Any:
     x2 = x.reshape(-1, x.shape[-1])
     if x.size <= _BLOCK:  # one block: the rows at once (no thread split, no block loop)
         xb = _wide(x2)
-        return _lse_rows(xp, xb, xp.empty_like(xb)).reshape(*x.shape[:-1], 1)
+        return _lse_rows(xp, xb, xp.empty_like(xb), x2.size).reshape(*x.shape[:-1], 1)
     dtype = np.float64 if x.dtype == np.float64 else np.float32
     out = xp.empty((x2.shape[0], 1), dtype)
     d = x2.shape[-1]
@@ -286,7 +293,7 @@ def _lse(xp, x: Any) -> Any:
             xb = _wide(x2[rows])
             if scratch is None:
                 scratch = xp.empty_like(xb)
-            out[rows] = _lse_rows(xp, xb, scratch[: xb.shape[0]])
+            out[rows] = _lse_rows(xp, xb, scratch[: xb.shape[0]], x2.size)
 
     _each_rows(xp, x2.shape[0], d * out.itemsize, chunk)
     return out.reshape(*x.shape[:-1], 1)
@@ -465,7 +472,7 @@ def cross_entropy_vjp(xp, p, x, targets, loss, g):
     lse = (loss.reshape(-1).astype(grad.dtype) + score).reshape(-1, 1)
     if x2.size <= _BLOCK:  # one block: the rows at once, the targets' entries by flat index
         xp.subtract(_wide(x2), lse, out=grad)
-        xp.exp(grad, out=grad)
+        _exp(xp, grad, grad, x2.size)
         flat = grad.reshape(-1)
         flat[_flat_at(xp, x2, y2)] -= hit2
         grad *= g2
@@ -475,7 +482,7 @@ def cross_entropy_vjp(xp, p, x, targets, loss, g):
     def block(rows):
         gb = grad[rows]
         xp.subtract(_wide(x2[rows]), lse[rows], out=gb)
-        xp.exp(gb, out=gb)
+        _exp(xp, gb, gb, x2.size)
         picked = xp.take_along_axis(gb, y2[rows], -1)
         xp.put_along_axis(gb, y2[rows], picked - hit2[rows], -1)
         gb *= g2[rows]

@@ -9,11 +9,13 @@ chunks of at most the plan's keys (an online softmax across chunks: running row 
 sum, the accumulator rescaled). Scores go through BLAS into per-thread scratch (`out=`
 everywhere), computed as keys x rows (`k @ q.T`, a quarter faster than `q @ k.T` through
 OpenBLAS once a chunk has hundreds of keys) and used through their transpose; so do the row
-sums (a product with a column of ones, cheaper than a pass over the scores). The causal
-diagonal is masked by adding a bias built once per call. A tile of a call without a mask array
-or sinks whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp` of
-every score, and their sums with the values, stay finite and normal; the query norms taken per
-tile, the key norms and value magnitudes per key head) skips the row maximum. A key head's
+sums (a product with a column of ones, cheaper than a pass over the scores). A tile of a call
+without a mask array or sinks whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small
+enough that `exp` of every score, and their sums with the values, stay finite and normal; the
+query norms taken per tile, the key norms and value magnitudes per key head) skips the row
+maximum: it takes `exp` of every score (`nuvec.backends.vector_math`, whose range check it
+skips) and zeroes the causal diagonal's hidden entries by a product with a 0/1 mask built once
+per call. Other tiles add the mask's bias (the dtype's lowest value) before the maximum. A key head's
 preparation takes its bounds (the first work items on the thread pool, else its first tile's
 item), so the items make only their products and passes over their scores; nothing the size
 of the inputs is written but the output. Items run on the thread pool (at most the plan's live
@@ -27,6 +29,7 @@ import threading
 
 import numpy as np
 
+from nuvec.backends import vector_math
 from nuvec.backends.numpy.registry import kernel
 from nuvec.backends.threads import one_blas_thread, parallel_items
 from nuvec.fast.attention import Attention, AttentionRows
@@ -99,6 +102,7 @@ class Tiles:
         self.blind = min(r, max(0, -p.offset)) if p.causal else 0
         self.rows = max(1, min(p.tile_rows, r))
         self.bias = diagonal_bias(self.rows, p.window, self.fill, f) if p.causal else []
+        self.keep = [(start, (b == 0).astype(f)) for start, b in self.bias]  # (`hide`)
         # Masks, sinks and rows that see no key take the exact path; any other tile skips
         # the row maximum when its scores are bounded (see `bounded`).
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
@@ -168,7 +172,9 @@ class Tiles:
             c1 = min(k1, c0 + sc.width)
             st = sc.s[:rows * (c1 - c0)].reshape(c1 - c0, rows)
             np.matmul(kh[c0:c1], qt.T, out=st)  # keys x rows through BLAS
-            self.hide(st, bi, heads, r0, r1, c0, c1)
+            if top is None:  # bounded: `exp` of every score unchecked, then the masked zeroed
+                vector_math.exp(st, st, in_range=True)
+            self.hide(st, bi, heads, r0, r1, c0, c1, after_exp=top is None)
             self.chunk(st.T, c0 == k0, vh[c0:c1], sc, rows, top, sink)
         if sink is not None:
             total += np.exp(sink - top)
@@ -202,7 +208,7 @@ class Tiles:
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
-        running row maximum `top`."""
+        running row maximum `top`; on the bounded path (`top` None) `s` holds their `exp`."""
         acc, total, w = sc.acc[:rows], sc.total[:rows], s.shape[1]
         if top is not None:
             m = top if first else sc.m[:rows]
@@ -219,7 +225,7 @@ class Tiles:
                 total *= alpha
                 top[...] = m
             s -= top
-        np.exp(s, out=s)
+            vector_math.exp(s, s)
         if first:
             np.matmul(s, values, out=acc)
             np.matmul(s, sc.unit[:w], out=total)
@@ -227,19 +233,25 @@ class Tiles:
         acc += np.matmul(s, values, out=sc.part[:rows])
         total += np.matmul(s, sc.unit[:w], out=sc.psum[:rows])
 
-    def hide(self, st, bi, heads, r0, r1, c0, c1) -> None:
+    def hide(self, st, bi, heads, r0, r1, c0, c1, after_exp: bool = False) -> None:
         """Masks a chunk of scores (`st`: keys `c0..c1` x the tile's stacked rows): a blind
-        tile entirely, the causal diagonal by its bias, a mask array's part."""
+        tile entirely, the causal diagonal by its bias, a mask array's part. `after_exp` (a
+        bounded tile: no blind rows, no mask array) masks their `exp` instead, by a product
+        with the bias's 0/1 counterpart (`exp` of a masked score is exactly 0 either way)."""
         p = self.p
         if p.causal and r0 < self.blind:
             st[...] = self.fill
             return
         n, pos = r1 - r0, p.offset + r0
         s3 = st.reshape(c1 - c0, self.rep, n)
-        for start, bias in self.bias:
+        for start, bias in (self.keep if after_exp else self.bias):
             lo, hi = max(c0, pos + start), min(c1, pos + start + bias.shape[0])
             if lo < hi:
-                s3[lo - c0:hi - c0] += bias[lo - pos - start:hi - pos - start, None, :n]
+                part = bias[lo - pos - start:hi - pos - start, None, :n]
+                if after_exp:
+                    s3[lo - c0:hi - c0] *= part
+                else:
+                    s3[lo - c0:hi - c0] += part
         if self.mask is not None:
             m = self.mask[bi, heads, r0:r1, c0:c1].transpose(2, 0, 1)
             if m.dtype == np.bool_:

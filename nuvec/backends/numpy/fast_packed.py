@@ -19,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from nuvec.backends import vector_math
 from nuvec.backends.numpy.registry import kernel
 from nuvec.fast.packed_attention import PackedAttention, PackedAttentionVjp, spans
 
@@ -204,7 +205,7 @@ def forward_block(pack: Pack, q, k, v, hidden, s: np.ndarray, out: np.ndarray,
         np.copyto(s, -np.inf, where=hidden)
     m = s.max(axis=-1, keepdims=True)
     np.subtract(s, m, out=s)
-    np.exp(s, out=s)
+    vector_math.exp(s, s)
     total = s.sum(axis=-1, keepdims=True)
     if normalize:
         np.divide(s, total, out=s)
@@ -250,7 +251,7 @@ def probabilities(pack: Pack, q, k, lse: np.ndarray, hidden) -> np.ndarray:
     np.subtract(probs, lse[..., None], out=probs)
     if hidden is not None:
         np.copyto(probs, -np.inf, where=hidden)
-    return np.exp(probs, out=probs)
+    return vector_math.exp(probs, probs)
 
 
 @kernel(PackedAttentionVjp)

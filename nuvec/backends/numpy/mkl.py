@@ -5,8 +5,8 @@ matmul and the BLAS NumPy loaded.
 NumPy's wheels ship OpenBLAS. PyTorch's CPU products are MKL's, which on the x86 machines the
 benchmarks run on computes the products of a small MLP's training step 1.2 to 1.4 times as
 fast (`python benchmarks/bench_gemm_peers.py`, docs/performance.md). When the `mkl`
-distribution is installed, its `libmkl_rt` is loaded through `ctypes` on first use, with MKL's
-GNU OpenMP threads (the Intel OpenMP runtime where `libgomp` is missing), and `Matmul` and
+distribution is installed, its `libmkl_rt` is loaded on first use (`nuvec.backends.mkl_library`:
+MKL's GNU OpenMP threads, the Intel OpenMP runtime where `libgomp` is missing), and `Matmul` and
 `Addmm` call its `cblas_?gemm` for a 2-D right operand and a 2-D (or C-contiguous N-D: its
 rows) left one, of one float dtype, that it reads in place (rows or columns contiguous: a
 transposed view is a flag, not a copy), from `MIN_WORK` multiply-adds; other products (batched
@@ -23,14 +23,12 @@ not survive a fork; the child's first threaded MKL call would hang).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import os
 import threading
-from importlib.metadata import PackageNotFoundError, distribution
 from typing import Any
 
 import numpy as np
 
+from nuvec.backends import mkl_library
 from nuvec.backends.common.matmul import add_scaled
 from nuvec.backends.numpy.registry import table
 from nuvec.ops.matmul import Addmm, Matmul
@@ -42,42 +40,18 @@ __all__ = ["MIN_WORK", "available", "library", "matmul", "layout"]
 MIN_WORK = 1 << 18
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-_GNU, _INTEL = 3, 0  # MKL_Set_Threading_Layer's codes
 _INT_MAX = 2**31 - 1  # `mkl_rt`'s default interface takes 32-bit integers
 
 _lock = threading.Lock()
 _bound: list[Any] = []  # [] until first use, then [(library, {dtype: cblas gemm}) or None]
 
 
-def _library_path() -> str | None:
-    """The path of the installed `mkl` distribution's `libmkl_rt`, if any and if `NUVEC_MKL`
-    leaves MKL on (anything but "0")."""
-    if os.environ.get("NUVEC_MKL", "1") == "0":
-        return None
-    try:
-        dist = distribution("mkl")
-    except PackageNotFoundError:
-        return None
-    for f in dist.files or ():
-        if f.name.startswith("libmkl_rt.so") or f.name == "mkl_rt.2.dll":
-            return str(f.locate())
-    return None
-
-
-_PATH = _library_path()
-
-
 def _find() -> tuple[Any, dict[np.dtype, Any]] | None:
     """MKL's library and its gemm functions by dtype, checked on a small product; None where
     MKL is not installed, is turned off, or fails."""
-    if _PATH is None:
+    lib = mkl_library.library()
+    if lib is None:
         return None
-    try:
-        lib = ctypes.CDLL(_PATH)
-    except OSError:
-        return None
-    # the threading layer is chosen before any other MKL call; GNU's needs libgomp
-    lib.MKL_Set_Threading_Layer(_GNU if ctypes.util.find_library("gomp") else _INTEL)
     found: dict[np.dtype, Any] = {}
     i, p = ctypes.c_int, ctypes.c_void_p
     for dtype, name, real in ((np.float32, "cblas_sgemm", ctypes.c_float),
@@ -104,17 +78,9 @@ def _works(functions: dict[np.dtype, Any]) -> bool:
     return True
 
 
-def _after_fork() -> None:
-    # GNU OpenMP's threads do not survive `fork`: a child's first threaded MKL call would hang,
-    # so a forked child computes with NumPy (OpenBLAS re-creates its threads after a fork)
-    _bound[:] = [None]
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
-
-
 def _loaded() -> tuple[Any, dict[np.dtype, Any]] | None:
+    if mkl_library.library() is None:  # (also in a process forked from another)
+        return None
     if not _bound:
         with _lock:
             if not _bound:
@@ -190,7 +156,7 @@ def _install() -> None:
     # Only where the package is installed: otherwise products keep the table's kernels and
     # pay nothing (MKL itself loads on the first product large enough). The table's kernels
     # stay the fallback of every product MKL does not take.
-    if _PATH is None:
+    if mkl_library.PATH is None:
         return
     plain_matmul, plain_addmm = table.get(Matmul), table.get(Addmm)
 

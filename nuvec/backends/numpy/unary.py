@@ -1,5 +1,6 @@
 """CPU kernels of `nuvec.ops.unary` that only NumPy has: `erf` and `erfinv` to float64
-accuracy without SciPy (the GPU uses CuPy's special functions)."""
+accuracy without SciPy (the GPU uses CuPy's special functions), and where the `mkl` package is
+installed, `exp` and `tanh` through MKL's vector math (`nuvec.backends.vector_math`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import math
 
 import numpy as np
 
-from nuvec.backends.common.unary import widen
-from nuvec.backends.numpy.registry import kernel
+from nuvec.backends import mkl_library, vector_math
+from nuvec.backends.common.unary import HALF, widen
+from nuvec.backends.numpy.registry import kernel, table
 from nuvec.ops import unary as u
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -62,3 +64,17 @@ def erf_(p, x):
 @kernel(u.ErfInv)
 def erfinv_(p, x):
     return erfinv(x)
+
+
+def _vector(fn):
+    """A kernel applying `fn` (`vector_math.exp` or `tanh`), 16-bit floats in float32."""
+
+    def compute(p, x, out=None):
+        return fn(widen(x)) if x.dtype in HALF else fn(x, out)
+
+    return compute
+
+
+if mkl_library.PATH is not None:  # otherwise the shared bodies stay, with nothing to check
+    table.add(u.Exp, _vector(vector_math.exp), out=True, replace=True)
+    table.add(u.Tanh, _vector(vector_math.tanh), out=True, replace=True)
