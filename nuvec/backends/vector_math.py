@@ -9,8 +9,8 @@ of some elements.
 
 VML computes float32 and float64 arrays whose memory is one contiguous run (C or Fortran
 order) into a fresh array of that layout or an `out` of the same strides (`x` itself
-included), from `MIN_ELEMENTS` elements: an array of fewer is NumPy's unless it is a view of a
-larger one (or its caller names the size of the array it was cut from), so the pieces a kernel
+included), from `MIN_ELEMENTS` elements: an array of fewer is NumPy's unless it or `out` is a
+view of a larger one (or its caller names the size of the array it was cut from), so the pieces a kernel
 splits an array into (blocks, threads' chunks, tiles) take the path the whole array takes, and
 every element's bits are the same for every split. VML's
 one thread runs each call (its own threads would compete with the thread pool's,
@@ -94,19 +94,26 @@ def available() -> bool:
     return _functions() is not None
 
 
+def _apart_or_same(x: np.ndarray, out: np.ndarray) -> bool:
+    """Whether `out` (of the strides of `x`) does not overlap `x` or is its very memory (a
+    kernel writing in place through another view of its input)."""
+    return (out is x or not np.may_share_memory(x, out)
+            or x.__array_interface__["data"][0] == out.__array_interface__["data"][0])
+
+
 def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
     """VML's `name` for `x` (a piece of an array of `whole` elements) and `out` (see the
     module docstring), or None."""
     if type(x) is not np.ndarray or not x.size or x.size > _INT_MAX:
         return None
-    if max(x.size, whole) < MIN_ELEMENTS and getattr(x.base, "size", 0) < MIN_ELEMENTS:
+    if max(x.size, whole, getattr(x.base, "size", 0), getattr(getattr(out, "base", None),
+                                                             "size", 0)) < MIN_ELEMENTS:
         return None
     if not (x.flags.c_contiguous or x.flags.f_contiguous):
         return None
     if out is not None and (type(out) is not np.ndarray or out.dtype != x.dtype
                             or out.shape != x.shape or out.strides != x.strides
-                            or not out.flags.writeable
-                            or (out is not x and np.may_share_memory(x, out))):
+                            or not out.flags.writeable or not _apart_or_same(x, out)):
         return None
     bound = _functions()
     return None if bound is None else bound.get((name, x.dtype))

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from nuvec.backends import vector_math
 from nuvec.backends.numpy import blas
 from nuvec.backends.numpy.broadcast import broadcast
 from nuvec.backends.numpy.registry import kernel, table
@@ -126,6 +127,16 @@ def _coerce_into(target: np.ndarray, result: Any) -> None:
     np.copyto(target, result)
 
 
+def _scratch(shape: tuple[int, ...], dtype: np.dtype, whole: int) -> np.ndarray:
+    """A block's scratch buffer; for an output of at least `vector_math.MIN_ELEMENTS` elements
+    a view of a buffer of at least that many, so that `exp` and `tanh` of the block's values
+    take the path of the whole output's (`nuvec.backends.vector_math`) for any block size."""
+    n = math.prod(shape)
+    if whole < vector_math.MIN_ELEMENTS or n >= vector_math.MIN_ELEMENTS:
+        return np.empty(shape, dtype)
+    return np.empty(vector_math.MIN_ELEMENTS, dtype)[:n].reshape(shape)
+
+
 def _run_blocks(p: FusedElementwise, views: list[np.ndarray], flat: np.ndarray,
                 plan: list[tuple[tuple[int, ...], slice]], block_shape: tuple[int, ...]) -> None:
     """Computes the output blocks of `plan` with scratch buffers of its own (one thread's)."""
@@ -133,7 +144,7 @@ def _run_blocks(p: FusedElementwise, views: list[np.ndarray], flat: np.ndarray,
     scratch: dict[int, np.ndarray] = {}
     for j, k in enumerate(slots):
         if k not in scratch:
-            scratch[k] = np.empty(block_shape, p.steps[j][2].np)
+            scratch[k] = _scratch(block_shape, p.steps[j][2].np, flat.size)
     calls = [(table.kernels[type(q)], type(q) in table.writes_into, q, refs)
              for q, refs, _ in p.steps]
     for lead, rows in plan:
