@@ -4,8 +4,9 @@ threading layer chosen first (GNU OpenMP, the Intel runtime where `libgomp` is m
 
 Its users bind what they call: the CPU's products and `axpy` (`nuvec.backends.numpy.mkl`,
 `nuvec.backends.numpy.blas`) and the vector math of `exp` and `tanh`
-(`nuvec.backends.vector_math`). `NUVEC_MKL=0` in the environment keeps MKL unloaded, and a
-process forked from another leaves MKL alone (GNU OpenMP's threads do not survive a fork: the
+(`nuvec.backends.vector_math`). `NUVEC_MKL=0` in the environment keeps MKL unloaded,
+`NUVEC_MKL=vml` uses its vector math only (products stay OpenBLAS's: MKL's were slower on an
+AMD machine, docs/performance.md), and a process forked from another leaves MKL alone (GNU OpenMP's threads do not survive a fork: the
 child's first threaded MKL call would hang), so every user falls back to NumPy there.
 """
 
@@ -18,15 +19,21 @@ import threading
 from importlib.metadata import PackageNotFoundError, distribution
 from typing import Any
 
-__all__ = ["PATH", "library"]
+__all__ = ["PATH", "PRODUCTS", "library"]
 
 _GNU, _INTEL = 3, 0  # MKL_Set_Threading_Layer's codes
+
+
+# `NUVEC_MKL`: "0" leaves MKL unloaded, "vml" uses its vector math only (products stay
+# NumPy's OpenBLAS), anything else both
+_SETTING = os.environ.get("NUVEC_MKL", "1")
+PRODUCTS = _SETTING != "vml"
 
 
 def _library_path() -> str | None:
     """The path of the installed `mkl` distribution's `libmkl_rt`, if any and if `NUVEC_MKL`
     leaves MKL on (anything but "0")."""
-    if os.environ.get("NUVEC_MKL", "1") == "0":
+    if _SETTING == "0":
         return None
     try:
         dist = distribution("mkl")

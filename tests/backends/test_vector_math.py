@@ -6,6 +6,10 @@ installed, VML's accuracy and the kernels built on it against float64."""
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -166,3 +170,31 @@ def test_kernels_through_vml_match_float64_and_every_thread_count():
     e = np.exp(x64 - x64.max(-1, keepdims=True))
     np.testing.assert_allclose(outs[1][2], e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(outs[1][0], np.exp(x64), rtol=1e-6)
+
+
+@needs_vml
+def test_nuvec_mkl_vml_keeps_the_vector_math_and_numpys_products():
+    code = ("from nuvec.backends.numpy import mkl; from nuvec.backends import vector_math as vm;"
+            "print(mkl.available(), vm.available())")
+    found = {}
+    for setting in ("vml", "0", "1"):
+        env = {**os.environ, "NUVEC_MKL": setting}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)
+        found[setting] = run.stdout.split()
+    assert found == {"vml": ["False", "True"], "0": ["False", "False"], "1": ["True", "True"]}
+
+
+@needs_vml
+def test_a_forked_child_computes_with_numpy():
+    x = np.linspace(-3, 3, 1 << 14, dtype=np.float32)
+    assert vm.exp(x) is not None and vm.available()
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        used, values = pool.apply(_child_exp, (x,))
+    assert not used
+    np.testing.assert_array_equal(values, np.exp(x))
+
+
+def _child_exp(x):
+    return vm.available(), vm.exp(x)

@@ -10,7 +10,8 @@ MKL's GNU OpenMP threads, the Intel OpenMP runtime where `libgomp` is missing), 
 `Addmm` call its `cblas_?gemm` for a 2-D right operand and a 2-D (or C-contiguous N-D: its
 rows) left one, of one float dtype, that it reads in place (rows or columns contiguous: a
 transposed view is a flag, not a copy), from `MIN_WORK` multiply-adds; other products (batched
-ones) stay NumPy's. `NUVEC_MKL=0` in the environment keeps every product on NumPy. A library that
+ones) stay NumPy's. `NUVEC_MKL=0` in the environment keeps every product on NumPy (so does
+`NUVEC_MKL=vml`, which keeps MKL's vector math, `nuvec.backends.vector_math`). A library that
 fails to load or fails its check on a small product is not used.
 
 MKL's threads follow MKL's own settings (`MKL_NUM_THREADS`, `OMP_NUM_THREADS`, else the
@@ -79,7 +80,7 @@ def _works(functions: dict[np.dtype, Any]) -> bool:
 
 
 def _loaded() -> tuple[Any, dict[np.dtype, Any]] | None:
-    if mkl_library.library() is None:  # (also in a process forked from another)
+    if not mkl_library.PRODUCTS or mkl_library.library() is None:  # (or forked)
         return None
     if not _bound:
         with _lock:
@@ -156,7 +157,7 @@ def _install() -> None:
     # Only where the package is installed: otherwise products keep the table's kernels and
     # pay nothing (MKL itself loads on the first product large enough). The table's kernels
     # stay the fallback of every product MKL does not take.
-    if mkl_library.PATH is None:
+    if mkl_library.PATH is None or not mkl_library.PRODUCTS:
         return
     plain_matmul, plain_addmm = table.get(Matmul), table.get(Addmm)
 
