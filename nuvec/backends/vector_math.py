@@ -32,7 +32,7 @@ import numpy as np
 
 from nuvec.backends import mkl_library
 
-__all__ = ["EXP_RANGE", "MIN_ELEMENTS", "available", "exp", "tanh"]
+__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "available", "exp", "tanh"]
 
 # Below this many elements NumPy's ufunc is used: a `ctypes` call and its checks cost about
 # 10 us, what NumPy's float32 `exp` takes for a few thousand elements.
@@ -104,7 +104,8 @@ def _apart_or_same(x: np.ndarray, out: np.ndarray) -> bool:
 def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
     """VML's `name` for `x` (a piece of an array of `whole` elements) and `out` (see the
     module docstring), or None."""
-    if type(x) is not np.ndarray or not x.size or x.size > _INT_MAX:
+    bound = _functions()  # (first: without MKL nothing else is looked at)
+    if bound is None or type(x) is not np.ndarray or not x.size or x.size > _INT_MAX:
         return None
     if max(x.size, whole, getattr(x.base, "size", 0), getattr(getattr(out, "base", None),
                                                              "size", 0)) < MIN_ELEMENTS:
@@ -115,8 +116,7 @@ def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
                             or out.shape != x.shape or out.strides != x.strides
                             or not out.flags.writeable or not _apart_or_same(x, out)):
         return None
-    bound = _functions()
-    return None if bound is None else bound.get((name, x.dtype))
+    return bound.get((name, x.dtype))
 
 
 def _apply(fn: Callable, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:

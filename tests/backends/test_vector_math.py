@@ -47,6 +47,7 @@ class FakeVml:
 def fake(monkeypatch):
     vml = FakeVml()
     monkeypatch.setattr(vm, "_functions", vml.table)
+    monkeypatch.setattr(vm, "_one_thread", lambda: None)  # (MKL's thread setting)
     return vml
 
 
