@@ -658,6 +658,20 @@ def blas_line() -> str:
             f"{i.get('architecture') or 'unknown'} kernels, {i.get('num_threads')} threads")
 
 
+def mkl_line() -> str:
+    """Whether nuvec's workers compute with MKL's products and vector math (the `mkl` extra,
+    `NUVEC_MKL`), asked of a process with this one's environment."""
+    code = ("from nuvec.backends.numpy import mkl; from nuvec.backends import vector_math as v;"
+            "print(mkl.available(), v.available())")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    if run.returncode != 0:
+        return "nuvec's MKL use: unknown (the check failed)"
+    products, vml = run.stdout.split()
+    return (f"nuvec: MKL's products {'on' if products == 'True' else 'off'}, MKL's vector math "
+            f"{'on' if vml == 'True' else 'off'} (NUVEC_MKL={os.environ.get('NUVEC_MKL', '1')})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller shapes, 3 repeats")
@@ -677,6 +691,7 @@ def main() -> None:
         return
     results = interleaved(args)
     print(blas_line())
+    print(mkl_line())
     if args.compiled:
         print("nuvec's MLP step and tanh gradient compiled (mx.compile), as MLX code writes them")
     print(f"times in ms (dispatch: us per op), best of {args.repeats} x {args.rounds} "
