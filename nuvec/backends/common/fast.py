@@ -1,6 +1,9 @@
 """Shared bodies of `nuvec.fast`'s row-wise fused ops, written against `xp` (the fused ops
 without one compute through their fallback graph: `nuvec/backends/numpy/fast.py`).
 
+On NumPy `exp` goes through `nuvec.backends.vector_math` (MKL's vector math where the `mkl`
+extra is installed), told the size of the whole input so that every block takes its path.
+
 Half types compute in float32, float64 in float64; the evaluator casts results to the
 node's dtypes and runs every kernel under `xp.errstate(all="ignore")` (an infinite row maximum
 makes `x - max` NaN, which `_lse_rows` replaces by that maximum), so kernels open no error state.
