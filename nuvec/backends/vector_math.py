@@ -32,7 +32,7 @@ import numpy as np
 
 from nuvec.backends import mkl_library
 
-__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "available", "exp", "tanh"]
+__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "available", "exp", "exp_of", "tanh"]
 
 # Below this many elements NumPy's ufunc is used: a `ctypes` call and its checks cost about
 # 10 us, what NumPy's float32 `exp` takes for a few thousand elements.
@@ -147,6 +147,21 @@ def exp(x: Any, out: Any = None, *, in_range: bool = False, whole: int = 0) -> A
     if in_range or (x.min() >= low and x.max() <= high):  # (False where one is NaN)
         return _apply(fn, x, out)
     return _exp_outside(fn, x, out, low, high)
+
+
+def exp_of(xp: Any, x: Any, out: Any = None, *, whole: int = 0) -> Any:
+    """`xp.exp(x, out=out)` in the array namespace `xp` (a shared body's NumPy or CuPy):
+    NumPy's arrays through `exp` (with `whole`, see there), others through `xp.exp`.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.vector_math import exp_of
+        >>> float(exp_of(np, np.zeros(3))[0])
+        1.0
+    """
+    if xp is np:
+        return exp(x, out, whole=whole)
+    return xp.exp(x) if out is None else xp.exp(x, out=out)
 
 
 def _exp_outside(fn: Callable, x: np.ndarray, out: np.ndarray | None, low: float,

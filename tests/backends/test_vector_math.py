@@ -159,6 +159,7 @@ def test_kernels_through_vml_match_float64_and_every_thread_count():
             xs = mx.array(x)
             outs[threads] = [np.asarray(a) for a in (
                 mx.exp(xs), mx.tanh(xs), mx.softmax(xs, axis=-1), mx.logsumexp(xs, axis=-1),
+                mx.sigmoid(xs),
                 mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v),
                                                      scale=0.125, mask="causal"))]
         finally:
@@ -171,6 +172,7 @@ def test_kernels_through_vml_match_float64_and_every_thread_count():
     e = np.exp(x64 - x64.max(-1, keepdims=True))
     np.testing.assert_allclose(outs[1][2], e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(outs[1][0], np.exp(x64), rtol=1e-6)
+    np.testing.assert_allclose(outs[1][4], 1 / (1 + np.exp(-x64)), rtol=1e-6, atol=1e-30)
 
 
 @needs_vml

@@ -50,12 +50,6 @@ def _row_mean(xb: Any) -> Any:
     return m
 
 
-def _exp(xp, x: Any, out: Any, whole: int) -> Any:
-    """`xp.exp(x, out=out)` of a piece of an array of `whole` elements; on NumPy through
-    `nuvec.backends.vector_math` (MKL's VML where it is installed)."""
-    return vector_math.exp(x, out, whole=whole) if xp is np else xp.exp(x, out=out)
-
-
 def _as(p: Any, like: Any) -> Any:
     return p.astype(like.dtype, copy=False)
 
@@ -222,7 +216,7 @@ def _exp_shifted(xp, xb: Any, eb: Any, whole: int) -> Any:
     """Writes `exp(x - max)` of the rows `xb` into `eb`; returns the max (kept)."""
     m = _row_max(xp, xb)
     xp.subtract(xb, m, out=eb)
-    _exp(xp, eb, eb, whole)
+    vector_math.exp_of(xp, eb, eb, whole=whole)
     return m
 
 
@@ -475,7 +469,7 @@ def cross_entropy_vjp(xp, p, x, targets, loss, g):
     lse = (loss.reshape(-1).astype(grad.dtype) + score).reshape(-1, 1)
     if x2.size <= _BLOCK:  # one block: the rows at once, the targets' entries by flat index
         xp.subtract(_wide(x2), lse, out=grad)
-        _exp(xp, grad, grad, x2.size)
+        vector_math.exp_of(xp, grad, grad, whole=x2.size)
         flat = grad.reshape(-1)
         flat[_flat_at(xp, x2, y2)] -= hit2
         grad *= g2
@@ -485,7 +479,7 @@ def cross_entropy_vjp(xp, p, x, targets, loss, g):
     def block(rows):
         gb = grad[rows]
         xp.subtract(_wide(x2[rows]), lse[rows], out=gb)
-        _exp(xp, gb, gb, x2.size)
+        vector_math.exp_of(xp, gb, gb, whole=x2.size)
         picked = xp.take_along_axis(gb, y2[rows], -1)
         xp.put_along_axis(gb, y2[rows], picked - hit2[rows], -1)
         gb *= g2[rows]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from nuvec.backends import vector_math
 from nuvec.backends.common.registry import SHARED, body
 from nuvec.graph.primitive import Copy
 from nuvec.ops import unary as u
@@ -80,11 +81,13 @@ def rsqrt(xp, p, x):
 
 @body(u.Sigmoid)
 def sigmoid(xp, p, x):
+    extent = max(x.size, getattr(x.base, "size", 0))  # (of the array `x` may be a piece of)
     x = widen(x)
     if x.dtype.kind == "c":
         return 1.0 / (1.0 + xp.exp(-x))
-    # e**-|x| never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below
-    e = xp.exp(-xp.abs(x))
+    # e**-|x| never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below; on NumPy through
+    # MKL's vector math where installed, taking the path of the whole array
+    e = vector_math.exp_of(xp, -xp.abs(x), whole=extent)
     return xp.where(x >= 0, 1.0, e) / (1.0 + e)
 
 
