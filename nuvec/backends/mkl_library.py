@@ -6,8 +6,9 @@ Its users bind what they call: the CPU's products and `axpy` (`nuvec.backends.nu
 `nuvec.backends.numpy.blas`) and the vector math of `exp` and `tanh`
 (`nuvec.backends.vector_math`). `NUVEC_MKL=0` in the environment keeps MKL unloaded,
 `NUVEC_MKL=vml` uses its vector math only (products stay OpenBLAS's: MKL's were slower on an
-AMD machine, docs/performance.md), and a process forked from another leaves MKL alone (GNU OpenMP's threads do not survive a fork: the
-child's first threaded MKL call would hang), so every user falls back to NumPy there.
+AMD machine, docs/performance.md), and a process forked from another leaves MKL alone (GNU
+OpenMP's threads do not survive a fork: the child's first threaded MKL call would hang), so
+every user falls back to NumPy there.
 """
 
 from __future__ import annotations

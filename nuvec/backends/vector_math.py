@@ -4,24 +4,24 @@
 On the two-core AVX2 machine of docs/performance.md, one thread, 100K elements: float32 `exp`
 1.5 ns an element against NumPy's 3.7 and `tanh` 4.8 against 6.9; float64 `exp` 3.1 against
 8.7 and `tanh` 9.0 against 34. In VML's high-accuracy mode both are within 0.55 ulp of the
-exact value (NumPy's float32 `exp` within 2.3), so results differ from NumPy's in the last bit
+exact value (NumPy's float32 `exp` within 2.2), so results differ from NumPy's in the last bit
 of some elements.
 
-VML computes float32 and float64 arrays whose memory is one contiguous run (C or Fortran
-order) into a fresh array of that layout or an `out` of the same strides (`x` itself
-included), from `MIN_ELEMENTS` elements: an array of fewer is NumPy's unless it or `out` is a
-view of a larger one (or its caller names the size of the array it was cut from), so the pieces a kernel
-splits an array into (blocks, threads' chunks, tiles) take the path the whole array takes, and
-every element's bits are the same for every split. VML's
-one thread runs each call (its own threads would compete with the thread pool's,
-`nuvec.backends.threads`).
+VML computes float32 and float64 arrays whose memory is one contiguous run (C or Fortran order)
+into a fresh array of that layout or an `out` of the same strides (`x` itself included), from
+`MIN_ELEMENTS` elements: an array of fewer is NumPy's unless it or `out` is a view of a larger
+one (or its caller names the size of the array it was cut from), so the pieces a kernel splits
+an array into (blocks, threads' chunks, tiles) take the path the whole array takes, and every
+element's bits are the same for every split. VML's one thread runs each call (its own threads
+would compete with the thread pool's, `nuvec.backends.threads`).
 
 VML computes arguments whose `exp` overflows, is subnormal, or is NaN or infinite on a slow
-path (20 to 200 ns an element). An array with elements outside `EXP_RANGE` (a mask's
-`-inf`, say) takes VML's fast path on the others: the ones whose `exp` is 0 in the dtype are
-set to 0, the rest (rare) are NumPy's `exp`. Each element's result depends on its own value
-only.
+path (20 to 200 ns an element). An array with elements outside `EXP_RANGE` (a mask's `-inf`,
+say) takes VML's fast path on the others clipped into the range, then a product with a 0/1 mask
+zeroes the ones whose `exp` is 0 in the dtype, and the rest (rare) are NumPy's `exp`. Each
+element's result depends on its own value only.
 """
+
 from __future__ import annotations
 
 import ctypes

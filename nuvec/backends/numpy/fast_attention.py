@@ -2,25 +2,25 @@
 computed in tiles, and nodes built for a GPU kernel (`Attention`, `AttentionVjp`, the paged
 ops) through their fallback graphs (`run_on_cpu`).
 
-The kernel's work items are (batch, key head, query tile): the tile's rows of every query
-head of that key head, scaled and stacked as one matrix in per-thread scratch, against only
-the keys those rows see (key ranges fully masked by the causal mask or the window skipped), in
-chunks of at most the plan's keys (an online softmax across chunks: running row maximum and
-sum, the accumulator rescaled). Scores go through BLAS into per-thread scratch (`out=`
-everywhere), computed as keys x rows (`k @ q.T`, a quarter faster than `q @ k.T` through
-OpenBLAS once a chunk has hundreds of keys) and used through their transpose; so do the row
-sums (a product with a column of ones, cheaper than a pass over the scores). A tile of a call
-without a mask array or sinks whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small
-enough that `exp` of every score, and their sums with the values, stay finite and normal; the
-query norms taken per tile, the key norms and value magnitudes per key head) skips the row
-maximum: it takes `exp` of every score (`nuvec.backends.vector_math`, whose range check it
-skips) and zeroes the causal diagonal's hidden entries by a product with a 0/1 mask built once
-per call. Other tiles add the mask's bias (the dtype's lowest value) before the maximum. A key head's
-preparation takes its bounds (the first work items on the thread pool, else its first tile's
-item), so the items make only their products and passes over their scores; nothing the size
-of the inputs is written but the output. Items run on the thread pool (at most the plan's live
-tiles at once) with BLAS kept to one thread meanwhile; the tiles are the plan's, never the
-thread count's, so a row's sums run in one order on any number of threads.
+The kernel's work items are (batch, key head, query tile): the tile's rows of every query head
+of that key head, scaled and stacked as one matrix in per-thread scratch, against only the keys
+those rows see (key ranges fully masked by the causal mask or the window skipped), in chunks of
+at most the plan's keys (an online softmax across chunks: running row maximum and sum, the
+accumulator rescaled). Scores go through BLAS into per-thread scratch (`out=` everywhere),
+computed as keys x rows (`k @ q.T`, a quarter faster than `q @ k.T` through OpenBLAS once a
+chunk has hundreds of keys) and used through their transpose; so do the row sums (a product
+with a column of ones, cheaper than a pass over the scores). A tile of a call without a mask
+array or sinks whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` small enough that `exp`
+of every score, and their sums with the values, stay finite and normal; the query norms taken
+per tile, the key norms and value magnitudes per key head) skips the row maximum: it takes
+`exp` of every score (`nuvec.backends.vector_math`, whose range check it skips) and zeroes the
+causal diagonal's hidden entries by a product with a 0/1 mask built once per call. Other tiles
+add the mask's bias (the dtype's lowest value) before the maximum. A key head's preparation
+takes its bounds (the first work items on the thread pool, else its first tile's item), so the
+items make only their products and passes over their scores; nothing the size of the inputs is
+written but the output. Items run on the thread pool (at most the plan's live tiles at once)
+with BLAS kept to one thread meanwhile; the tiles are the plan's, never the thread count's, so
+a row's sums run in one order on any number of threads.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ from nuvec.fast.fused import FusedElementwise, fetcher
 from nuvec.graph import eager
 from nuvec.ops.binary import Add, Multiply, Subtract
 
-__all__ = ["BLOCK", "MIN_AXPY", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise", "is_scaled_add"]
+__all__ = ["BLOCK", "MIN_AXPY", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise",
+           "is_scaled_add"]
 
 
 # Elements per block, at most: `python benchmarks/bench_compile.py --blocks` on the 8-op chain
