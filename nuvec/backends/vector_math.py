@@ -35,8 +35,10 @@ from nuvec.backends import mkl_library
 __all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "available", "exp", "exp_of", "tanh"]
 
 # Below this many elements NumPy's ufunc is used: a `ctypes` call and its checks cost about
-# 10 us, what NumPy's float32 `exp` takes for a few thousand elements.
-MIN_ELEMENTS = 1 << 13
+# 25 us on the slower Zen 3 machine of docs/performance.md (`ndarray.ctypes` 3 us an array,
+# the range check 6), so float32 `exp` through VML took 44 us against NumPy's 33 at 8K
+# elements, 59 against 62 at 16K.
+MIN_ELEMENTS = 1 << 14
 
 # Arguments whose `exp` is a finite normal number in each dtype (VML's fast path), and below
 # which `exp` rounds to 0 (under half the smallest subnormal)
