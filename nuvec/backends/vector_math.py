@@ -109,8 +109,8 @@ def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
     bound = _functions()  # (first: without MKL nothing else is looked at)
     if bound is None or type(x) is not np.ndarray or not x.size or x.size > _INT_MAX:
         return None
-    if max(x.size, whole, getattr(x.base, "size", 0), getattr(getattr(out, "base", None),
-                                                             "size", 0)) < MIN_ELEMENTS:
+    if x.size < MIN_ELEMENTS and max(whole, getattr(x.base, "size", 0),
+                                     getattr(getattr(out, "base", None), "size", 0)) < MIN_ELEMENTS:
         return None
     if not (x.flags.c_contiguous or x.flags.f_contiguous):
         return None

@@ -46,18 +46,23 @@ def plain(name: str):
     return make
 
 
+def widening(fn):
+    """A kernel applying `fn` (a ufunc, or a function taking `out=` as one does), 16-bit
+    floats in float32."""
+
+    def compute(p, x, out=None):
+        if x.dtype in HALF:
+            return fn(widen(x))
+        return fn(x) if out is None else fn(x, out=out)
+
+    return compute
+
+
 def widened(name: str):
     """A factory of kernels applying the ufunc `name`, 16-bit floats in float32."""
 
     def make(xp):
-        fn = getattr(xp, name)
-
-        def compute(p, x, out=None):
-            if x.dtype in HALF:
-                return fn(widen(x))
-            return fn(x) if out is None else fn(x, out=out)
-
-        return compute
+        return widening(getattr(xp, name))
 
     return make
 

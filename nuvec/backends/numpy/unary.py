@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from nuvec.backends import mkl_library, vector_math
-from nuvec.backends.common.unary import HALF, widen
+from nuvec.backends.common.unary import widen, widening
 from nuvec.backends.numpy.registry import kernel, table
 from nuvec.ops import unary as u
 
@@ -66,15 +66,6 @@ def erfinv_(p, x):
     return erfinv(x)
 
 
-def _vector(fn):
-    """A kernel applying `fn` (`vector_math.exp` or `tanh`), 16-bit floats in float32."""
-
-    def compute(p, x, out=None):
-        return fn(widen(x)) if x.dtype in HALF else fn(x, out)
-
-    return compute
-
-
 if mkl_library.PATH is not None:  # otherwise the shared bodies stay, with nothing to check
-    table.add(u.Exp, _vector(vector_math.exp), out=True, replace=True)
-    table.add(u.Tanh, _vector(vector_math.tanh), out=True, replace=True)
+    table.add(u.Exp, widening(vector_math.exp), out=True, replace=True)
+    table.add(u.Tanh, widening(vector_math.tanh), out=True, replace=True)
