@@ -181,10 +181,11 @@ def test_binary_kernels_stay_on_one_thread(split_small, monkeypatch, op):
     assert calls
 
 
-MEMORY_BOUND = [mx.negative, mx.square, mx.abs, mx.floor, lambda x: mx.sum(x, axis=1)]
+MEMORY_BOUND = [mx.negative, mx.square, mx.abs, mx.sqrt, mx.floor, lambda x: mx.sum(x, axis=1)]
 
 
-@pytest.mark.parametrize("op", MEMORY_BOUND, ids=["negative", "square", "abs", "floor", "sum"])
+@pytest.mark.parametrize("op", MEMORY_BOUND,
+                         ids=["negative", "square", "abs", "sqrt", "floor", "sum"])
 def test_memory_bound_kernels_split_only_from_their_own_threshold(split_small, monkeypatch, op):
     """Cheap unary kernels and reductions wait for `MEMORY_BOUND_BYTES` a chunk, where a
     transcendental kernel splits from `MIN_BYTES` (see nuvec/backends/threads.py)."""
