@@ -46,7 +46,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
      "Gathers, scatters and dynamic slices (see also [indexing]({docs}/indexing.md)).",
      ("nuvec.ops.indexing", "nuvec.ops.slicing", "nuvec.ops.masked")),
     ("sorting", "Sorting and scans", "Sorting, selection, searching and cumulative operations.",
-     ("nuvec.ops.sorting", "nuvec.ops.scan")),
+     ("nuvec.ops.sorting", "nuvec.ops.unique", "nuvec.ops.scan")),
     ("contractions", "Contractions and matmul",
      "Matrix products, batched and gathered matmuls, tensor contractions.",
      ("nuvec.ops.matmul", "nuvec.ops.contraction", "nuvec.ops.einsum", "nuvec.ops.gathered",

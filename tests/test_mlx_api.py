@@ -18,6 +18,36 @@ import pytest
 import nuvec as mx
 
 SIGNATURES = {
+    "acos": "(a, /, *, stream=None)",
+    "acosh": "(a, /, *, stream=None)",
+    "asin": "(a, /, *, stream=None)",
+    "asinh": "(a, /, *, stream=None)",
+    "atan": "(a, /, *, stream=None)",
+    "atan2": "(a, b, /, *, stream=None)",
+    "atanh": "(a, /, *, stream=None)",
+    "bitwise_left_shift": "(a, b, /, *, stream=None)",
+    "bitwise_right_shift": "(a, b, /, *, stream=None)",
+    "contiguous": "(a, /, allow_col_major=False, *, stream=None)",
+    "cumulative_prod": (
+        "(a, /, axis=None, *, reverse=False, inclusive=True, dtype=No"
+        "ne, stream=None)"
+    ),
+    "cumulative_sum": (
+        "(a, /, axis=None, *, reverse=False, inclusive=True, dtype=No"
+        "ne, stream=None)"
+    ),
+    "diff": "(a, /, n=1, axis=-1, *, stream=None)",
+    "empty": "(shape, dtype=nuvec.float32, *, stream=None)",
+    "flip": "(a, /, axis=None, *, stream=None)",
+    "matrix_transpose": "(a, /, *, stream=None)",
+    "minmax": "(a, /, axis=None, keepdims=False, *, stream=None)",
+    "positive": "(a, /, *, stream=None)",
+    "pow": "(a, b, /, *, stream=None)",
+    "unique": (
+        "(a, /, size, return_index=False, return_inverse=False, retur"
+        "n_counts=False, fill_value=None, *, stream=None)"
+    ),
+    "unstack": "(x, /, *, axis=0, stream=None)",
     "abs": "(a, /, *, stream=None)",
     "add": "(a, b, /, *, stream=None)",
     "addmm": "(c, a, b, /, alpha=1.0, beta=1.0, *, stream=None)",
@@ -94,8 +124,8 @@ SIGNATURES = {
     "count_nonzero": "(a, /, axis=None, keepdims=False, *, stream=None)",
     "cummax": "(a, /, axis=None, *, reverse=False, inclusive=True, stream=None)",
     "cummin": "(a, /, axis=None, *, reverse=False, inclusive=True, stream=None)",
-    "cumprod": "(a, /, axis=None, *, reverse=False, inclusive=True, stream=None)",
-    "cumsum": "(a, /, axis=None, *, reverse=False, inclusive=True, stream=None)",
+    "cumprod": "(a, /, axis=None, *, reverse=False, inclusive=True, dtype=None, stream=None)",
+    "cumsum": "(a, /, axis=None, *, reverse=False, inclusive=True, dtype=None, stream=None)",
     "default_device": "()",
     "default_stream": "(device)",
     "degrees": "(a, /, *, stream=None)",

@@ -278,7 +278,13 @@ class Array:
 
     def __float__(self) -> float:
         value = self._scalar("float")
-        return float(value.real if isinstance(value, complex) else value)
+        if isinstance(value, complex):  # Python's rule for complex numbers, and MLX's
+            raise TypeError("float(): a complex array has no real value; use .real or "
+                            "complex()")
+        return float(value)
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex"))
 
     def __int__(self) -> int:
         return int(self._scalar("int"))

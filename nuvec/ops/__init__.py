@@ -1,5 +1,6 @@
 """Ordinary operations, one module per family; each public function validates and records."""
 
+from nuvec.ops.aliases import *  # noqa: F401,F403
 from nuvec.ops.atleast import *  # noqa: F401,F403
 from nuvec.ops.binary import *  # noqa: F401,F403
 from nuvec.ops.comparison import *  # noqa: F401,F403
@@ -31,6 +32,7 @@ from nuvec.ops.slicing import *  # noqa: F401,F403
 from nuvec.ops.sorting import *  # noqa: F401,F403
 from nuvec.ops.statistics import *  # noqa: F401,F403
 from nuvec.ops.unary import *  # noqa: F401,F403
+from nuvec.ops.unique import *  # noqa: F401,F403
 
 from nuvec.ops import methods as _methods  # noqa: F401,E402  (installs Array operators)
 import sys as _sys  # noqa: E402

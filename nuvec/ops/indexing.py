@@ -195,8 +195,19 @@ def check_index_array(op: str, idx: Any) -> Array:
     return idx
 
 
-def gather(x: Array, indices: Sequence[Array], stream: Any = None) -> Array:
-    """Records `x[indices...]` over the leading `len(indices)` axes (indices already checked)."""
+def gather(x: Array, indices: Sequence[Array], stream: Any = None, op: str = "take") -> Array:
+    """Records `x[indices...]` over the leading `len(indices)` axes (indices already checked).
+
+    Raises:
+        ValueError: naming `op`, for a non-empty take along an empty axis (every index is out
+            of range: known now, where other out-of-range indices fail the evaluation).
+    """
+    empty = [k for k in range(len(indices)) if x.shape[k] == 0]
+    if empty:
+        shape = index_shape(indices, op)
+        if 0 not in shape:
+            raise ValueError(f"{op}: cannot take indices of shape {shape} from an empty axis "
+                             f"(axis {empty[0]} of the indexed shape {x.shape})")
     return record1(GATHER, (x, *indices), to_stream(stream))
 
 
@@ -253,7 +264,7 @@ def take(a: Any, /, indices: Any, axis: int | None = None, *, stream: Any = None
     else:
         idx = check_index_array("take", indices)
     x = shape_ops.moveaxis(a, ax, 0, stream=s) if ax else a
-    out = gather(x, [idx], s)
+    out = gather(x, [idx], s, "take")
     if ax == 0:
         return out
     k = idx.ndim
@@ -317,7 +328,7 @@ def take_along_axis(a: Any, /, indices: Any, axis: int | None = None, *,
     """
     s = to_stream(stream)
     a, grids = _along_axis("take_along_axis", a, indices, axis, s)
-    return gather(a, grids, s)
+    return gather(a, grids, s, "take_along_axis")
 
 
 def put_along_axis(a: Any, /, indices: Any, values: Any, axis: int | None = None, *,

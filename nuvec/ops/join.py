@@ -20,7 +20,7 @@ from nuvec.ops import shape as shape_ops
 from nuvec.ops.arguments import INT64_MAX, INT64_MIN, as_array, fresh, int_tuple, normalize_axis
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 
-__all__ = ["concatenate", "concat", "stack", "split", "pad", "repeat", "tile", "roll"]
+__all__ = ["concatenate", "concat", "stack", "unstack", "split", "pad", "repeat", "tile", "roll"]
 
 Shape = tuple[int, ...]
 
@@ -165,6 +165,39 @@ def stack(arrays: Sequence[Any], axis: int = 0, *, stream: Any = None) -> Array:
                              f"{', '.join(str(y.shape) for y in xs)}")
     ax = normalize_axis(axis, xs[0].ndim + 1, "stack")
     return concatenate([shape_ops.expand_dims(x, ax, stream=s) for x in xs], ax, stream=s)
+
+
+def unstack(x: Any, /, *, axis: int = 0, stream: Any = None) -> tuple[Array, ...]:
+    """The arrays `stack` would join into `x`: one per index along `axis`, without that axis.
+
+    Args:
+        x: an array of at least one dimension.
+        axis: the axis to take apart.
+        stream: the stream or device to run on.
+
+    Returns:
+        A tuple of `x.shape[axis]` arrays.
+
+    Raises:
+        ValueError: if `x` is 0-d or `axis` is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> [p.tolist() for p in mx.unstack(mx.array([[1, 2], [3, 4]]), axis=1)]
+        [[1, 3], [2, 4]]
+    """
+    x = as_array(x, "unstack")
+    if x.ndim == 0:
+        raise ValueError("unstack: expected an array of at least 1 dimension, got shape ()")
+    ax = normalize_axis(axis, x.ndim, "unstack")
+    s = to_stream(stream)
+    start, stop = [0] * x.ndim, list(x.shape)
+    parts = []
+    for i in range(x.shape[ax]):
+        start[ax], stop[ax] = i, i + 1
+        part = slicing.static_slice(x, tuple(start), tuple(stop), (1,) * x.ndim, s)
+        parts.append(shape_ops.squeeze(part, ax, stream=s))
+    return tuple(parts)
 
 
 def split(a: Any, /, indices_or_sections: int | Sequence[int], axis: int = 0, *,
@@ -359,7 +392,8 @@ def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
          stream: Any = None) -> Array:
     """Shifts elements along `axis` cyclically (over the flattened array when None).
 
-    A tuple `shift` pairs with a tuple `axis` (an int broadcasts against the other).
+    A tuple `shift` pairs with a tuple `axis` (an int broadcasts against the other); without
+    an axis its shifts add up, as in NumPy and MLX.
 
     Args:
         a: the input array.
@@ -383,10 +417,9 @@ def roll(a: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
     if any(not INT64_MIN <= v <= INT64_MAX for v in shifts):
         raise ValueError(f"roll: shift must fit in int64, got {shift!r}")
     if axis is None:
-        if len(shifts) != 1:
-            raise ValueError(f"roll: shift {shift!r} needs an axis of the same length")
         flat = shape_ops.reshape(a, (-1,), stream=s)
-        return shape_ops.reshape(_roll_axes(flat, shifts, (0,), s), a.shape, stream=s)
+        rolled = _roll_axes(flat, shifts, (0,) * len(shifts), s)
+        return shape_ops.reshape(rolled, a.shape, stream=s)
     axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
     if len(shifts) == 1:
         shifts = shifts * len(axes)

@@ -184,6 +184,7 @@ def _reshape(self: Array, *shape: Any, stream: Any = None) -> Array:
 shape_module = shape
 Array.reshape = _reshape
 Array.T = property(lambda self: shape.transpose(self))
+Array.mT = property(lambda self: shape.matrix_transpose(self))
 
 # shape methods and indexing (MLX's `a.flatten()`, `a.transpose(1, 0)`, `a[i] = v`, `a.at[i]`)
 from nuvec.ops import join as _join, subscript as _subscript  # noqa: E402

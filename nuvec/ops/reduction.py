@@ -20,7 +20,7 @@ from nuvec.ops.arguments import as_array, fresh, normalize_axes
 from nuvec.ops.families import Linear, Reduction, apply, is_ones, ones
 
 __all__ = [
-    "sum", "prod", "max", "min", "argmax", "argmin", "all", "any",
+    "sum", "prod", "max", "min", "minmax", "argmax", "argmin", "all", "any",
 ]  # fmt: skip
 
 Axis = int | Sequence[int] | None
@@ -311,6 +311,29 @@ def min(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
         [1, 2]
     """
     return _reduce(Min, "min", a, axis, keepdims, stream)
+
+
+
+def minmax(a: Any, /, axis: Axis = None, keepdims: bool = False, *,
+           stream: Any = None) -> tuple[Array, Array]:
+    """The minimum and the maximum over `axis` (all axes when None), as `min` and `max`.
+
+    Args:
+        a, axis, keepdims, stream: as `sum`.
+
+    Returns:
+        A tuple `(minima, maxima)`, each of `a`'s dtype.
+
+    Raises:
+        ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> [x.tolist() for x in mx.minmax(mx.array([[1, 5], [3, 2]]), axis=1)]
+        [[1, 2], [5, 3]]
+    """
+    return (_reduce(Min, "minmax", a, axis, keepdims, stream),
+            _reduce(Max, "minmax", a, axis, keepdims, stream))
 
 
 def all(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = None) -> Array:

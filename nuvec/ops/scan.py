@@ -14,12 +14,13 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops import binary, comparison, complex_parts, creation, join, nonfinite, reduction, unary
+from nuvec.ops import (binary, comparison, complex_parts, creation, join, nonfinite, reduction,
+                       slicing, unary)
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import as_array, normalize_axis
+from nuvec.ops.arguments import as_array, index_int, normalize_axis
 from nuvec.ops.families import apply, move_batch_to_front
 
-__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff"]
 
 class Scan(Primitive):
     """Inclusive or exclusive running `kind` ("sum", "prod", "max", "min", "logaddexp") along
@@ -163,9 +164,11 @@ def _recurrence(a: Array, b: Array, axis: int, step: int) -> Array:
 
 
 def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive: bool,
-          stream: Any) -> Array:
+          stream: Any, dtype: Any = None) -> Array:
     s = to_stream(stream)
     a = as_array(a, op)
+    if dtype is not None:
+        a = unary.astype(a, dt.to_dtype(dtype, op), stream=s)
     if kind == "logaddexp" and a.dtype is dt.complex64:
         return _complex_logcumsumexp(a, axis, reverse, inclusive, s)
     if kind == "logaddexp" and not a.dtype.is_floating:
@@ -198,7 +201,7 @@ def _complex_logcumsumexp(a: Array, axis: int | None, reverse: bool, inclusive: 
 
 
 def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,
-           inclusive: bool = True, stream: Any = None) -> Array:
+           inclusive: bool = True, dtype: Any = None, stream: Any = None) -> Array:
     """Cumulative sum along `axis` (bool sums in int32).
 
     Args:
@@ -206,6 +209,7 @@ def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,
         axis: the axis to scan; None scans the flattened array.
         reverse: scan from the end of the axis towards its start.
         inclusive: output i includes input i; otherwise the scan starts from 0.
+        dtype: if given, `a` is cast to it before the scan.
         stream: the stream or device to run on.
 
     Returns:
@@ -219,17 +223,17 @@ def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,
         >>> mx.cumsum(mx.array([1, 2, 3])).tolist()
         [1, 3, 6]
     """
-    return _scan("cumsum", "sum", a, axis, reverse, inclusive, stream)
+    return _scan("cumsum", "sum", a, axis, reverse, inclusive, stream, dtype)
 
 
 def cumprod(a: Any, /, axis: int | None = None, *, reverse: bool = False,
-            inclusive: bool = True, stream: Any = None) -> Array:
+            inclusive: bool = True, dtype: Any = None, stream: Any = None) -> Array:
     """Cumulative product along `axis` (see `cumsum` for the arguments).
 
     The derivative is exact at zeros (no division by `a`).
 
     Args:
-        a, axis, reverse, inclusive, stream: as `cumsum`.
+        a, axis, reverse, inclusive, dtype, stream: as `cumsum`.
 
     Returns:
         An array of the scanned shape.
@@ -242,7 +246,7 @@ def cumprod(a: Any, /, axis: int | None = None, *, reverse: bool = False,
         >>> mx.cumprod(mx.array([1, 2, 3])).tolist()
         [1, 2, 6]
     """
-    return _scan("cumprod", "prod", a, axis, reverse, inclusive, stream)
+    return _scan("cumprod", "prod", a, axis, reverse, inclusive, stream, dtype)
 
 
 def cummax(a: Any, /, axis: int | None = None, *, reverse: bool = False,
@@ -314,3 +318,42 @@ def logcumsumexp(a: Any, /, axis: int | None = None, *, reverse: bool = False,
         [0.0, 0.6931471824645996]
     """
     return _scan("logcumsumexp", "logaddexp", a, axis, reverse, inclusive, stream)
+
+
+def diff(a: Any, /, n: int = 1, axis: int = -1, *, stream: Any = None) -> Array:
+    """The `n`-th discrete difference along `axis`: `a[1:] - a[:-1]`, `n` times (for bools
+    `a[1:] != a[:-1]`, as in NumPy and MLX).
+
+    Args:
+        a: the input array, of at least one dimension.
+        n: how many times to difference (0 gives `a`; from the axis's length on, the axis is
+            empty).
+        axis: the axis to difference along.
+        stream: the stream or device to run on.
+
+    Returns:
+        An array whose `axis` is `n` shorter (at least 0).
+
+    Raises:
+        ValueError: if `n` is negative or `axis` is out of range.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.diff(mx.array([1, 4, 9, 16])).tolist()
+        [3, 5, 7]
+    """
+    a = as_array(a, "diff")
+    count = index_int(n, "diff", "n", low=0)
+    if a.ndim == 0:
+        raise ValueError("diff: expected an array of at least 1 dimension, got shape ()")
+    ax = normalize_axis(axis, a.ndim, "diff")
+    s = to_stream(stream)
+    ones = (1,) * a.ndim
+    for _ in range(min(count, a.shape[ax])):
+        start, stop = [0] * a.ndim, list(a.shape)
+        start[ax], stop[ax] = 1, a.shape[ax] - 1
+        later = slicing.static_slice(a, tuple(start), a.shape, ones, s)
+        earlier = slicing.static_slice(a, (0,) * a.ndim, tuple(stop), ones, s)
+        a = (comparison.not_equal(later, earlier, stream=s) if a.dtype is dt.bool_
+             else binary.subtract(later, earlier, stream=s))
+    return a

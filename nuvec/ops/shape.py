@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
-from nuvec.graph.primitive import Primitive
+from nuvec.graph.primitive import Copy, Primitive
 from nuvec.ops import reduction
 from nuvec.ops.arguments import as_array, check_shape, fresh, int_tuple, normalize_axis
 from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
@@ -20,6 +20,7 @@ from nuvec.ops.families import Linear, apply, is_ones, move_batch_to_front, ones
 __all__ = [
     "reshape", "flatten", "unflatten", "transpose", "permute_dims", "swapaxes", "moveaxis",
     "expand_dims", "squeeze", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
+    "matrix_transpose", "contiguous",
 ]
 
 Shape = tuple[int, ...]
@@ -294,6 +295,69 @@ def permute_dims(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = 
         (3, 2)
     """
     return transpose(a, axes, stream=stream)
+
+
+def matrix_transpose(a: Any, /, *, stream: Any = None) -> Array:
+    """`a` with its last two axes exchanged (a stack of matrices, each transposed).
+
+    Args:
+        a: an array of at least two dimensions.
+        stream: the stream or device to run on.
+
+    Returns:
+        The array with its last two axes swapped (also `a.mT`).
+
+    Raises:
+        ValueError: if `a` has fewer than two dimensions.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.matrix_transpose(mx.zeros((5, 2, 3))).shape
+        (5, 3, 2)
+    """
+    a = as_array(a, "matrix_transpose")
+    if a.ndim < 2:
+        raise ValueError(f"matrix_transpose: expected an array of at least 2 dimensions, got "
+                         f"shape {a.shape}")
+    return transpose(a, (*range(a.ndim - 2), a.ndim - 1, a.ndim - 2), stream=stream)
+
+
+class Contiguous(Copy):
+    """The identity (`Copy`'s rules), computed into row-major (C-order) memory where the input
+    is laid out otherwise (a transpose's or a strided slice's view); column-major memory is
+    kept as it is with `allow_col_major`."""
+
+    __slots__ = ("allow_col_major",)
+
+    def __init__(self, allow_col_major: bool):
+        self.allow_col_major = allow_col_major
+
+    def params(self):
+        return (self.allow_col_major,)
+
+
+def contiguous(a: Any, /, allow_col_major: bool = False, *, stream: Any = None) -> Array:
+    """`a`'s values in row-major memory, copied only where `a` is laid out otherwise.
+
+    The values are `a`'s either way; the layout matters to code that reads the buffer
+    (`np.asarray(x)`, DLPack, a custom kernel).
+
+    Args:
+        a: the input array.
+        allow_col_major: keep column-major (Fortran-order) memory without a copy.
+        stream: the stream or device to run on.
+
+    Returns:
+        An array of `a`'s shape, dtype and values.
+
+    Example:
+        >>> import nuvec as mx
+        >>> import numpy as np
+        >>> np.asarray(mx.contiguous(mx.zeros((2, 3)).T)).flags.c_contiguous
+        True
+    """
+    a = as_array(a, "contiguous")
+    return record1(Contiguous(bool(allow_col_major)), (a,), to_stream(stream))
 
 
 def swapaxes(a: Any, /, axis1: int, axis2: int, *, stream: Any = None) -> Array:

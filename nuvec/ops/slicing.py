@@ -16,10 +16,10 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import shape as shape_ops
 from nuvec.ops import creation, unary
-from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axis
+from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axes, normalize_axis
 from nuvec.ops.families import Linear, apply, batch_size, move_batch_to_front
 
-__all__ = ["slice", "slice_update"]
+__all__ = ["slice", "slice_update", "flip"]
 
 Shape = tuple[int, ...]
 
@@ -345,3 +345,30 @@ def slice_update(a: Any, update: Any, start_indices: Any, axes: Sequence[int], *
     return record1(DynamicSliceUpdate(norm), (a, update, start), s)
 
 
+def flip(a: Any, /, axis: int | Sequence[int] | None = None, *, stream: Any = None) -> Array:
+    """`a` with the order of its elements reversed along `axis` (every axis when None).
+
+    Args:
+        a: the input array.
+        axis: an axis, a sequence of distinct axes, or None.
+        stream: the stream or device to run on.
+
+    Returns:
+        The flipped array (a view on the CPU).
+
+    Raises:
+        ValueError: if an axis is out of range or repeated.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.flip(mx.array([[1, 2], [3, 4]]), axis=1).tolist()
+        [[2, 1], [4, 3]]
+    """
+    a = as_array(a, "flip")
+    axes = set(normalize_axes(axis, a.ndim, "flip"))
+    if not axes:
+        return fresh(a)
+    flipped = [i in axes for i in range(a.ndim)]
+    start = tuple(d - 1 if f else 0 for d, f in zip(a.shape, flipped))
+    stop = tuple(-1 if f else d for d, f in zip(a.shape, flipped))
+    return static_slice(a, start, stop, tuple(-1 if f else 1 for f in flipped), stream)

@@ -206,7 +206,7 @@ def getitem(a: Array, key: Any, stream: Any = None) -> Array:
     if not plan.advanced:
         return reshape(window, plan.result_shape(), stream=s)
     x = transpose(window, plan.perm, stream=s)
-    out = gather(x, plan.indices, s)
+    out = gather(x, plan.indices, s, "getitem")
     k = len(plan.index_shape)
     out = reshape(out, plan.index_shape + tuple(plan.basic), stream=s)
     to_final, _ = plan.gathered_order()

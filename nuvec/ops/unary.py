@@ -25,7 +25,7 @@ __all__ = [
     "abs", "negative", "sign", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
     "rsqrt", "square", "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv",
-    "logical_not", "degrees", "radians", "stop_gradient", "astype",
+    "logical_not", "degrees", "radians", "stop_gradient", "astype", "positive",
 ]  # fmt: skip
 
 
@@ -337,6 +337,25 @@ def negative(a: Any, /, *, stream: StreamLike = None) -> Array:
     if a.dtype is dt.bool_:
         raise DtypeError("negative: not supported for bool arrays; use logical_not")
     return record1(NEGATIVE, (a,), to_stream(stream))
+
+
+def positive(a: Any, /, *, stream: StreamLike = None) -> Array:
+    """Elementwise +a: `a`'s values, in every dtype (bool too, as in MLX).
+
+    Args:
+        a: input array or scalar.
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A new array of `a`'s values and dtype.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.positive(mx.array([1, -2])).tolist()
+        [1, -2]
+    """
+    to_stream(stream)
+    return fresh(as_array(a, "positive"))
 
 
 def abs(a: Any, /, *, stream: StreamLike = None) -> Array:

@@ -113,6 +113,14 @@ def test_out_of_range_array_indices_fail_at_evaluation():
     assert x[mx.array([2, -1])].tolist() == [2, 2]
 
 
+def test_at_divide_needs_a_float_array():
+    with pytest.raises(TypeError, match="^at.divide: expected a floating-point array"):
+        mx.array([5, 7]).at[0].divide(2)
+    assert mx.array([5.0, 7.0]).at[0].divide(2).tolist() == [2.5, 7.0]
+    with pytest.raises(ValueError, match="^getitem: cannot take"):
+        mx.zeros((0, 3))[mx.array([0])]
+
+
 def test_cross_entropy_targets_out_of_range():
     logits = mx.zeros((2, 3))
     with pytest.raises(ValueError, match=r"^cross_entropy: target 3 is out of range"):

@@ -35,9 +35,9 @@ FUSED_CLASSES = (*LAUNCHERS, CustomKernel)  # CUDA C kernels, launched by `cupy/
 
 # Primitives that move or pick elements without arithmetic: on bfloat16 they run on the bits.
 LAYOUT = frozenset((
-    Copy, u.StopGradient, sh.Reshape, sh.Transpose, sh.BroadcastTo, sl.Slice, sl.SliceUpdate,
-    sl.DynamicSlice, sl.DynamicSliceUpdate, jn.Concatenate, ix.Gather, mt.Diagonal,
-    ms.AsStrided,
+    Copy, u.StopGradient, sh.Reshape, sh.Transpose, sh.Contiguous, sh.BroadcastTo, sl.Slice,
+    sl.SliceUpdate, sl.DynamicSlice, sl.DynamicSliceUpdate, jn.Concatenate, ix.Gather,
+    mt.Diagonal, ms.AsStrided,
 ))  # fmt: skip
 
 # Primitives whose GPU body reads bfloat16 buffers itself (a bit cast; the CUDA kernels, named
