@@ -92,7 +92,8 @@ def test_named_paths_exist(page: Path) -> None:
 def test_layout_names_every_module() -> None:
     layout = (DOCS / "dev" / "layout.md").read_text()
     modules = [
-        p for package in ("graph", "ops", "transforms", "fast") for p in (ROOT / "nuvec" / package).glob("*.py")
+        p for package in ("graph", "ops", "transforms", "fast")
+        for p in (ROOT / "nuvec" / package).glob("*.py")
     ]
     missing = sorted(str(p.relative_to(ROOT)) for p in modules
                      if p.name != "__init__.py" and f"{p.name}`" not in layout)

@@ -286,11 +286,11 @@ def parallel_rows(
 
     Each chunk holds at least `min_bytes` (default `MIN_BYTES`) of work (`row_bytes` per
     row), so small work stays on the calling thread as one `body(0, n_rows)` call; so does a
-    call made from inside a chunk. Chunk bounds other than 0 and `n_rows` are multiples of `align`, and every chunk
-    holds at least `align` rows (unless the work is one chunk). The chunks must be
-    independent (each writes its own rows of a preallocated output): which thread runs which
-    chunk, and in what order, varies. The first exception a chunk raises is raised here, after
-    every chunk has finished.
+    call made from inside a chunk. Chunk bounds other than 0 and `n_rows` are multiples of
+    `align`, and every chunk holds at least `align` rows (unless the work is one chunk). The
+    chunks must be independent (each writes its own rows of a preallocated output): which thread
+    runs which chunk, and in what order, varies. The first exception a chunk raises is raised
+    here, after every chunk has finished.
 
     Example:
         >>> import numpy as np

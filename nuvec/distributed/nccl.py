@@ -22,7 +22,9 @@ try:
     import cupy
     from cupy.cuda import nccl
 except ImportError as exc:  # reported by `init(backend="nccl", strict=True)`
-    raise ImportError(f"CuPy with NCCL is not installed ({exc}); pip install cupy-cuda13x") from None
+    raise ImportError(
+        f"CuPy with NCCL is not installed ({exc}); pip install cupy-cuda13x"
+    ) from None
 
 # dtypes NCCL reduces natively; the others travel as a wider or reinterpreted type
 _NCCL_TYPES = {

@@ -106,9 +106,11 @@ def _depthwise(input, weight, stride, padding, dilation, groups, stream) -> Arra
     is `conv_general`, never `conv1d`, so the two never call each other in a loop."""
     s = to_stream(stream)
     x, w, _ = conv_inputs("conv1d", input, weight, 1, groups, s)
-    stride, padding, dilation = (int_params("conv1d", name, value, 1, low)[0] for name, value, low in
-                                 (("stride", stride, 1), ("padding", padding, 0),
-                                  ("dilation", dilation, 1)))
+    stride, padding, dilation = (
+        int_params("conv1d", name, value, 1, low)[0]
+        for name, value, low in (("stride", stride, 1), ("padding", padding, 0),
+                                 ("dilation", dilation, 1))
+    )
     if w.shape[0] != x.shape[-1]:  # several filters per channel: the general grouped form
         return conv_nd("conv1d", 1, x, w, stride, padding, dilation, groups, s)
     if x.shape[1] + 2 * padding < dilation * (w.shape[1] - 1) + 1 or w.shape[1] == 0:

@@ -53,7 +53,8 @@ def is_elementwise(primitive: Primitive) -> bool:
     Example:
         >>> import nuvec as mx
         >>> from nuvec.fast.fused import is_elementwise
-        >>> is_elementwise(mx.exp(mx.ones(2)).primitive), is_elementwise(mx.sum(mx.ones(2)).primitive)
+        >>> (is_elementwise(mx.exp(mx.ones(2)).primitive),
+        ...  is_elementwise(mx.sum(mx.ones(2)).primitive))
         (True, False)
     """
     return isinstance(primitive, _ELEMENTWISE)

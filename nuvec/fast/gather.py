@@ -1,8 +1,9 @@
 """Matrix products of gathered batches (the namespace's `gather_mm`, `gather_qmm`) as fused ops.
 
 `gather_mm`/`gather_qmm` validate and broadcast the indices, then record through
-`gather_mm_node`/`gather_qmm_node` (whose fallback is `take` + `matmul`/`quantized_matmul`); `offsets` (int32, one per weight batch) marks where each
-weight batch's rows start when the rows are sorted by it (one-row products of a 3-D `x`).
+`gather_mm_node`/`gather_qmm_node` (whose fallback is `take` + `matmul`/`quantized_matmul`);
+`offsets` (int32, one per weight batch) marks where each weight batch's rows start when the rows
+are sorted by it (one-row products of a 3-D `x`).
 """
 
 from __future__ import annotations

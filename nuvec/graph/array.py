@@ -296,14 +296,18 @@ class Array:
 
     def _scalar(self, what: str) -> Any:
         if self.size != 1:
-            raise TypeError(f"{what}(): only size-1 arrays can be converted, got shape {self.shape}")
+            raise TypeError(
+                f"{what}(): only size-1 arrays can be converted, got shape {self.shape}"
+            )
         return self.item()
 
     def __format__(self, spec: str) -> str:
         if not spec:
             return repr(self)
         if self.size != 1:
-            raise TypeError(f"format: only size-1 arrays take a format spec, got shape {self.shape}")
+            raise TypeError(
+                f"format: only size-1 arrays take a format spec, got shape {self.shape}"
+            )
         return format(self.item(), spec)
 
     def __repr__(self) -> str:

@@ -353,7 +353,8 @@ def _executor(s: Stream) -> ThreadPoolExecutor:
     if s.executor is None:
         with claim_lock:
             if s.executor is None:
-                s.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"nuvec-{s.index}")
+                s.executor = ThreadPoolExecutor(max_workers=1,
+                                                thread_name_prefix=f"nuvec-{s.index}")
     return s.executor
 
 
@@ -429,7 +430,9 @@ def _synchronize_roots(roots: list[Node]) -> None:
         try:
             s.backend.synchronize(s)
         except Exception as exc:
-            raise EvaluationError(f"eval: a kernel failed on {s}: {type(exc).__name__}: {exc}") from exc
+            raise EvaluationError(
+                f"eval: a kernel failed on {s}: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def eval(*arrays: Any) -> None:

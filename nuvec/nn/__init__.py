@@ -5,7 +5,7 @@ respect to a model's trainable parameters. The losses are in `nuvec.nn.losses`, 
 initializers in `nuvec.nn.init`.
 """
 
-from nuvec.nn import init, losses, utils
+from nuvec.nn import init, losses, utils  # noqa: F401  (re-exported: public submodules)
 from nuvec.nn.layers.activation_layers import *  # noqa: F401,F403
 from nuvec.nn.layers.activation_layers import __all__ as _activation_layers
 from nuvec.nn.layers.activations import *  # noqa: F401,F403

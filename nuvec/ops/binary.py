@@ -212,7 +212,8 @@ class Clip(Primitive):
         above = comparison.greater(a, lo)
         return [
             u.astype(m, out.dtype)
-            for m in (comparison.logical_and(above, inside), comparison.logical_and(u.logical_not(above), inside),
+            for m in (comparison.logical_and(above, inside),
+                      comparison.logical_and(u.logical_not(above), inside),
                       u.logical_not(inside))
         ]
 

@@ -368,9 +368,11 @@ def isclose(
         a, b = u.astype(a, dt.float32, stream=s), u.astype(b, dt.float32, stream=s)
 
     diff = u.abs(binary.subtract(a, b, stream=s), stream=s)
-    bound = binary.add(binary.multiply(u.abs(b, stream=s), float(rtol), stream=s), float(atol), stream=s)
+    bound = binary.add(binary.multiply(u.abs(b, stream=s), float(rtol), stream=s), float(atol),
+                       stream=s)
     # an infinite b makes the bound infinite: infinities are close only to themselves (NumPy)
-    within = logical_and(less_equal(diff, bound, stream=s), nonfinite.isfinite(b, stream=s), stream=s)
+    within = logical_and(less_equal(diff, bound, stream=s), nonfinite.isfinite(b, stream=s),
+                         stream=s)
     out = logical_or(within, equal(a, b, stream=s), stream=s)
     if equal_nan:
         both = logical_and(nonfinite.isnan(a, stream=s), nonfinite.isnan(b, stream=s), stream=s)
@@ -403,7 +405,8 @@ def allclose(
         >>> mx.allclose(mx.array([1.0, 2.0]), mx.array([1.0, 2.000001])).item()
         True
     """
-    return reduction.all(isclose(a, b, rtol, atol, equal_nan=equal_nan, stream=stream), stream=stream)
+    return reduction.all(isclose(a, b, rtol, atol, equal_nan=equal_nan, stream=stream),
+                         stream=stream)
 
 
 def array_equal(a: Any, b: Any, /, equal_nan: bool = False, *, stream: Any = None) -> Array:
@@ -430,7 +433,7 @@ def array_equal(a: Any, b: Any, /, equal_nan: bool = False, *, stream: Any = Non
     s = to_stream(stream)
     out = equal(a, b, stream=s)
     if equal_nan:
-        out = logical_or(out, logical_and(nonfinite.isnan(a, stream=s), nonfinite.isnan(b, stream=s), stream=s),
-                         stream=s)
+        both = logical_and(nonfinite.isnan(a, stream=s), nonfinite.isnan(b, stream=s), stream=s)
+        out = logical_or(out, both, stream=s)
     return reduction.all(out, stream=s)
 

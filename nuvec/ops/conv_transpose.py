@@ -11,7 +11,9 @@ from typing import Any
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import Scalar, as_array, promote, require_float
-from nuvec.ops.conv import Convolution, dilated_size, conv_inputs, record_conv, int_params, conv_general
+from nuvec.ops.conv import (
+    Convolution, dilated_size, conv_inputs, record_conv, int_params, conv_general,
+)
 from nuvec.ops.shape import reshape
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolve"]

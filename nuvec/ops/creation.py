@@ -348,7 +348,9 @@ def arange(
     else:
         size = max(math.ceil((stop - start) / step), 0)
     if size > 2**31 - 1:
-        raise ValueError(f"{public_caller('arange')}: the size {size} exceeds the maximum 2**31 - 1")
+        raise ValueError(
+            f"{public_caller('arange')}: the size {size} exceeds the maximum 2**31 - 1"
+        )
     return record1(Arange(start, step, int(size), out), (), to_stream(stream))
 
 

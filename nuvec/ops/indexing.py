@@ -64,8 +64,10 @@ class Gather(Primitive):
         _refuse_index_vjp("gather", primals, argnums, range(1, len(primals)))
         if not x.dtype.is_inexact:
             return [None] * len(argnums)
-        return [apply(SCATTER["add"], creation.zeros_like(x), *idx, cotangents[0]) if i == 0 else None
-                for i in argnums]
+        return [
+            apply(SCATTER["add"], creation.zeros_like(x), *idx, cotangents[0]) if i == 0 else None
+            for i in argnums
+        ]
 
     def jvp(self, primals, tangents, outputs):
         if tangents[0] is None or not primals[0].dtype.is_inexact:
@@ -162,7 +164,8 @@ class Scatter(Primitive):
             rel = apply(SCATTER["add"], creation.zeros_like(x), *idx, binary.divide(tu, u))
             return [binary.add(scaled, binary.multiply(outputs[0], rel))]
         mask_x, mask_u, count = self._winners(x, idx, u, outputs[0])
-        total = apply(SCATTER["add"], binary.multiply(tx, mask_x), *idx, binary.multiply(tu, mask_u))
+        total = apply(SCATTER["add"], binary.multiply(tx, mask_x), *idx,
+                      binary.multiply(tu, mask_u))
         return [binary.divide(total, count)]
 
     def vmap(self, inputs, axes):

@@ -79,7 +79,8 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
     dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
     if ord in ("nuc", 2, -2):
         s = _singular_values(a, axes)
-        out = reduce_sum(s, axis=-1) if ord == "nuc" else (reduce_max if ord == 2 else reduce_min)(s, axis=-1)
+        reduce = reduce_sum if ord == "nuc" else reduce_max if ord == 2 else reduce_min
+        out = reduce(s, axis=-1)
         out = astype(out, dtype)  # float16/bfloat16 inputs went through a float32 SVD
         return expand_dims(out, sorted(axes)) if keepdims else out
     if isinstance(ord, str):

@@ -156,14 +156,15 @@ def _operands(op: str, a: Array, b: Array, dtype: dt.Dtype, s: Stream
     shape of the product (the node's, or one it is reshaped to)."""
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(
-            f"{public_caller(op)}: inputs must have at least one dimension, got shapes {a.shape} and {b.shape}"
+            f"{public_caller(op)}: inputs must have at least one dimension, "
+            f"got shapes {a.shape} and {b.shape}"
         )
     a2 = reshape(a, (1, a.shape[0]), stream=s) if a.ndim == 1 else a
     b2 = reshape(b, (b.shape[0], 1), stream=s) if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:
         raise ValueError(
-            f"{public_caller(op)}: the last dimension of the first input with shape {a.shape} must match the "
-            f"second to last dimension of the second input with shape {b.shape}"
+            f"{public_caller(op)}: the last dimension of the first input with shape {a.shape} "
+            f"must match the second to last dimension of the second input with shape {b.shape}"
         )
     # (an operand of `dtype` already is read as it is: `astype` would give a new handle on it)
     if a2.dtype is not dtype:

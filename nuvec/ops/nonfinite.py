@@ -163,12 +163,13 @@ def nan_to_num(
         return fresh(a)
     s = to_stream(stream)
     if a.dtype is dt.complex64:
-        parts = [nan_to_num(f(a, stream=s), nan, posinf, neginf, stream=s) for f in (complex_parts.real, complex_parts.imag)]
-        return binary.add(unary.astype(parts[0], dt.complex64, stream=s),
-                   binary.multiply(unary.astype(parts[1], dt.complex64, stream=s), 1j, stream=s), stream=s)
+        parts = [nan_to_num(f(a, stream=s), nan, posinf, neginf, stream=s)
+                 for f in (complex_parts.real, complex_parts.imag)]
+        real, imag = (unary.astype(p, dt.complex64, stream=s) for p in parts)
+        return binary.add(real, binary.multiply(imag, 1j, stream=s), stream=s)
     info = dt.finfo(a.dtype)
     out = comparison.where(isnan(a, stream=s), float(nan), a, stream=s)
-    out = comparison.where(comparison.equal(a, math.inf, stream=s), float(info.max if posinf is None else posinf),
-                out, stream=s)
-    return comparison.where(comparison.equal(a, -math.inf, stream=s), float(info.min if neginf is None else neginf),
-                 out, stream=s)
+    out = comparison.where(comparison.equal(a, math.inf, stream=s),
+                           float(info.max if posinf is None else posinf), out, stream=s)
+    return comparison.where(comparison.equal(a, -math.inf, stream=s),
+                            float(info.min if neginf is None else neginf), out, stream=s)

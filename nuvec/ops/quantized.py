@@ -255,7 +255,9 @@ def quantize(
     group_size, bits = check_quantization_params("quantize", group_size, bits)
     w = as_array(w, "quantize")
     if not w.dtype.is_floating:
-        raise DtypeError(f"quantize: only real floating arrays can be quantized, got {w.dtype.name}")
+        raise DtypeError(
+            f"quantize: only real floating arrays can be quantized, got {w.dtype.name}"
+        )
     if w.ndim < 2:
         raise ValueError(f"quantize: w must have at least 2 dimensions, got shape {w.shape}")
     if w.shape[-1] % group_size:

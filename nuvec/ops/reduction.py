@@ -30,7 +30,8 @@ def _squeeze(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, s: Str
     if keepdims or not axes:
         return out
 
-    return shape_ops.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes), stream=s)
+    return shape_ops.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes),
+                             stream=s)
 
 
 def at_least_float(dtype: dt.Dtype) -> dt.Dtype:
@@ -91,7 +92,8 @@ class Prod(Reduction):
         x = primals[0]
         if not x.dtype.is_inexact:
             return [None]
-        return [apply(Sum(self.axes), binary.multiply(tangents[0], _product_of_others(x, self.axes)))]
+        others = _product_of_others(x, self.axes)
+        return [apply(Sum(self.axes), binary.multiply(tangents[0], others))]
 
 
 def _product_of_others(x: Array, axes: tuple[int, ...]) -> Array:
@@ -117,7 +119,9 @@ def from_rows(rows: Array, a: Array, perm: list[int], s: Stream) -> Array:
     """Undoes `to_rows(a, ...)` on `rows` of the same shape: `a`'s shape and axis order."""
     moved_shape = tuple(a.shape[i] for i in perm)
     out = rows if rows.shape == moved_shape else shape_ops.reshape(rows, moved_shape, stream=s)
-    return out if perm == sorted(perm) else shape_ops.transpose(out, list(np.argsort(perm)), stream=s)
+    if perm == sorted(perm):
+        return out
+    return shape_ops.transpose(out, list(np.argsort(perm)), stream=s)
 
 
 class Extremum(Reduction):

@@ -131,13 +131,15 @@ class Scan(Primitive):
 
         back = Scan("logaddexp", self.axis, not self.reverse, self.inclusive)
         pos, neg = self._split_log(g)
-        pos_sum, neg_sum = apply(back, binary.subtract(pos, y)), apply(back, binary.subtract(neg, y))
+        pos_sum = apply(back, binary.subtract(pos, y))
+        neg_sum = apply(back, binary.subtract(neg, y))
         return binary.subtract(unary.exp(binary.add(x, pos_sum)), unary.exp(binary.add(x, neg_sum)))
 
     def _logaddexp_jvp(self, x: Array, t: Array, y: Array) -> Array:
         pos, neg = self._split_log(t)
         pos_sum, neg_sum = apply(self, binary.add(x, pos)), apply(self, binary.add(x, neg))
-        return binary.subtract(unary.exp(binary.subtract(pos_sum, y)), unary.exp(binary.subtract(neg_sum, y)))
+        return binary.subtract(unary.exp(binary.subtract(pos_sum, y)),
+                               unary.exp(binary.subtract(neg_sum, y)))
 
 
 def _shift(v: Array, axis: int, by: int) -> Array:

@@ -436,7 +436,9 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> Arra
     a = as_array(a, "broadcast_to")
     shape = check_shape(shape, "broadcast_to")
     if len(shape) < a.ndim or _broadcast_shapes(a.shape, shape, op="broadcast_to") != shape:
-        raise ValueError(f"{public_caller('broadcast_to')}: cannot broadcast shape {a.shape} to {shape}")
+        raise ValueError(
+            f"{public_caller('broadcast_to')}: cannot broadcast shape {a.shape} to {shape}"
+        )
     if shape == a.shape:
         return fresh(a)
     return record1(BroadcastTo(shape), (a,), stream)

@@ -173,7 +173,8 @@ class DynamicSliceUpdate(Primitive):
         return out
 
     def jvp(self, primals, tangents, outputs):
-        tx, tu = (t if t is not None else creation.zeros_like(p) for t, p in zip(tangents, primals[:2]))
+        tx, tu = (t if t is not None else creation.zeros_like(p)
+                  for t, p in zip(tangents, primals[:2]))
         return [apply(self, tx, tu, primals[2])]
 
     def vmap(self, inputs, axes):

@@ -2,9 +2,10 @@
 
 Each traces the function by running it on arrays wrapped in `Copy` nodes (marking where the
 trace starts, while keeping the link to any outer trace, so transforms nest; see `trace`) and
-then walks the recorded graph iteratively, applying each primitive's rule. Rules build ordinary graph nodes, so
-the results are lazy arrays and can be transformed again. When the outermost transform returns,
-the traced nodes stop keeping their graph, so evaluation frees intermediates as usual.
+then walks the recorded graph iteratively, applying each primitive's rule. Rules build ordinary
+graph nodes, so the results are lazy arrays and can be transformed again. When the outermost
+transform returns, the traced nodes stop keeping their graph, so evaluation frees intermediates
+as usual.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.ops.arguments import check_callable, int_tuple
 from nuvec.ops.binary import add
-from nuvec.ops.creation import ones_like, zeros_like
+from nuvec.ops.creation import zeros_like
 from nuvec.ops.families import ones
 from nuvec.ops.unary import astype
 from nuvec.transforms.depends import depends

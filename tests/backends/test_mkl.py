@@ -12,7 +12,8 @@ import pytest
 import nuvec as mx
 from nuvec.backends.numpy import mkl
 
-needs_mkl = pytest.mark.skipif(not mkl.available(), reason="MKL is not in use (no mkl package, or NUVEC_MKL=0)")
+needs_mkl = pytest.mark.skipif(not mkl.available(),
+                               reason="MKL is not in use (no mkl package, or NUVEC_MKL=0)")
 
 
 def test_layout_names_rows_or_columns_contiguous():

@@ -169,7 +169,8 @@ BINARY = [mx.add, mx.subtract, mx.multiply, mx.divide, mx.maximum, mx.minimum]
 
 @pytest.mark.parametrize("op", BINARY, ids=[f.__name__ for f in BINARY])
 def test_binary_kernels_stay_on_one_thread(split_small, monkeypatch, op):
-    """Binary arithmetic is memory-bound, so it is not split (see nuvec/backends/numpy/threaded.py)."""
+    """Binary arithmetic is memory-bound, so it is not split (see
+    nuvec/backends/numpy/threaded.py)."""
     calls = []
     monkeypatch.setattr(threads, "parallel_rows", lambda n, body, **kw: calls.append(n))
     a, b = _data((67, 45), np.float32, 1, 9), _data((67, 45), np.float32, 1, 9)

@@ -49,7 +49,8 @@ def test_set_num_threads_rejects_out_of_range(bad):
     ({}, None),
 ], ids=["nuvec-first", "omp", "omp-nested", "bad-nuvec-ignored", "zero-ignored", "machine"])
 def test_thread_count_follows_environment(env, expected):
-    clean = {k: v for k, v in os.environ.items() if k not in ("NUVEC_NUM_THREADS", "OMP_NUM_THREADS")}
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("NUVEC_NUM_THREADS", "OMP_NUM_THREADS")}
     code = "import nuvec; print(nuvec.get_num_threads())"
     out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, text=True,
                          capture_output=True, check=True, cwd=os.getcwd()).stdout

@@ -170,7 +170,7 @@ def test_planner_choice_is_the_kernel_launched(dtype):
                                atol=atol)
 
 
-def test_vjp_on_a_gpu_stream_runs_the_fused_backward(emulated_gpu):
+def test_vjp_on_a_gpu_stream_runs_the_fused_backward(emulated_gpu):  # noqa: F811  (the fixture)
     case = (2, 1, 12, 20, 64, True, None, None, True, "float32")
     q, k, v, sinks = inputs_of("float32", case)
     dout = random(q.shape, "float32", 7)

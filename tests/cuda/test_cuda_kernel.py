@@ -50,7 +50,8 @@ def test_header_and_verbose(capsys):
     (b,) = k(inputs=[mx.array([1, 2, 3], mx.int32)], output_shapes=[(3,)],
              output_dtypes=[mx.int32], grid=(3,), threadgroup=(32,), verbose=True)
     assert b.tolist() == [2, 3, 4]
-    assert "__global__ void custom_kernel_plus_one(const int* __restrict__ a" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "__global__ void custom_kernel_plus_one(const int* __restrict__ a" in out
 
 
 def _one(**kw):

@@ -129,7 +129,7 @@ def test_nodes_through_the_emulator_at_the_default_schedules():
     assert rel(g.astype(np.float64), want_g) <= 3e-2
 
 
-def test_gpu_stream_launches_the_kernels(emulated_gpu):
+def test_gpu_stream_launches_the_kernels(emulated_gpu):  # noqa: F811  (the imported fixture)
     import nuvec as mx
 
     lengths, heads, d = [5, 20], 2, 64

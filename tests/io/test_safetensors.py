@@ -66,7 +66,8 @@ def test_torch_files_load_and_nuvec_files_load_in_torch(tmp_path: pathlib.Path):
     torch = pytest.importorskip("torch")
     st_torch = pytest.importorskip("safetensors.torch")
     g = torch.Generator().manual_seed(0)
-    tensors = {"f32": torch.randn(3, 4, generator=g), "bf16": torch.randn(5, generator=g).bfloat16(),
+    tensors = {"f32": torch.randn(3, 4, generator=g),
+               "bf16": torch.randn(5, generator=g).bfloat16(),
                "f16": torch.randn(2, 2, generator=g).half(), "i64": torch.arange(6).reshape(2, 3),
                "u8": torch.arange(4, dtype=torch.uint8), "b": torch.tensor([True, False])}
     st_torch.save_file(tensors, str(tmp_path / "t.safetensors"))

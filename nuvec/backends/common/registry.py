@@ -78,7 +78,9 @@ SHARED = Bodies()
 body = SHARED.register
 
 
-def bind(table: KernelTable, xp: Any, bodies: Bodies = SHARED, skip: frozenset = frozenset()) -> None:
+def bind(
+    table: KernelTable, xp: Any, bodies: Bodies = SHARED, skip: frozenset = frozenset()
+) -> None:
     """Adds every body (except the classes in `skip`) to `table`, computing with `xp`."""
     for cls, (fn, out) in bodies.entries.items():
         if cls not in skip:

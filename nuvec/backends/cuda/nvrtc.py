@@ -44,7 +44,9 @@ def _library() -> ctypes.CDLL:
             continue
         _declare(lib)
         return lib
-    raise NvrtcError("nvrtc: libnvrtc not found (pip install nvidia-cuda-nvrtc, or set NUVEC_NVRTC)")
+    raise NvrtcError(
+        "nvrtc: libnvrtc not found (pip install nvidia-cuda-nvrtc, or set NUVEC_NVRTC)"
+    )
 
 
 def _declare(lib: ctypes.CDLL) -> None:

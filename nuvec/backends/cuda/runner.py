@@ -7,8 +7,8 @@ A launcher computes the grid, block, dynamic shared memory and arguments of a ke
 outputs with `runner.empty(shape, dtype)`, reads input dtypes with `runner.dtype_of(a)`
 (`"float32"`, `"float16"`, `"bfloat16"`, `"int32"`, ...), makes inputs C-contiguous with
 `runner.contiguous(a)` and reads buffer addresses (for alignment) with `runner.address(a)`;
-`runner.xp` is the array module (NumPy or CuPy) for copies and zero fills. Scalar arguments are NumPy scalars
-of the kernel parameter's type.
+`runner.xp` is the array module (NumPy or CuPy) for copies and zero fills. Scalar arguments are
+NumPy scalars of the kernel parameter's type.
 """
 
 from __future__ import annotations

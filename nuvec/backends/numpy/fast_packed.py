@@ -9,8 +9,8 @@ the longest sequence, never with T², and no full-size intermediate is made. A f
 whose backward is already recorded keeps its probabilities and rotated queries and keys for
 it (`Kept`, at most `KEEP_BYTES`; the sum of squared lengths, never T²), so the backward
 needs four matmuls per block instead of five; the buffer of the last one freed is kept as a
-spare for the next (at most `KEEP_BYTES` held between steps). Half types compute in float32, float64 in
-float64.
+spare for the next (at most `KEEP_BYTES` held between steps). Half types compute in float32,
+float64 in float64.
 """
 
 from __future__ import annotations
@@ -141,8 +141,9 @@ def root(a: np.ndarray) -> np.ndarray:
 class Kept:
     """The probabilities `P [H, n, n]` and the rotated queries and keys of each sequence (by
     first token) that a forward keeps for the backward of its outputs: the backward then
-    skips the rotation, `Q Kᵀ` and its exponential. Found through the forward's output buffer while it lives, and only for the
-    same inputs and parameters; forwards whose probabilities exceed `KEEP_BYTES` keep none."""
+    skips the rotation, `Q Kᵀ` and its exponential. Found through the forward's output buffer
+    while it lives, and only for the same inputs and parameters; forwards whose probabilities
+    exceed `KEEP_BYTES` keep none."""
 
     def __init__(self, p, arrays):
         self.params = p.params()

@@ -104,11 +104,13 @@ extern "C" int nuvec_emu_launch(int entry, const unsigned* grid, const unsigned*
                                 unsigned long long seed, unsigned long long stack,
                                 char* error, unsigned long long error_size) {{
   if (shared > {SHARED_CAPACITY}ull) {{
-    std::snprintf(error, error_size, "%llu bytes of dynamic shared memory (at most {SHARED_CAPACITY})", shared);
+    std::snprintf(error, error_size,
+                  "%llu bytes of dynamic shared memory (at most {SHARED_CAPACITY})", shared);
     return 1;
   }}
   nuvec_shared_bytes = shared;
-  int rc = nuvec_emu::launch(nuvec_entries[entry], grid, block, args, seed, stack, nuvec_before_block);
+  int rc = nuvec_emu::launch(nuvec_entries[entry], grid, block, args, seed, stack,
+                             nuvec_before_block);
   if (rc) std::snprintf(error, error_size, "%s", nuvec_emu::state.error);
   return rc;
 }}

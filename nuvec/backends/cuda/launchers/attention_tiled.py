@@ -2,8 +2,9 @@
 (an `Attention` node with `passes == 0`) and its fused backward (`AttentionVjp`).
 
 Half types run the `_mma` kernels (mma.sync, sm_80+; the emulator runs their portable
-branch); float32 runs the FMA kernels (tf32 would miss float32's tolerance). A mask reaches the kernels as strides over its broadcast
-dimensions, so a mask the op broadcast is never materialized.
+branch); float32 runs the FMA kernels (tf32 would miss float32's tolerance). A mask reaches the
+kernels as strides over its broadcast dimensions, so a mask the op broadcast is never
+materialized.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ strides, 0 along broadcast axes; shape and strides are compile-time constants), 
 float; each step computes in float and rounds to its own dtype (`round_to`), as the unfused
 graph stores every step in that dtype; the last step is stored. Offsets are 32-bit: `takes`
 sends larger arrays to the CPU kernel. Inputs are compacted first (broadcast axes dropped, other
-strides copied to C order), so every buffer the kernel reads is C-contiguous. NVRTC compiles each distinct source once (the loader's
-cache); the emulator runs the same source.
+strides copied to C order), so every buffer the kernel reads is C-contiguous. NVRTC compiles
+each distinct source once (the loader's cache); the emulator runs the same source.
 """
 
 from __future__ import annotations
