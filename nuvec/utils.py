@@ -1,6 +1,7 @@
 """Tree utilities as `mlx.utils`: map, flatten to dotted keys, unflatten, reduce and merge.
 
-A tree is nested lists, tuples (named tuples included) and dicts; anything else is a leaf. The
+A tree is nested lists, tuples (named tuples included) and dicts, subclasses too (an
+`nn.Module` is a dict, so these walk into models as MLX's do); anything else is a leaf. The
 structure-only helpers the transforms use live in `nuvec.graph.tree`.
 """
 
@@ -9,22 +10,30 @@ from __future__ import annotations
 from itertools import zip_longest
 from typing import Any, Callable
 
-from nuvec.graph.tree import IsLeaf, is_node, flatten, unflatten
+from nuvec.graph.tree import IsLeaf
 
 __all__ = [
     "tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce", "tree_merge",
 ]
 
 
+_NODES = (list, tuple, dict)
+
+
+def _is_leaf(tree: Any, is_leaf: IsLeaf) -> bool:
+    return (is_leaf is not None and is_leaf(tree)) or not isinstance(tree, _NODES)
+
+
 def _rebuild(tree: Any, values: list[Any]) -> Any:
-    """A container of `tree`'s kind holding `values` (keys of a dict in order)."""
+    """A container of `tree`'s kind holding `values` (keys of a dict in order; a dict or list
+    subclass, a module, gives a plain dict or list, as in MLX)."""
     if isinstance(tree, dict):
         return dict(zip(tree.keys(), values))
     if isinstance(tree, list):
         return values
-    if type(tree) is tuple:
-        return tuple(values)
-    return type(tree)(*values)  # named tuple
+    if hasattr(tree, "_fields"):
+        return type(tree)(*values)  # named tuple
+    return tuple(values)
 
 
 def _children(tree: Any) -> list[tuple[Any, Any]]:
@@ -53,16 +62,13 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = No
         >>> tree_map(lambda x: x * 2, {"a": [1, 2], "b": 3})
         {'a': [2, 4], 'b': 6}
     """
-    if not rest:
-        leaves, treedef = flatten(tree, is_leaf)
-        return unflatten(treedef, [fn(x) for x in leaves])
     return _map_with_rest(fn, tree, rest, is_leaf)
 
 
 def _map_with_rest(fn: Callable[..., Any], tree: Any, rest: Any, is_leaf: IsLeaf) -> Any:
     """`tree_map(fn, tree, *rest, is_leaf=is_leaf)` (module-level recursion, `rest` passed as
     one sequence: the optimizers' path)."""
-    if (is_leaf is not None and is_leaf(tree)) or not is_node(tree):
+    if _is_leaf(tree, is_leaf):
         return fn(tree, *rest)
     if isinstance(tree, dict):  # (one comprehension, no pair lists)
         return {k: _map_with_rest(fn, v, [r[k] for r in rest], is_leaf)
@@ -92,7 +98,7 @@ def tree_map_with_path(
         >>> tree_map_with_path(lambda p, x: p, {"a": [1, 2]})
         {'a': ['a.0', 'a.1']}
     """
-    if (is_leaf is not None and is_leaf(tree)) or not is_node(tree):
+    if _is_leaf(tree, is_leaf):
         return fn(path, tree, *rest)
     return _rebuild(tree, [
         tree_map_with_path(fn, child, *(r[key] for r in rest), is_leaf=is_leaf,
@@ -139,7 +145,7 @@ def tree_flatten(
     stack = [(prefix, tree)]
     while stack:
         path, node = stack.pop()
-        if (is_leaf is not None and is_leaf(node)) or not is_node(node):
+        if _is_leaf(node, is_leaf):
             add(path[1:], node)
             continue
         stack.extend((f"{path}.{key}", child) for key, child in reversed(_children(node)))
@@ -200,7 +206,7 @@ def tree_reduce(
     """
     accumulator = initializer
     first = initializer is None
-    for leaf in flatten(tree, is_leaf)[0]:
+    for _, leaf in tree_flatten(tree, is_leaf=is_leaf):
         if first:
             accumulator, first = leaf, False
         else:

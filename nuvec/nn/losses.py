@@ -222,7 +222,7 @@ def triplet_loss(anchors: mx.array, positives: mx.array, negatives: mx.array, ax
     """Triplet margin loss.
 
     The triplet margin loss `max(d(a, pos) - d(a, neg) + margin, 0)`, with
-    `d(x, y) = sqrt(sum((x - y)**p) + eps)` along `axis`.
+    the p-norm distance `d(x, y) = (sum(|x - y|**p) + eps)**(1/p)` along `axis`.
 
     Example:
         >>> import nuvec.nn as nn
@@ -231,7 +231,7 @@ def triplet_loss(anchors: mx.array, positives: mx.array, negatives: mx.array, ax
         [0.0]
     """
     def distance(x: mx.array, y: mx.array) -> mx.array:
-        return mx.sqrt(mx.sum(mx.power(x - y, p), axis=axis) + eps)
+        return mx.power(mx.sum(mx.power(mx.abs(x - y), p), axis=axis) + eps, 1.0 / p)
 
     loss = mx.maximum(distance(anchors, positives) - distance(anchors, negatives) + margin, 0)
     return _reduce(loss, reduction, "triplet_loss")

@@ -35,20 +35,15 @@ def _unwrap(model: "Module", key: str, value: Any, filter_fn: Filter,
     if isinstance(value, Module):
         return {k: _unwrap(value, k, v, filter_fn, map_fn, is_leaf_fn)
                 for k, v in value.items() if filter_fn(value, k, v)}
+    # Inside dicts and lists a member the filter rejects stays as an empty dict, as in MLX, so
+    # positions and keys line up with the module's (`layers.2` stays `layers.2` when
+    # `layers.1` is a plain function).
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            path = f"{key}.{k}"
-            if filter_fn(model, path, v):
-                out[k] = _unwrap(model, path, v, filter_fn, map_fn, is_leaf_fn)
-        return out
+        return {k: _unwrap(model, f"{key}.{k}", v, filter_fn, map_fn, is_leaf_fn)
+                if filter_fn(model, f"{key}.{k}", v) else {} for k, v in value.items()}
     if isinstance(value, list):
-        out_list = []
-        for i, v in enumerate(value):
-            path = f"{key}.{i}"
-            if filter_fn(model, path, v):
-                out_list.append(_unwrap(model, path, v, filter_fn, map_fn, is_leaf_fn))
-        return out_list
+        return [_unwrap(model, f"{key}.{i}", v, filter_fn, map_fn, is_leaf_fn)
+                if filter_fn(model, f"{key}.{i}", v) else {} for i, v in enumerate(value)]
     raise RuntimeError("Module.filter_and_map: unexpected leaf found while traversing the module")
 
 
@@ -199,7 +194,8 @@ class Module(dict):
     def leaf_modules(self) -> dict[str, Any]:
         """The descendant modules without children, as a tree."""
         def is_leaf(m: Module, k: str, v: Any) -> bool:
-            return isinstance(v, Module) and not tree_flatten(v.children())
+            return isinstance(v, Module) and not tree_flatten(v.children(),
+                                                              is_leaf=Module.is_module)
         return self.filter_and_map(self.valid_child_filter, is_leaf_fn=is_leaf)
 
     def apply_to_modules(self, apply_fn: Callable[[str, "Module"], Any]) -> "Module":
@@ -368,10 +364,12 @@ class Module(dict):
     # ---- weights files -------------------------------------------------------------------
 
     def load_weights(self, file_or_weights: Any, strict: bool = True) -> "Module":
-        """Loads parameters from a `.npz`/`.safetensors` file or a list of (path, array) pairs.
+        """Loads parameters from a `.npz`/`.safetensors` file, a list of (path, array) pairs or
+        a dict from path to array.
 
         Args:
-            file_or_weights: a file path, or a list of `(dotted_path, array)` pairs.
+            file_or_weights: a file path, a list of `(dotted_path, array)` pairs, or a dict
+                `{dotted_path: array}`.
             strict: if True, the weights must name exactly the model's parameters, with the
                 same shapes.
 
@@ -390,11 +388,14 @@ class Module(dict):
             [1.0]
         """
         weights = file_or_weights
-        if not isinstance(weights, list):
+        if isinstance(weights, dict):
+            weights = list(weights.items())
+        elif not isinstance(weights, list):
             weights = list(mx.load(str(weights)).items())
         if strict:
             self._check_weights(dict(weights))
-        self.update(tree_unflatten(weights), strict=strict)
+        if weights:
+            self.update(tree_unflatten(weights), strict=strict)
         return self
 
     def _check_weights(self, new: dict[str, Any]) -> None:

@@ -33,6 +33,8 @@ def step_decay(init: float, decay_rate: float, step_size: int) -> Schedule:
         >>> optim.step_decay(0.1, 0.5, 10)(mx.array(25)).item()
         0.025...
     """
+    if step_size <= 0:
+        raise ValueError(f"step_decay: step_size must be greater than 0, but got {step_size}.")
     return lambda step: init * decay_rate ** (step // step_size)
 
 
@@ -44,6 +46,10 @@ def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Schedule:
         >>> round(optim.cosine_decay(1.0, 100)(mx.array(50)).item(), 4)
         0.5
     """
+    if decay_steps <= 0:
+        raise ValueError(f"cosine_decay: decay_steps must be greater than 0, but got "
+                         f"{decay_steps}.")
+
     def schedule(step: mx.array) -> mx.array:
         s = mx.minimum(step, decay_steps)
         decay = 0.5 * (1.0 + mx.cos((math.pi / decay_steps) * s))

@@ -58,7 +58,8 @@ CASES = [
     ("mish", lambda x: x * np.tanh(_softplus(x)), {}, nn.Mish, {}),
     ("hardswish", lambda x: x * np.clip(x + 3, 0, 6) / 6, {}, nn.Hardswish, {}),
     ("hard_tanh", lambda x: np.clip(x, -1, 1), {}, nn.HardTanh, {}),
-    ("hard_shrink", lambda x: np.where(np.abs(x) > 0.5, x, 0), {}, nn.HardShrink, {}),
+    ("hard_shrink", lambda x: np.where(np.abs(x) > 1.0, x, 0), {"lambd": 1.0}, nn.HardShrink,
+     {"lambd": 1.0}),
     ("softmin", lambda x: _softmax(-x), {}, nn.Softmin, {}),
     ("tanh", np.tanh, {}, nn.Tanh, {}),
 ]

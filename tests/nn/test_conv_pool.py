@@ -154,6 +154,11 @@ def test_pool_2d_3d(cls, op) -> None:
     check_layer_grads(cls(2), x)
     with pytest.raises(ValueError, match=f"{cls.__name__}: expected an input of {dims + 2}"):
         cls(2)(mx.ones((2,) * (dims + 3)))
+    for bad in ({"kernel_size": 0}, {"kernel_size": 2, "stride": 0},
+                {"kernel_size": 2, "padding": -1}):
+        with pytest.raises(ValueError, match=f"{cls.__name__}: kernel_size and stride must be "
+                                             "positive"):
+            cls(**bad)
 
 
 def _src(n, m, scale, align):

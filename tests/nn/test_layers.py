@@ -97,6 +97,9 @@ def test_group_norm(pytorch_compatible: bool) -> None:
     p = params64(layer)
     np.testing.assert_allclose(np.asarray(layer(x)), normed * p["weight"] + p["bias"], rtol=1e-9)
     check_layer_grads(layer, x)
+    with pytest.raises(ValueError, match=r"GroupNorm: dims \(4\) must be a multiple of a "
+                                         "positive num_groups, got num_groups=3"):
+        nn.GroupNorm(3, 4, pytorch_compatible=pytorch_compatible)
 
 
 def test_instance_norm() -> None:
@@ -115,7 +118,7 @@ def test_batch_norm_training_running_stats_and_eval() -> None:
     x = rand64(4, 5, 3)
     xs = np.asarray(x)
     np.testing.assert_allclose(np.asarray(layer(x)), _norm64(xs, (0, 1), 1e-5), rtol=1e-9)
-    mean, var = xs.mean((0, 1)), xs.var((0, 1))
+    mean, var = xs.mean((0, 1)), xs.var((0, 1), ddof=1)  # the running variance is unbiased
     np.testing.assert_allclose(np.asarray(layer.running_mean), 0.25 * mean, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(layer.running_var), 0.75 + 0.25 * var, rtol=1e-12)
     layer.eval()
@@ -123,6 +126,9 @@ def test_batch_norm_training_running_stats_and_eval() -> None:
     np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-9)
     layer.unfreeze()
     assert set(layer.trainable_parameters()) == {"weight", "bias"}
+    layer.train()
+    with pytest.raises(ValueError, match="BatchNorm: training requires more than one value"):
+        layer(mx.ones((1, 3)))
     layer.train()
     check_layer_grads(f64(nn.BatchNorm(3, track_running_stats=False)), x)
     with pytest.raises(ValueError, match=r"BatchNorm: expected input to have 2, 3 or 4 "
@@ -187,6 +193,9 @@ def test_sinusoidal_positional_encoding_and_alibi() -> None:
     np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-5, atol=1e-6)
     cos_first = nn.SinusoidalPositionalEncoding(8, 0.01, 1.0, scale=1.0, cos_first=True)
     np.testing.assert_allclose(np.asarray(cos_first(x))[:, :4], np.cos(y), atol=1e-5)
+    with pytest.raises(ValueError, match="SinusoidalPositionalEncoding: dims must be positive "
+                                         "and even, got 5"):
+        nn.SinusoidalPositionalEncoding(5)
     scores = rand64(1, 4, 3, 5)
     slopes = 2.0 ** (-8 * np.arange(1, 5) / 4)
     distance = -np.abs(np.arange(2, 5)[:, None] - np.arange(5)[None])

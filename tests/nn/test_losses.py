@@ -153,9 +153,12 @@ def test_nll_kl_gaussian() -> None:
 
 def test_triplet_cosine_margin_ranking() -> None:
     a, p, n = (RNG.standard_normal((3, 4)) for _ in range(3))
-    dist = lambda u, v: np.sqrt(((u - v) ** 2).sum(-1) + 1e-6)  # noqa: E731
-    np.testing.assert_allclose(np.asarray(L.triplet_loss(a64(a), a64(p), a64(n), margin=0.5)),
-                               np.maximum(dist(a, p) - dist(a, n) + 0.5, 0), rtol=1e-10)
+    for norm in (1, 2, 3):  # the p-norm distance: (sum |u - v|**p + eps)**(1/p)
+        dist = lambda u, v: (np.abs(u - v) ** norm).sum(-1) + 1e-6  # noqa: E731
+        loss = np.maximum(dist(a, p) ** (1 / norm) - dist(a, n) ** (1 / norm) + 0.5, 0)
+        np.testing.assert_allclose(
+            np.asarray(L.triplet_loss(a64(a), a64(p), a64(n), p=norm, margin=0.5)), loss,
+            rtol=1e-10)
     cos = (X * Y).sum(1) / (np.linalg.norm(X, axis=1) * np.linalg.norm(Y, axis=1))
     np.testing.assert_allclose(np.asarray(L.cosine_similarity_loss(a64(X), a64(Y))), cos,
                                rtol=1e-10)

@@ -8,7 +8,8 @@ import pytest
 
 import nuvec as mx
 import nuvec.nn as nn
-from nuvec.utils import tree_flatten
+import nuvec.optimizers as optim
+from nuvec.utils import tree_flatten, tree_map, tree_reduce
 
 
 class Block(nn.Module):
@@ -27,7 +28,7 @@ class Block(nn.Module):
 
 
 def keys(tree) -> list[str]:
-    return sorted(k for k, _ in tree_flatten(tree))
+    return sorted(k for k, _ in tree_flatten(tree, is_leaf=nn.Module.is_module))
 
 
 def test_parameters_children_and_modules() -> None:
@@ -57,7 +58,8 @@ def test_filter_and_map_leaves_mapped_or_as_they_are() -> None:
     seen = []
     whole = block.filter_and_map(block.valid_child_filter, map_fn=type,
                                  is_leaf_fn=lambda m, k, v: seen.append(k) or k == "extra.layers")
-    assert whole == {"linear": {}, "norm": {}, "extra": {"layers": list}}
+    # (inside a dict or list a member the filter rejects stays, as an empty dict, as in MLX)
+    assert whole == {"linear": {}, "norm": {}, "extra": {"scale": {}, "layers": list}}
     assert sorted(seen) == ["extra", "extra.layers", "linear", "norm"]
 
 
@@ -152,6 +154,31 @@ def test_load_weights_strict_errors(tmp_path) -> None:
     np.testing.assert_array_equal(np.asarray(other.bias), np.asarray(layer.bias))
     with pytest.raises(ValueError, match=r"unsupported file extension for .*w\.txt"):
         layer.save_weights(str(tmp_path / "w.txt"))
+    layer.load_weights({"weight": mx.zeros((2, 3)), "bias": mx.ones((2,))})  # a dict, as MLX
+    np.testing.assert_array_equal(np.asarray(layer.bias), np.ones(2))
+
+
+def test_plain_functions_in_a_sequential_keep_the_positions_of_the_layers() -> None:
+    # `layers.1` is a function: it stays in the trees as an empty dict, as in MLX, so the
+    # second Linear is `layers.2` in the parameters, the gradients and the weights files
+    model = nn.Sequential(nn.Linear(2, 3), nn.relu, nn.Linear(3, 1))
+    assert keys(model.parameters()) == ["layers.0.bias", "layers.0.weight", "layers.2.bias",
+                                        "layers.2.weight"]
+    assert model.parameters()["layers"][1] == {}
+    loss, grads = nn.value_and_grad(model, lambda x: model(x).sum())(mx.ones((4, 2)))
+    before = np.asarray(model.layers[2].weight)
+    optim.SGD(0.5).update(model, grads)
+    np.testing.assert_allclose(np.asarray(model.layers[2].weight),
+                               before - 0.5 * np.asarray(grads["layers"][2]["weight"]))
+    model.load_weights(dict(tree_flatten(model.parameters())))
+
+
+def test_tree_utilities_walk_into_modules() -> None:
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    shapes = tree_map(lambda a: a.shape, model)  # a module is a dict: a plain dict comes back
+    assert type(shapes) is dict and shapes["layers"][0] == {"weight": (3, 2), "bias": (3,)}
+    assert [k for k, _ in tree_flatten(model)] == ["layers.0.weight", "layers.0.bias"]
+    assert tree_reduce(lambda n, a: n + a.size, model, 0) == 9
 
 
 def test_value_and_grad_uses_trainable_parameters_and_restores_them() -> None:

@@ -38,18 +38,23 @@ def test_gru() -> None:
     p = params64(layer)
     assert p["Wx"].shape == (12, 3) and p["Wh"].shape == (12, 4) and p["bhn"].shape == (4,)
     x = rand64(2, 4, 3)
+
+    def reference(h):
+        expected = []
+        for t in range(4):
+            gx = np.asarray(x)[:, t] @ p["Wx"].T + p["b"]
+            gh = h @ p["Wh"].T
+            r = sigmoid(gx[:, :4] + gh[:, :4])
+            z = sigmoid(gx[:, 4:8] + gh[:, 4:8])
+            n = np.tanh(gx[:, 8:] + r * (gh[:, 8:] + p["bhn"]))
+            h = (1 - z) * n + z * h
+            expected.append(h)
+        return np.stack(expected, 1)
+
     h0 = rand64(2, 4, seed=1)
-    h = np.asarray(h0)
-    expected = []
-    for t in range(4):
-        gx = np.asarray(x)[:, t] @ p["Wx"].T + p["b"]
-        gh = h @ p["Wh"].T
-        r = sigmoid(gx[:, :4] + gh[:, :4])
-        z = sigmoid(gx[:, 4:8] + gh[:, 4:8])
-        n = np.tanh(gx[:, 8:] + r * (gh[:, 8:] + p["bhn"]))
-        h = (1 - z) * n + z * h
-        expected.append(h)
-    np.testing.assert_allclose(np.asarray(layer(x, h0)), np.stack(expected, 1), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(layer(x, h0)), reference(np.asarray(h0)), rtol=1e-10)
+    # no hidden state is a zero one: the first step still adds r * bhn
+    np.testing.assert_allclose(np.asarray(layer(x)), reference(np.zeros((2, 4))), rtol=1e-10)
     check_layer_grads(layer, x, h0)
     check_layer_grads(layer, x)
 

@@ -248,6 +248,12 @@ def test_schedules() -> None:
     with pytest.raises(ValueError, match="linear_schedule: steps must be greater than 0, but "
                                          "got 0"):
         optim.linear_schedule(0.0, 1.0, 0)
+    with pytest.raises(ValueError, match="cosine_decay: decay_steps must be greater than 0, "
+                                         "but got 0"):
+        optim.cosine_decay(0.1, 0)
+    with pytest.raises(ValueError, match="step_decay: step_size must be greater than 0, but "
+                                         "got 0"):
+        optim.step_decay(0.1, 0.5, 0)
 
 
 def test_scheduled_learning_rate_is_evaluated_each_step() -> None:

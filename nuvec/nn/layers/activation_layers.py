@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 from typing import Callable
 
 import nuvec as mx
@@ -19,10 +18,6 @@ __all__ = [
     "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU2", "ReLU6", "SELU", "SiLU",
     "Sigmoid", "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign", "Step", "Tanh",
 ]
-
-
-
-
 
 
 class LeakyReLU(Module):
@@ -42,7 +37,6 @@ class LeakyReLU(Module):
         return leaky_relu(x, self._negative_slope)
 
 
-
 class ELU(Module):
     """The layer form of `elu` (`alpha` as there).
 
@@ -58,9 +52,6 @@ class ELU(Module):
 
     def __call__(self, x: mx.array) -> mx.array:
         return elu(x, self._alpha)
-
-
-
 
 
 class Softshrink(Module):
@@ -80,6 +71,23 @@ class Softshrink(Module):
         return softshrink(x, self._lambd)
 
 
+class HardShrink(Module):
+    """The layer form of `hard_shrink` (`lambd` as there).
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> nn.HardShrink(lambd=1.0)(mx.array([2.0, 0.5])).tolist()
+        [2.0, 0.0]
+    """
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self._lambd = lambd
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return hard_shrink(x, self._lambd)
+
+
 class CELU(Module):
     """The layer form of `celu` (`alpha` as there).
 
@@ -95,8 +103,6 @@ class CELU(Module):
 
     def __call__(self, x: mx.array) -> mx.array:
         return celu(x, self._alpha)
-
-
 
 
 class GLU(Module):
@@ -131,12 +137,6 @@ class Step(Module):
 
     def __call__(self, x: mx.array) -> mx.array:
         return step(x, self._threshold)
-
-
-
-
-
-
 
 
 class GELU(Module):
@@ -210,6 +210,5 @@ SELU = _activation_layer("SELU", selu)
 Mish = _activation_layer("Mish", mish)
 Hardswish = _activation_layer("Hardswish", hardswish)
 HardTanh = _activation_layer("HardTanh", hard_tanh)
-HardShrink = _activation_layer("HardShrink", hard_shrink)
 Softmin = _activation_layer("Softmin", softmin)
 Tanh = _activation_layer("Tanh", tanh)

@@ -6,6 +6,8 @@ axis everywhere.
 
 from __future__ import annotations
 
+import math
+
 import nuvec as mx
 from nuvec.nn.module import Module
 
@@ -91,6 +93,9 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, dims: int, eps: float = 1e-5, affine: bool = True,
                  pytorch_compatible: bool = False) -> None:
         super().__init__()
+        if num_groups <= 0 or dims % num_groups:
+            raise ValueError(f"GroupNorm: dims ({dims}) must be a multiple of a positive "
+                             f"num_groups, got num_groups={num_groups}")
         if affine:
             self.bias = mx.zeros((dims,))
             self.weight = mx.ones((dims,))
@@ -208,13 +213,17 @@ class BatchNorm(Module):
         if not 2 <= x.ndim <= 4:
             raise ValueError(f"BatchNorm: expected input to have 2, 3 or 4 dimensions, but got "
                              f"shape {x.shape}")
+        if self.training and math.prod(x.shape[:-1]) == 1:
+            raise ValueError(f"BatchNorm: training requires more than one value per channel, "
+                             f"got input of shape {x.shape}")
         if self.training or not self.track_running_stats:
             axes = tuple(range(x.ndim - 1))
             mean, var = mx.mean(x, axis=axes), mx.var(x, axis=axes)
             if self.training and self.track_running_stats:
                 mu = self.momentum
+                unbiased = mx.var(x, axis=axes, ddof=1)  # the running variance is unbiased
                 self.running_mean = (1 - mu) * self.running_mean + mu * mean
-                self.running_var = (1 - mu) * self.running_var + mu * var
+                self.running_var = (1 - mu) * self.running_var + mu * unbiased
         else:
             mean, var = self.running_mean, self.running_var
         x = (x - mean) * mx.rsqrt(var + self.eps)

@@ -28,6 +28,10 @@ class _Pool(Module):
         self.kernel_size = ntuple(kernel_size, self._n, name)
         self.stride = ntuple(stride if stride is not None else kernel_size, self._n, name)
         self.padding = ntuple(padding, self._n, name)
+        if min(self.kernel_size + self.stride) <= 0 or min(self.padding) < 0:
+            raise ValueError(f"{name}: kernel_size and stride must be positive and padding "
+                             f"non-negative, got kernel_size={self.kernel_size}, "
+                             f"stride={self.stride}, padding={self.padding}")
 
     def _extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "

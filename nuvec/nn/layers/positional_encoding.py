@@ -63,6 +63,9 @@ class SinusoidalPositionalEncoding(Module):
                  scale: float | None = None, cos_first: bool = False,
                  full_turns: bool = False) -> None:
         super().__init__()
+        if dims <= 0 or dims % 2:
+            raise ValueError(f"SinusoidalPositionalEncoding: dims must be positive and even, "
+                             f"got {dims}")
         half = dims // 2
         one_zero = 1 - mx.arange(0, half, dtype=mx.float32) / max(half - 1, 1)
         low, high = math.log(min_freq), math.log(max_freq)

@@ -114,6 +114,8 @@ class GRU(Module):
             n = x_n[..., t, :]
             if hidden is not None:
                 n = n + r * h_n
+            elif "bhn" in self:  # a zero hidden state: its projection is the bias alone
+                n = n + r * self.bhn
             n = mx.tanh(n)
             hidden = (1 - z) * n if hidden is None else (1 - z) * n + z * hidden
             states.append(hidden)
