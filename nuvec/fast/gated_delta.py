@@ -306,6 +306,17 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
             raise ValueError(f"gated_delta_update: q and k must be [B, T, Hk, Dk], v "
                              f"[B, T, Hv, Dv] and a and b [B, T, Hv], got {q.shape}, {k.shape}, "
                              f"{v.shape}, {a.shape} and {b.shape}")
+        A_log, dt_bias = (as_array(x, "gated_delta_update") for x in (A_log, dt_bias))
+        hv = v.shape[2]
+        for name, param in (("A_log", A_log), ("dt_bias", dt_bias)):
+            if param.shape not in ((hv,), (1,), ()):
+                raise ValueError(f"gated_delta_update: {name} must be [{hv}] (one per value "
+                                 f"head), got {param.shape}")
+        if mask is not None:
+            mask = as_array(mask, "gated_delta_update")
+            if mask.shape != q.shape[:2]:
+                raise ValueError(f"gated_delta_update: mask must be [B, T] = "
+                                 f"{list(q.shape[:2])}, got {mask.shape}")
         beta = ops.sigmoid(b)
         decay_rate = ops.exp(ops.astype(A_log, dt.float32))
         if lower_bound is None:
@@ -317,11 +328,12 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
         if state is None:
             bsz, hv, dv = q.shape[0], v.shape[2], v.shape[3]
             state = ops.zeros((bsz, hv, dv, q.shape[3]), dt.float32)
+        if mask is not None:  # a masked step neither decays nor updates the state
+            m = ops.expand_dims(mask, -1)
+            g = ops.where(m, g, ops.ones_like(g))
+            beta = ops.where(m, beta, ops.zeros_like(beta))
+        inputs = _checked(q, k, v, g, beta, state, "gated_delta_update")
+        y, state = _run(GatedDelta(False), inputs)
         if mask is None:
-            return gated_delta(q, k, v, g, beta, state)
-        m = ops.expand_dims(as_array(mask, "gated_delta_update"), -1)
-        # A masked step neither decays nor updates the state.
-        g = ops.where(m, g, ops.ones_like(g))
-        beta = ops.where(m, beta, ops.zeros_like(beta))
-        y, state = gated_delta(q, k, v, g, beta, state)
+            return y, state
         return ops.where(ops.expand_dims(m, -1), y, ops.zeros_like(y)), state

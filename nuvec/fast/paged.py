@@ -171,9 +171,12 @@ def paged_attention(q: Any, k_cache: Any, v_cache: Any, block_tables: Any, lengt
                 f"got {list(q.shape)}, {list(k_cache.shape)}, {list(v_cache.shape)}")
         b, hq, d = q.shape[0], q.shape[1], q.shape[3]
         hkv = k_cache.shape[1]
-        if k_cache.shape[3] != d or hkv == 0 or hq % hkv != 0:
+        if k_cache.shape[3] != d:
+            raise ValueError(f"{op}: the caches' head size ({k_cache.shape[3]}) must be q's "
+                             f"({d}), got q {list(q.shape)} and caches {list(k_cache.shape)}")
+        if hkv == 0 or hq % hkv != 0:
             raise ValueError(f"{op}: q's heads ({hq}) must be a multiple of the caches' "
-                             f"({hkv}), with head size {d}")
+                             f"({hkv})")
         if (block_tables.ndim != 2 or block_tables.shape[0] != b
                 or not block_tables.dtype.is_integer):
             raise ValueError(f"{op}: block_tables must be [{b}, max_blocks] integers, got "

@@ -307,7 +307,7 @@ def laplace(
     low = float(np.nextafter(work.np.type(-1), work.np.type(0)))
     u = uniform(low, 1.0, shape, work, k, stream=s)
     tail = log1p(negative(absolute(u, stream=s), stream=s), stream=s)
-    out = negative(multiply(sign(u, stream=s), tail, stream=s), stream=s)
+    out = multiply(sign(u, stream=s), tail, stream=s)  # (the sign of MLX's: the same samples)
     out = add(multiply(out, scale, stream=s), loc, stream=s)
     return astype(out, dtype, stream=s)
 

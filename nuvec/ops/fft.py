@@ -1,5 +1,5 @@
 """Discrete Fourier transforms behind `nuvec.fft`: one `FFT` primitive, the 1-D transforms
-and the shifts (the 2-D and n-D transforms live in `fftn.py`).
+the shifts and the sample frequencies (the 2-D and n-D transforms live in `fftn.py`).
 
 Results are complex64 (float32 for the inverse real transforms), as in MLX, whatever the input
 precision. Nothing here is exported at the top level (MLX's `mx.fft.*`).
@@ -19,7 +19,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, fresh, index_int, normalize_axis
 from nuvec.ops.binary import multiply
 from nuvec.ops.complex_parts import real as real_part
-from nuvec.ops.creation import array
+from nuvec.ops.creation import arange, array
 from nuvec.ops.families import Linear, apply, move_batch_to_front
 from nuvec.ops.join import pad, roll
 from nuvec.ops.unary import astype
@@ -104,16 +104,22 @@ def _int_list(values: Any, op: str, what: str) -> list[int]:
     return [index_int(v, op, what) for v in values]
 
 
+_NORMS = ("backward", "ortho", "forward")
+
+
 def fft_transform(
     op: str, a: Any, sizes: Sequence[int] | None, axes: Sequence[int], real: bool, inverse: bool,
-    stream: Any,
+    stream: Any, norm: str = "backward",
 ) -> Array:
-    """Checks, resizes and casts the input and records one `FFT` (MLX's `fft_impl`).
+    """Checks, resizes and casts the input, records one `FFT` (MLX's `fft_impl`) and scales
+    its result for `norm` (the primitive itself scales the inverse by 1/n).
 
     A complex input to a forward real transform is rejected (NumPy's TypeError), not silently
     cut to its real part.
     """
     stream = to_stream(stream)  # checked even when nothing is recorded
+    if norm not in _NORMS:
+        raise ValueError(f"{op}: norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
     a = as_array(a, op)
     if a.ndim < 1:
         raise ValueError(f"{op}: requires an array with at least one dimension, got shape ()")
@@ -146,14 +152,21 @@ def fft_transform(
         want = dt.float32 if real and not inverse else dt.complex64
         if x.dtype is not want:
             x = astype(x, want)
-        return record1(FFT(tuple(valid), inverse, real, tuple(sizes)), (x,), s)
+        out = record1(FFT(tuple(valid), inverse, real, tuple(sizes)), (x,), s)
+        if norm == "backward":
+            return out
+        count = float(np.prod(sizes))
+        scale = {"ortho": count**-0.5, "forward": 1 / count}[norm]
+        return multiply(out, 1 / scale if inverse else scale)  # (the inverse was divided by count)
 
 
-def _one(op: str, a: Any, n: int | None, axis: int, real: bool, inverse: bool, stream: Any):
-    return fft_transform(op, a, None if n is None else [n], [axis], real, inverse, stream)
+def _one(op: str, a: Any, n: int | None, axis: int, real: bool, inverse: bool, norm: str,
+         stream: Any):
+    return fft_transform(op, a, None if n is None else [n], [axis], real, inverse, stream, norm)
 
 
-def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+def fft(a: Any, n: int | None = None, axis: int = -1, norm: str = "backward",
+        *, stream: Any = None) -> Array:
     """One-dimensional discrete Fourier transform along `axis`.
 
     Args:
@@ -161,6 +174,8 @@ def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> 
         n: the transform length; `a` is truncated or zero-padded along `axis` to `n`
             (default `a.shape[axis]`).
         axis: the axis to transform.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
 
     Returns:
         A complex64 array.
@@ -175,16 +190,19 @@ def fft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> 
         >>> mx.fft.fft(mx.array([1.0, 1.0])).tolist()
         [(2+0j), 0j]
     """
-    return _one("fft", a, n, axis, False, False, stream)
+    return _one("fft", a, n, axis, False, False, norm, stream)
 
 
-def ifft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+def ifft(a: Any, n: int | None = None, axis: int = -1, norm: str = "backward",
+        *, stream: Any = None) -> Array:
     """One-dimensional inverse DFT along `axis` (scaled by 1/n); see `fft`.
 
     Args:
         a: the input (real inputs are converted to complex64).
         n: the transform length along `axis` (see `fft`).
         axis: the axis to transform.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -200,10 +218,11 @@ def ifft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
         >>> mx.fft.ifft(mx.array([2.0, 0.0])).tolist()
         [(1+0j), (1+0j)]
     """
-    return _one("ifft", a, n, axis, False, True, stream)
+    return _one("ifft", a, n, axis, False, True, norm, stream)
 
 
-def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str = "backward",
+        *, stream: Any = None) -> Array:
     """DFT of a real input along `axis`: the `n // 2 + 1` non-negative frequencies.
 
     The input is computed in float32; a complex input is rejected (as NumPy does; MLX drops
@@ -213,6 +232,8 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
         a: the real input.
         n: the transform length along `axis` (see `fft`).
         axis: the axis to transform.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -228,10 +249,11 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) ->
         >>> mx.fft.rfft(mx.array([1.0, 1.0, 1.0, 1.0])).tolist()
         [(4+0j), 0j, 0j]
     """
-    return _one("rfft", a, n, axis, True, False, stream)
+    return _one("rfft", a, n, axis, True, False, norm, stream)
 
 
-def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -> Array:
+def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str = "backward",
+        *, stream: Any = None) -> Array:
     """The inverse of `rfft`: a float32 signal of length `n` along `axis`.
 
     `a` is truncated or zero-padded along `axis` to `n // 2 + 1`; the default `n` is
@@ -242,6 +264,8 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -
         a: the half spectrum.
         n: the output length along `axis`; default `2 * (a.shape[axis] - 1)`.
         axis: the axis to transform.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -257,7 +281,7 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, *, stream: Any = None) -
         >>> mx.fft.irfft(mx.array([4.0, 0.0, 0.0])).tolist()
         [1.0, 1.0, 1.0, 1.0]
     """
-    return _one("irfft", a, n, axis, True, True, stream)
+    return _one("irfft", a, n, axis, True, True, norm, stream)
 
 
 def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: Any) -> Array:
@@ -318,3 +342,60 @@ def ifftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) 
         [0, 1, 2, -2, -1]
     """
     return _shift("ifftshift", a, axes, True, stream)
+
+
+def _spacing(n: Any, d: Any, op: str) -> tuple[int, float]:
+    n = index_int(n, op, "n")
+    if n <= 0:
+        raise ValueError(f"{op}: n must be greater than 0, got {n}")
+    if isinstance(d, bool) or not isinstance(d, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: d must be a real number, got {d!r} ({type(d).__name__})")
+    if d == 0:
+        raise ValueError(f"{op}: d must be non-zero")
+    return n, float(d)
+
+
+def fftfreq(n: int, d: float = 1.0, *, stream: Any = None) -> Array:
+    """The sample frequencies of an `n`-point `fft` with sample spacing `d`, as NumPy's.
+
+    `[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (n * d)`, in float32.
+
+    Args:
+        n: the window length (positive).
+        d: the sample spacing (non-zero).
+        stream: the stream (or device) to record on.
+
+    Returns:
+        A float32 array of shape `(n,)`.
+
+    Raises:
+        TypeError: if `n` is not an int or `d` not a real number.
+        ValueError: if `n` is not positive or `d` is zero.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.fftfreq(4, d=0.5).tolist()
+        [0.0, 0.5, -1.0, -0.5]
+    """
+    n, d = _spacing(n, d, "fftfreq")
+    stream = to_stream(stream)
+    k = roll(arange(-(n // 2), (n + 1) // 2, dtype=dt.float32, stream=stream), -(n // 2),
+             stream=stream)
+    return multiply(k, 1.0 / (n * d), stream=stream)
+
+
+def rfftfreq(n: int, d: float = 1.0, *, stream: Any = None) -> Array:
+    """The sample frequencies of an `n`-point `rfft` with sample spacing `d`, as NumPy's.
+
+    `[0, 1, ..., n // 2] / (n * d)`, in float32: shape `(n // 2 + 1,)`. Arguments and errors
+    as `fftfreq`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.fft.rfftfreq(4, d=2.0).tolist()
+        [0.0, 0.125, 0.25]
+    """
+    n, d = _spacing(n, d, "rfftfreq")
+    stream = to_stream(stream)
+    return multiply(arange(n // 2 + 1, dtype=dt.float32, stream=stream), 1.0 / (n * d),
+                    stream=stream)

@@ -17,19 +17,19 @@ __all__: list[str] = []
 
 def _many(
     op: str, a: Any, s: Sequence[int] | None, axes: Sequence[int] | None, real: bool,
-    inverse: bool, stream: Any,
+    inverse: bool, norm: str, stream: Any,
 ) -> Array:
     if axes is None:
         if s is not None:
             raise ValueError(f"{op}: axes must not be None when s is given")
         ndim = as_array(a, op).ndim
         axes = list(range(ndim))
-    return fft_transform(op, a, s, axes, real, inverse, stream)
+    return fft_transform(op, a, s, axes, real, inverse, stream, norm)
 
 
 def fft2(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """Two-dimensional DFT over `axes` (default the last two); `s` gives their lengths.
 
@@ -38,6 +38,8 @@ def fft2(
         s: the transform lengths along `axes` (`a` is truncated or zero-padded); default
             their sizes.
         axes: the axes to transform; default the last two.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -52,17 +54,17 @@ def fft2(
         >>> mx.fft.fft2(mx.ones((2, 2))).tolist()
         [[(4+0j), 0j], [0j, 0j]]
     """
-    return _many("fft2", a, s, axes, False, False, stream)
+    return _many("fft2", a, s, axes, False, False, norm, stream)
 
 
 def ifft2(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """Two-dimensional inverse DFT; see `fft2`.
 
     Args:
-        a, s, axes, stream: as `fft2`.
+        a, s, axes, norm, stream: as `fft2`.
 
     Returns:
         A complex64 array.
@@ -76,17 +78,17 @@ def ifft2(
         >>> mx.fft.ifft2(mx.array([[4.0, 0.0], [0.0, 0.0]])).tolist()
         [[(1+0j), (1+0j)], [(1+0j), (1+0j)]]
     """
-    return _many("ifft2", a, s, axes, False, True, stream)
+    return _many("ifft2", a, s, axes, False, True, norm, stream)
 
 
 def rfft2(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """Two-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies.
 
     Args:
-        a, s, axes, stream: as `fft2`.
+        a, s, axes, norm, stream: as `fft2`.
 
     Returns:
         A complex64 array.
@@ -100,12 +102,12 @@ def rfft2(
         >>> mx.fft.rfft2(mx.ones((2, 4))).shape
         (2, 3)
     """
-    return _many("rfft2", a, s, axes, True, False, stream)
+    return _many("rfft2", a, s, axes, True, False, norm, stream)
 
 
 def irfft2(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1), *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """The inverse of `rfft2`: a float32 array with lengths `s` along `axes`.
 
@@ -114,6 +116,8 @@ def irfft2(
         s: the output lengths along `axes`; default their sizes, `2 * (size - 1)` for the
             last one.
         axes: the axes to transform; default the last two.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -128,12 +132,12 @@ def irfft2(
         >>> mx.fft.irfft2(mx.ones((2, 3))).shape
         (2, 4)
     """
-    return _many("irfft2", a, s, axes, True, True, stream)
+    return _many("irfft2", a, s, axes, True, True, norm, stream)
 
 
 def fftn(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """n-dimensional DFT over `axes` (default all axes); `s` gives their lengths.
 
@@ -142,6 +146,8 @@ def fftn(
         s: the transform lengths along `axes` (`a` is truncated or zero-padded); default
             their sizes.
         axes: the axes to transform; default all.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -156,17 +162,17 @@ def fftn(
         >>> mx.fft.fftn(mx.ones((2, 2, 2)))[0, 0, 0].item()
         (8+0j)
     """
-    return _many("fftn", a, s, axes, False, False, stream)
+    return _many("fftn", a, s, axes, False, False, norm, stream)
 
 
 def ifftn(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """n-dimensional inverse DFT; see `fftn`.
 
     Args:
-        a, s, axes, stream: as `fftn`.
+        a, s, axes, norm, stream: as `fftn`.
 
     Returns:
         A complex64 array.
@@ -180,17 +186,17 @@ def ifftn(
         >>> mx.fft.ifftn(mx.array([[8.0, 0.0], [0.0, 0.0]]), axes=(0,)).tolist()
         [[(4+0j), 0j], [(4+0j), 0j]]
     """
-    return _many("ifftn", a, s, axes, False, True, stream)
+    return _many("ifftn", a, s, axes, False, True, norm, stream)
 
 
 def rfftn(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """n-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies.
 
     Args:
-        a, s, axes, stream: as `fftn`.
+        a, s, axes, norm, stream: as `fftn`.
 
     Returns:
         A complex64 array.
@@ -204,12 +210,12 @@ def rfftn(
         >>> mx.fft.rfftn(mx.ones((2, 2, 4))).shape
         (2, 2, 3)
     """
-    return _many("rfftn", a, s, axes, True, False, stream)
+    return _many("rfftn", a, s, axes, True, False, norm, stream)
 
 
 def irfftn(
-    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, *,
-    stream: Any = None,
+    a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+    norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """The inverse of `rfftn`: a float32 array with lengths `s` along `axes`.
 
@@ -218,6 +224,8 @@ def irfftn(
         s: the output lengths along `axes`; default their sizes, `2 * (size - 1)` for the
             last one.
         axes: the axes to transform; default all.
+        norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
+            "forward" (1/n on the forward transform); n is the product of the lengths.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -232,4 +240,4 @@ def irfftn(
         >>> mx.fft.irfftn(mx.array([[4.0, 0.0], [0.0, 0.0]])).tolist()
         [[1.0, 1.0], [1.0, 1.0]]
     """
-    return _many("irfftn", a, s, axes, True, True, stream)
+    return _many("irfftn", a, s, axes, True, True, norm, stream)

@@ -21,8 +21,9 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes, check_shape, index_int
 from nuvec.ops.binary import add, maximum, minimum, multiply, subtract
+from nuvec.ops.comparison import less_equal, where
 from nuvec.ops.families import apply, move_batch_to_front
-from nuvec.ops.unary import abs as absolute, astype
+from nuvec.ops.unary import abs as absolute, astype, sign
 
 __all__: list[str] = []
 
@@ -241,6 +242,9 @@ def uniform(
 ) -> Array:
     """Uniform samples in the half-open interval `[low, high)`.
 
+    The samples are `low + u * (high - low)` for `u` in `[0, 1)`, so a `high` below `low`
+    gives samples in `(high, low]`, as in MLX.
+
     Args:
         low: lower bound (scalar or array broadcastable to `shape`).
         high: upper bound (scalar or array broadcastable to `shape`).
@@ -272,16 +276,27 @@ def uniform(
     lo_w, hi_w = astype(lo, work, stream=s), astype(hi, work, stream=s)
     out = add(multiply(u, subtract(hi_w, lo_w, stream=s), stream=s), lo_w, stream=s)
     out = astype(out, dtype, stream=s)
-    # Rounding of low + u * (high - low) may reach high: clamp below it. The step below
-    # high can pass low when they are (nearly) equal; low then is the only value left.
-    below = _next_below(astype(hi, dtype, stream=s), dtype, s)
-    return maximum(minimum(out, below, stream=s), lo, stream=s)
+    # Rounding of low + u * (high - low) may reach high: clamp to the value next to high on
+    # low's side (high < low is allowed, as in MLX: the samples lie in (high, low]). That
+    # value can pass low when they are (nearly) equal; low then is the only value left.
+    scalars = all(isinstance(b, (int, float)) for b in (low, high))
+    if scalars and low <= high:
+        return maximum(minimum(out, _next_toward(hi, None, dtype, s), stream=s), lo, stream=s)
+    edge = _next_toward(hi, lo, dtype, s)
+    decreasing = minimum(maximum(out, edge, stream=s), lo, stream=s)
+    if scalars:
+        return decreasing
+    increasing = maximum(minimum(out, edge, stream=s), lo, stream=s)
+    return where(less_equal(lo, hi, stream=s), increasing, decreasing, stream=s)
 
 
-def _next_below(x: Array, dtype: dt.Dtype, s: Any) -> Array:
-    """The largest value of `dtype` below `x` (elementwise), for the open upper bound."""
+def _next_toward(x: Array, toward: Array | None, dtype: dt.Dtype, s: Any) -> Array:
+    """The value of `dtype` next to `x` in the direction of `toward` (elementwise; None:
+    downward), for the open end of an interval."""
     # A step of a full epsilon (not half) is representable above and below every power of 2.
     eps = float(dt.finfo(dtype).eps)
     tiny = float(dt.finfo(dtype).tiny)
     step = maximum(multiply(absolute(x, stream=s), eps, stream=s), tiny, stream=s)
+    if toward is not None:
+        step = multiply(step, sign(subtract(x, toward, stream=s), stream=s), stream=s)
     return subtract(x, step, stream=s)

@@ -178,6 +178,15 @@ S = mx.ones((1, 2, 4, 32))
      r"gated_delta_slots: pool must be", ValueError),
     (lambda: mx.fast.gated_delta_slots(Q, Q, V, G, G, mx.ones((3, 2, 4, 16)), mx.array([0])),
      r"gated_delta_slots: state must be \[1, 2, 4, 32\], got \(1, 2, 4, 16\)", ValueError),
+    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mx.zeros((3,)), mx.zeros((2,))),
+     r"gated_delta_update: A_log must be \[2\] \(one per value head\), got \(3,\)",
+     ValueError),
+    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mx.zeros((2,)), mx.zeros((2,)),
+                                        mx.ones((1, 2, 32, 4))),
+     r"gated_delta_update: state must be \[1, 2, 4, 32\], got \(1, 2, 32, 4\)", ValueError),
+    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mx.zeros((2,)), mx.zeros((2,)),
+                                        mask=mx.ones((2, 2), mx.bool_)),
+     r"gated_delta_update: mask must be \[B, T\] = \[1, 2\], got \(2, 2\)", ValueError),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_rejected_inputs(call, message, error):
     with pytest.raises(error, match="^" + message):

@@ -130,9 +130,11 @@ PA_BAD = [
       _z(1, dtype=mx.int32)), ValueError, "q must be"),
     ((_z(1, 3, 1, 8), _z(2, 2, 4, 8), _z(2, 2, 4, 8), _z(1, 2, dtype=mx.int32),
       _z(1, dtype=mx.int32)), ValueError,
-     "q's heads \\(3\\) must be a multiple of the caches' \\(2\\), with head size 8"),
+     "q's heads \\(3\\) must be a multiple of the caches' \\(2\\)"),
     ((_z(1, 2, 1, 8), _z(2, 2, 4, 4), _z(2, 2, 4, 4), _z(1, 2, dtype=mx.int32),
-      _z(1, dtype=mx.int32)), ValueError, "q's heads"),
+      _z(1, dtype=mx.int32)), ValueError,
+     "the caches' head size \\(4\\) must be q's \\(8\\), got q \\[1, 2, 1, 8\\] and "
+     "caches \\[2, 2, 4, 4\\]"),
     ((_z(1, 2, 1, 8), _z(2, 2, 4, 8), _z(2, 2, 4, 8), _z(1, 2), _z(1, dtype=mx.int32)),
      ValueError, "block_tables must be \\[1, max_blocks\\] integers, got float32 \\[1, 2\\]"),
     ((_z(1, 2, 1, 8), _z(2, 2, 4, 8), _z(2, 2, 4, 8), _z(2, 2, dtype=mx.int32),

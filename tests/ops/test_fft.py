@@ -56,6 +56,29 @@ def test_multi_dimensional_matches_numpy(name, kwargs):
     assert_allclose(out, expected, dtype=dtype, rtol=5e-5, atol=5e-5)
 
 
+NORMED = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
+          "rfftn", "irfftn"]
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+@pytest.mark.parametrize("name", NORMED)
+def test_norm_scales_as_numpy(name, norm):
+    x = signal((3, 4, 6), complex_=not name.startswith("rfft"))
+    kwargs = {"n": 7} if name in ("fft", "irfft") else {}
+    out = getattr(F, name)(mx.array(x), norm=norm, **kwargs)
+    expected = getattr(np.fft, name)(x, norm=norm, **kwargs)
+    dtype = mx.float32 if name.startswith("irfft") else mx.complex64
+    assert_allclose(out, expected, dtype=dtype, rtol=5e-5, atol=5e-5)
+
+
+def test_frequencies_match_numpy():
+    for n in range(1, 8):
+        for d in (1.0, 0.25, 3):
+            assert_allclose(F.fftfreq(n, d), np.fft.fftfreq(n, d), dtype=mx.float32, rtol=1e-6)
+            assert_allclose(F.rfftfreq(n, d=d), np.fft.rfftfreq(n, d), dtype=mx.float32,
+                            rtol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [mx.float64, mx.float16, mx.int32, mx.bool_, mx.complex64],
                          ids=lambda d: d.name)
 def test_fft_input_dtypes_give_complex64(dtype):
@@ -156,6 +179,12 @@ ERRORS = [
     (lambda: F.rfftn(mx.zeros((2, 2)), axes=(0, 2)), ValueError, "rfftn"),
     (lambda: F.fftshift(mx.zeros((2, 2)), axes=(3,)), ValueError, "fftshift"),
     (lambda: F.fft("signal"), TypeError, "fft"),
+    (lambda: F.fft(mx.zeros((2,)), norm="none"), ValueError, "fft"),
+    (lambda: F.irfftn(mx.zeros((2, 2)), norm=None), ValueError, "irfftn"),
+    (lambda: F.fftfreq(0), ValueError, "fftfreq"),
+    (lambda: F.fftfreq(2.0), TypeError, "fftfreq"),
+    (lambda: F.rfftfreq(4, d=0), ValueError, "rfftfreq"),
+    (lambda: F.rfftfreq(4, d="1"), TypeError, "rfftfreq"),
 ]
 
 
@@ -177,3 +206,5 @@ def test_grad_of_power_spectrum():
 
     numeric = np.array([(power(x + 1e-6 * e) - power(x - 1e-6 * e)) / 2e-6 for e in np.eye(8)])
     assert_allclose(mx.grad(loss)(mx.array(x)), numeric, rtol=1e-3, atol=1e-3)
+    ortho = mx.grad(lambda a: mx.sum(mx.abs(F.rfft(a, norm="ortho")) ** 2))(mx.array(x))
+    assert_allclose(ortho, numeric / 8, rtol=1e-3, atol=1e-3)  # the spectrum scaled by 1/sqrt(8)

@@ -130,6 +130,33 @@ def test_uniform_broadcasts_array_bounds():
     assert x[:, 1].min() >= 10 and x[:, 1].max() < 11
 
 
+def test_uniform_with_high_below_low_samples_between_them():
+    # as MLX: low + u * (high - low), in (high, low]
+    key = mx.random.key(2)
+    x = _np(mx.random.uniform(3.0, 2.0, (2000,), key=key))
+    assert x.min() > 2 and x.max() <= 3 and abs(x.mean() - 2.5) < 0.05
+    np.testing.assert_allclose(x, 3 - _np(mx.random.uniform(0.0, 1.0, (2000,), key=key)),
+                               atol=1e-6)
+    bounds = _np(mx.random.uniform(mx.array([0.0, 5.0]), mx.array([1.0, 4.0]), (500, 2),
+                                   key=key))
+    assert bounds[:, 0].min() >= 0 and bounds[:, 0].max() < 1
+    assert bounds[:, 1].min() > 4 and bounds[:, 1].max() <= 5
+
+
+def test_streams_of_every_length_match_mlx():
+    # MLX 0.32's bits: word i and word i + ceil(n/2) hash the counter pair (i, i + ceil(n/2));
+    # of an odd count, the middle word hashes (n // 2, 0). Values printed by MLX.
+    key = mx.random.key(7)
+    expected = {1: [0.844107], 2: [0.045413, 0.945806], 3: [0.224985, 0.42616, 0.453609],
+                5: [0.064386, 0.200692, 0.650459, 0.382276, 0.675417]}
+    for n, values in expected.items():
+        np.testing.assert_allclose(_np(mx.random.uniform(shape=(n,), key=key)), values,
+                                   atol=1e-6)
+    laplace = [0.740081, 3.805909, -0.238875, 0.401069]  # sign(u) * log1p(-|u|), as MLX's
+    np.testing.assert_allclose(_np(mx.random.laplace((4,), key=mx.random.key(3))), laplace,
+                               atol=1e-5)
+
+
 def test_uniform_stays_in_its_interval_when_the_bounds_meet():
     assert mx.random.uniform(-1.0, -1.0, (3,), key=mx.random.key(0)).tolist() == [-1.0] * 3
     low = np.float32(1.0)

@@ -47,6 +47,8 @@ def random_bits(xp, p, key):
     half = -(-words // 2)
     keys = xp.ascontiguousarray(key, dtype=np.uint32).reshape(-1, 2)
     counters = xp.arange(2 * half, dtype=np.uint32)
+    if words % 2:  # the middle word, the odd one out, hashes the counter pair (half - 1, 0)
+        counters[-1] = 0
     y0, y1 = threefry2x32(xp, keys[:, :1], keys[:, 1:], counters[:half], counters[half:])
     stream = xp.ascontiguousarray(xp.concatenate([y0, y1], axis=1)[:, :words])
     out = stream.astype("<u4", copy=False).view(np.uint8).view(_WIDTH_NP[p.width])
