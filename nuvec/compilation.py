@@ -5,15 +5,18 @@ The first call of a compiled function traces `fun` on placeholder arrays (as `vm
 common subexpressions merged (primitives compare by their parameters) and steps whose inputs
 are all constants evaluated once (constant folding). Each call, the first one included, replays
 the program on its arrays, recording the same primitives without running `fun`'s Python. The
-program is cached per argument structure, array shapes (ranks with `shapeless=True`) and dtypes,
-and non-array arguments; anything else retraces. The arrays named by `inputs` are traced as
+program is cached per argument structure, array shapes and dtypes, and non-array arguments;
+anything else retraces. With `shapeless=True` a second shape traces once more and compares the
+graphs (`_Program.same_graph`): only a graph that does not hold its shapes is replayed at other
+shapes with the primitives' own shape rules. The arrays named by `inputs` are traced as
 extra arguments and those named by `outputs` are rebound to their new values after each call,
 as MLX's captured state is. Chains of elementwise steps are then fused into one
-`FusedElementwise` step each (`nuvec.fusion`; not for `shapeless` programs, whose broadcast
-shapes are not fixed): the CPU evaluates such a step in cache-sized blocks, a GPU stream in one
-generated CUDA kernel. Called on the primals of a reverse-mode transform (`grad(compile(f))`),
-a program replays its reverse mode, traced once and split into fused forward and backward
-programs (`_VjpPrograms`).
+`FusedElementwise` step each (`nuvec.fusion`; not for the `shapeless` programs replayed at
+other shapes, whose broadcast shapes are not fixed): the CPU evaluates such a step in
+cache-sized blocks, a GPU stream in one generated CUDA kernel. Called on the primals of a
+reverse-mode transform (`grad(compile(f))`), a program replays its reverse mode, traced once
+and split into fused forward and backward programs (`_VjpPrograms`). A custom function's or a
+checkpoint's node is replayed with the function's own graph before it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from nuvec.graph.array import Array, Node, handle, placeholder, record, tracing
 from nuvec.graph.device import to_stream
@@ -56,7 +61,7 @@ class _Program:
         self.reusable = True
         self.steps: list[tuple] = []  # (primitive, stream, input refs, shapes, dtypes)
         seen: dict[Any, int] = {}
-        for node in traced_graph(list(outs), set(stops)):
+        for node in traced_graph(list(outs), set(stops), into_custom=True):
             if node.primitive is COPY and node.keep and (node.sources[0],
                                                          node.indices[0]) not in refs:
                 # where an enclosing transform starts tracing an array `fun` reads
@@ -84,6 +89,25 @@ class _Program:
         if fused:
             self.steps, self.outs = fuse(self.steps, self.outs, _ref_id, self._dtype_of,
                                          _gpu_covers)
+
+    def same_graph(self, other: "_Program") -> bool:
+        """Whether `other` (a trace of the same function at other shapes) has the same steps
+        with equal parameters and constants: then the graph does not depend on the shapes
+        (as far as two traces tell), and replaying it with the primitives' own shape rules
+        computes what a trace would."""
+        (steps, outs), (other_steps, other_outs) = self.unfused, other.unfused
+        if len(steps) != len(other_steps) or len(outs) != len(other_outs):
+            return False
+        for (p1, s1, r1, _, d1), (p2, s2, r2, _, d2) in zip(steps, other_steps):
+            try:
+                same = p1 == p2
+            except (TypeError, ValueError):  # parameters that do not compare (arrays)
+                same = False
+            if not (same and s1 is s2 and d1 == d2 and len(r1) == len(r2)):
+                return False
+            if not all(map(_same_ref, r1, r2)):
+                return False
+        return all(map(_same_ref, outs, other_outs))
 
     def _dtype_of(self, ref: Ref) -> Any:
         kind = ref[0]
@@ -203,7 +227,7 @@ class _VjpPrograms:
         cot_nodes = {c._node for c in cots}
         later: set[Node] = set()  # nodes of the backward pass (they read a cotangent)
         residuals: dict[Key, None] = {}
-        for node in traced_graph(grads, set()):
+        for node in traced_graph(grads, set(), into_custom=True):
             if any(s in cot_nodes or s in later for s in node.sources):
                 later.add(node)
                 for key in zip(node.sources, node.indices):
@@ -257,6 +281,21 @@ def _gpu_covers(primitive: Any, dtype: Any) -> bool:
     return covers(primitive, dtype)
 
 
+def _same_ref(a: Ref, b: Ref) -> bool:
+    """Whether two programs' references name the same value: the same input or step output,
+    or constants equal in shape, dtype and every element."""
+    if a[0] != b[0]:
+        return False
+    if a[0] in ("in", "op"):
+        return a == b
+    x, y = a[1], b[1]
+    if x is y:
+        return True
+    if a[0] != "const" or x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    return bool(np.array_equal(np.asarray(x), np.asarray(y), equal_nan=x.dtype.is_inexact))
+
+
 def _ref_id(ref: Ref) -> Any:
     return ref if ref[0] in ("in", "op") else (ref[0], id(ref[1]._node), ref[1]._index)
 
@@ -304,31 +343,21 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
                  for a in leaves]
     saved = [handle(a._node, a._index) for a in state_in]
     state_stand_ins = [placeholder(a.shape, a.dtype, a.stream) for a in state_in]
+    # the inputs' keys before `fun` runs: it may update an argument in place (`x += 1`)
+    keys = [key_of(p) for p in stand_ins + state_stand_ins if isinstance(p, Array)]
     for a, p in zip(state_in, state_stand_ins):
         a._rebind(p)
     try:
         args, kwargs = unflatten(treedef, stand_ins)
-        try:
-            result = trace(fun, args, kwargs)
-        except ValueError as exc:
-            if str(exc).startswith("eval: cannot evaluate a placeholder"):
-                raise ValueError(
-                    "compile: attempting to evaluate an array inside a compiled function "
-                    "(eval, item, tolist, print or a conversion to NumPy of a traced array) "
-                    "is not allowed"
-                ) from exc
-            raise
-        outs, out_def = flatten(result)
-        for o in outs:
-            if not isinstance(o, Array):
-                raise TypeError("compile: fun must return arrays or trees of arrays, got "
-                                f"{type(o).__name__}")
+        result = trace(fun, args, kwargs, "compile")
+        leaves_out, tree_out = flatten(result)
+        outs = [o for o in leaves_out if isinstance(o, Array)]
+        # other leaves (numbers, strings, None) come back as the trace returned them, as MLX's
+        out_def = (tree_out, [None if isinstance(o, Array) else (o,) for o in leaves_out])
         state_out = [key_of(a) for a in _state_arrays(outputs)]
     finally:
         for a, s in zip(state_in, saved):
             a._rebind(s)
-    keys = [key_of(p) for p in stand_ins if isinstance(p, Array)]
-    keys += [key_of(p) for p in state_stand_ins]
     finals = outs + [handle(*k) for k in state_out]
     program = _Program(keys, finals, fused)
     release(finals)
@@ -350,20 +379,23 @@ def compile(
 
     Args:
         fun: takes arrays, trees of arrays or constants (bool, int, float, str, None) and
-            returns arrays or trees of arrays.
+            returns arrays or trees of arrays; other leaves of its result (numbers, strings,
+            None) are returned as the trace returned them.
         inputs: captured state read at each call: a list or dict (a module, an optimizer's
             `state`, `mx.random.state`) of nested lists, dicts and arrays; other leaves are
             ignored.
         outputs: captured state written back after each call (same form as `inputs`).
         shapeless: if True, a change of shape alone does not retrace (a change of rank or
-            dtype does); only correct for functions whose graph does not depend on shapes.
+            dtype does) once a trace at a second shape has given the same graph; a function
+            whose graph holds its shapes (a mean, a broadcast scalar, a slice) gets a program
+            per shape instead.
 
     Returns:
         A function with `fun`'s name, docstring and signature.
 
     Raises:
         TypeError: if `fun` is not callable or `shapeless` is not a bool; at a call, if an
-            argument leaf is neither an array nor a constant, or an output is not an array.
+            argument leaf is neither an array nor a constant.
         ValueError: at a call, if `fun` evaluates an array it computes.
 
     Example:
@@ -376,7 +408,9 @@ def compile(
         raise TypeError(f"compile: fun must be callable, got {type(fun).__name__}")
     if not isinstance(shapeless, bool):
         raise TypeError(f"compile: shapeless must be a bool, got {type(shapeless).__name__}")
-    cache: dict[Any, tuple[_Program, Any, int]] = {}
+    cache: dict[Any, tuple[_Program, Any, int, tuple]] = {}
+    # shapeless: per key of ranks, whether a trace at a second shape gave the same graph
+    shape_free: dict[Any, bool] = {}
 
     @functools.wraps(fun)
     def compiled(*args: Any, **kwargs: Any) -> Any:
@@ -393,25 +427,45 @@ def compile(
             arrays = [a for a in leaves if isinstance(a, Array)]
             key = (treedef, constants, _signature(arrays, shapeless),
                    _signature(state_in, shapeless))
-        entry = cache.get(key)
+        program_inputs = arrays + state_in
+        shapes = _signature(program_inputs, False) if shapeless else None
         # (one tree for both, as MLX code passes its state: the same arrays, found once)
         state_out = state_in if outputs is inputs else _state_arrays(outputs)
-        if entry is None or entry[2] != len(state_out):
+
+        def traced(at: Any, fused: bool) -> tuple[_Program, Any, int, tuple]:
             leaves, treedef, _ = _split_args(args, kwargs)
-            entry = _trace(fun, leaves, treedef, state_in, outputs, not shapeless)
-            if entry[0].reusable:
-                cache[key] = entry
+            found = (*_trace(fun, leaves, treedef, state_in, outputs, fused), shapes)
+            if found[0].reusable:
+                cache[at] = found
+            return found
+
+        entry = cache.get(key)
+        if entry is None or entry[2] != len(state_out):
+            entry = traced(key, not shapeless)
             state_out = _state_arrays(outputs)
-        program, out_def, n_state = entry
-        program_inputs = arrays + state_in
-        if not shapeless and _differentiated(program_inputs):
+        other_shapes = shapeless and entry[3] != shapes
+        if other_shapes and not shape_free.get(key, False):
+            # A shapeless program replays at other shapes once a trace at a second shape gave
+            # the same graph. Where it did not (a mean's 1 / n, a broadcast, a slice or a
+            # reshape that holds the traced shape), each shape has a program of its own.
+            exact = cache.get((key, shapes))
+            if exact is None:
+                exact = traced((key, shapes), True)
+                if key not in shape_free:
+                    shape_free[key] = entry[0].same_graph(exact[0])
+            if not shape_free[key]:
+                entry, other_shapes = exact, False
+            state_out = _state_arrays(outputs)
+        program, out_def, n_state, _ = entry
+        if not other_shapes and _differentiated(program_inputs):
             results = _with_vjp(program, program_inputs)
         else:
-            results = program(program_inputs, shapeless)
-        returned = results[: len(results) - n_state]
-        for a, value in zip(state_out, results[len(returned):]):
+            results = program(program_inputs, other_shapes)
+        returned = iter(results[: len(results) - n_state])
+        for a, value in zip(state_out, results[len(results) - n_state:]):
             a._rebind(value)
-        return unflatten(out_def, returned)
+        tree_out, fixed = out_def
+        return unflatten(tree_out, [next(returned) if f is None else f[0] for f in fixed])
 
     return compiled
 

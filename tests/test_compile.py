@@ -149,10 +149,69 @@ def test_changed_calls_retrace(second):
 def test_shapeless_replays_across_shapes_but_not_ranks():
     f, calls = _counted(lambda x: mx.exp(x) - x)
     g = mx.compile(f, shapeless=True)
-    for shape in [(2,), (5,), (3, 2)]:
+    # (2,) traces; (5,) traces again and finds the same graph; (7,) replays; (3, 2) traces
+    for shape in [(2,), (5,), (7,), (4,), (3, 2)]:
         x = np.linspace(-1, 1, int(np.prod(shape))).reshape(shape)
         assert_allclose(g(mx.array(x, mx.float64)), np.exp(x) - x, dtype=mx.float64)
+    assert len(calls) == 3
+    f, calls = _counted(mx.softmax)  # one primitive along the last axis, whatever its length
+    g = mx.compile(f, shapeless=True)
+    for n in (3, 5, 2):
+        x = np.linspace(-1, 1, n)
+        assert_allclose(g(mx.array(x, mx.float64)), np.exp(x) / np.exp(x).sum(),
+                        dtype=mx.float64)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("fun, reference", [
+    (lambda x: mx.mean(x), np.mean),                         # 1 / n is a constant
+    (lambda x: mx.exp(x) + 1, lambda x: np.exp(x) + 1),      # the scalar is broadcast
+    (lambda x: x[1:] * 2, lambda x: x[1:] * 2),              # the slice's stop
+    (lambda x: mx.reshape(x, (x.shape[0], 1)), lambda x: x.reshape(-1, 1)),
+], ids=["mean", "broadcast", "slice", "reshape"])
+def test_shapeless_functions_whose_graph_holds_the_shape_stay_right(fun, reference):
+    f, calls = _counted(fun)
+    g = mx.compile(f, shapeless=True)
+    for n in (3, 5, 2, 5):
+        x = np.linspace(-1, 1, n)
+        assert_allclose(g(mx.array(x, mx.float64)), reference(x), dtype=mx.float64)
+    assert len(calls) == 3  # a program per shape, each traced once
+
+
+def test_compile_replays_custom_functions_and_checkpoints():
+    @mx.custom_function
+    def scaled_exp(x):
+        return mx.exp(x)
+
+    @scaled_exp.vjp
+    def scaled_exp_vjp(primals, cotangent, output):
+        return cotangent * output * 10  # a rule of its own: 10 times the true one
+
+    x = np.array([0.1, -0.4, 0.9])
+    a = mx.array(x, mx.float64)
+    for _ in range(2):  # the trace, then a replay
+        assert_allclose(mx.compile(scaled_exp)(a), np.exp(x), dtype=mx.float64)
+        grad = mx.compile(mx.grad(lambda v: scaled_exp(v).sum()))(a)
+        assert_allclose(grad, 10 * np.exp(x), dtype=mx.float64)
+    saved = mx.checkpoint(lambda v: mx.sin(v) * v)
+    g = mx.compile(mx.grad(lambda v: saved(v).sum()))
+    for _ in range(2):
+        assert_allclose(mx.compile(saved)(a), np.sin(x) * x, dtype=mx.float64)
+        assert_allclose(g(a), np.cos(x) * x + np.sin(x), dtype=mx.float64)
+    assert_allclose(mx.grad(lambda v: mx.compile(saved)(v).sum())(a), np.cos(x) * x + np.sin(x),
+                    dtype=mx.float64)
+
+
+def test_compile_of_a_function_updating_its_argument_in_place():
+    def fun(x):
+        x += 1
+        return x * 2
+
+    g = mx.compile(fun)
+    a = mx.array([1.0, 2.0])
+    for _ in range(2):
+        assert g(a).tolist() == [4.0, 6.0]
+    assert a.tolist() == [1.0, 2.0]  # the caller's array is not the traced one
 
 
 def test_common_subexpressions_and_constants_are_simplified():
@@ -243,9 +302,13 @@ def test_compile_rejects_bad_arguments_and_outputs():
     with pytest.raises(TypeError, match="^compile: function arguments must be trees of arrays "
                                         "or constants .*, got object"):
         mx.compile(lambda x, o: x)(mx.array(1.0), object())
-    with pytest.raises(TypeError, match="^compile: fun must return arrays or trees of arrays, "
-                                        "got int"):
-        mx.compile(lambda x: (x, 3))(mx.array(1.0))
+
+
+def test_compile_returns_non_array_outputs_as_traced():
+    g = mx.compile(lambda x: (x * 2, 3, {"name": "s", "none": None}))
+    for _ in range(2):
+        out, three, tree = g(mx.array([1.0, 2.0]))
+        assert out.tolist() == [2.0, 4.0] and three == 3 and tree == {"name": "s", "none": None}
 
 
 def test_disabled_compile_runs_python_each_call():

@@ -310,7 +310,7 @@ def _loss_of(op: str, value: Any, aux_allowed: bool) -> Array:
         loss = value[0]
     else:
         loss = None
-    if not isinstance(loss, Array) or loss.size != 1:
+    if not isinstance(loss, Array) or loss.ndim != 0:
         allowed = ("a scalar array, or a tuple whose first element is a scalar array"
                    if aux_allowed else "a scalar array")
         got = _describe(value if loss is None else loss)

@@ -128,7 +128,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
             traced.append(stand_in)
         if size is None:
             raise ValueError("vmap: at least one of in_axes must be non-None")
-        result = trace(fun, unflatten(treedef, traced))
+        result = trace(fun, unflatten(treedef, traced), op="vmap")
         outs, out_def = flatten(result)
         out_axes_list = _flat_axes("vmap", out_axes, result, True)
         mapped = _replay(outs, batched)

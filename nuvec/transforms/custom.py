@@ -174,6 +174,7 @@ class custom_function:  # noqa: N801  (MLX's name)
     """
 
     def __init__(self, f: Callable[..., Any]):
+        check_callable("custom_function", f)
         self._fun = f
         self._vjp: Callable | None = None
         self._jvp: Callable | None = None

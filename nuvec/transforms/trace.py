@@ -45,11 +45,26 @@ def mark(primals: Sequence[Array]) -> list[Array]:
     return marked
 
 
-def trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None) -> Any:
-    """Calls `fun(*args, **kwargs)` with tracing on: the nodes it records keep their graph."""
+_TRACED_FUNCTION = {"vmap": "a vmapped function", "compile": "a compiled function"}
+
+
+def trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None,
+          op: str | None = None) -> Any:
+    """Calls `fun(*args, **kwargs)` with tracing on: the nodes it records keep their graph.
+
+    With `op` (`"vmap"`, `"compile"`: transforms whose traced arrays are placeholders), an
+    evaluation of a traced array inside `fun` fails with an error naming `op`.
+    """
     tracing.depth += 1
     try:
         return fun(*args, **(kwargs or {}))
+    except ValueError as exc:
+        if op is None or not str(exc).startswith("eval: cannot evaluate a placeholder"):
+            raise
+        raise ValueError(
+            f"{op}: attempting to evaluate an array inside {_TRACED_FUNCTION[op]} (eval, item, "
+            "tolist, print or a conversion to NumPy of a traced array) is not allowed"
+        ) from exc
     finally:
         tracing.depth -= 1
 
@@ -83,11 +98,13 @@ def release(*trees: Any) -> None:
                 node.detach()
 
 
-def traced_graph(outputs: Sequence[Array], starts: set[Node]) -> list[Node]:
+def traced_graph(outputs: Sequence[Array], starts: set[Node],
+                 into_custom: bool = False) -> list[Node]:
     """Traced nodes between the starts and the outputs, inputs first.
 
     A primitive with a `num_primals` attribute (custom functions, checkpoints) passes its later
-    inputs through as values: transforms apply its own rules and do not walk into them.
+    inputs through as values: transforms apply its own rules and do not walk into them, unless
+    `into_custom` (`compile`, which replays the function's own graph before the node).
     """
     blocked: set[Node] = set()
 
@@ -96,7 +113,7 @@ def traced_graph(outputs: Sequence[Array], starts: set[Node]) -> list[Node]:
         if primitive is None or n in starts or n in blocked:
             return False
         hidden = getattr(primitive, "num_primals", None)
-        if hidden is not None:
+        if hidden is not None and not into_custom:
             blocked.update(n.sources[hidden:])
         return True
 

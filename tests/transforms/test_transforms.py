@@ -184,6 +184,9 @@ def test_float64_gradients_are_accurate_to_float64() -> None:
     [
         (lambda: mx.grad(lambda x: x * 2.0), lambda g: g(mx.array([1.0, 2.0])), ValueError,
          r"^grad: the function must return a scalar array; got an array of shape \(2,\)"),
+        (lambda: mx.grad(lambda x: x.sum(keepdims=True)), lambda g: g(mx.array([1.0, 2.0])),
+         ValueError,  # one element is not a scalar (MLX's and JAX's rule)
+         r"^grad: the function must return a scalar array; got an array of shape \(1,\)"),
         (lambda: mx.grad(lambda x: (x.sum(), x)), lambda g: g(mx.array([1.0])), ValueError,
          "^grad: the function must return a scalar array; got tuple"),
         (lambda: mx.value_and_grad(lambda x: ()), lambda g: g(mx.array(1.0)), ValueError,
@@ -206,8 +209,8 @@ def test_float64_gradients_are_accurate_to_float64() -> None:
         (lambda: mx.value_and_grad(lambda x: x, argnums=[]), None, ValueError,
          "^value_and_grad: gradient with respect to no argument requested"),
     ],
-    ids=["non-scalar", "grad-with-aux", "empty-tuple", "aux-first-not-array", "integer-input",
-         "python-float", "argnum-out-of-range", "missing-argname",
+    ids=["non-scalar", "one-element", "grad-with-aux", "empty-tuple", "aux-first-not-array",
+         "integer-input", "python-float", "argnum-out-of-range", "missing-argname",
          "negative-argnum", "duplicate-argnum", "no-argument"],
 )
 def test_grad_errors(make, call, error, match) -> None:
@@ -273,9 +276,11 @@ def test_vmap_output_that_ignores_the_batch_is_broadcast() -> None:
          "^vmap: axis must be int or None"),
         (lambda: mx.vmap(lambda a: a * 2.0, out_axes=None)(mx.ones((2,))), ValueError,
          "^vmap: out_axes None for an output that depends on a batched input"),
+        (lambda: mx.vmap(lambda a: a.item())(mx.ones((2,))), ValueError,
+         "^vmap: attempting to evaluate an array inside a vmapped function"),
     ],
     ids=["batch-size", "in-axis-range", "out-axis-range", "all-none", "non-array-arg",
-         "non-array-output", "axes-length", "axis-type", "out-axes-none"],
+         "non-array-output", "axes-length", "axis-type", "out-axes-none", "evaluation"],
 )
 def test_vmap_errors(call, error, match) -> None:
     with pytest.raises(error, match=match):
@@ -441,6 +446,11 @@ def test_custom_function_rule_errors(rule, call, match) -> None:
     getattr(f, rule)(bad[rule])
     with pytest.raises(ValueError, match=match):
         call(f)
+
+
+def test_custom_function_needs_a_callable() -> None:
+    with pytest.raises(TypeError, match=r"^custom_function: fun must be callable, got 3 \(int\)"):
+        mx.custom_function(3)
 
 
 def test_custom_jvp_and_vmap_need_positional_arguments() -> None:
