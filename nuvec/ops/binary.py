@@ -424,7 +424,8 @@ def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> Array:
     """Clips `a` to `[a_min, a_max]`; either bound may be None (not both), a scalar or an array.
 
     The result equals `minimum(maximum(a, a_min), a_max)`, promoted and broadcast as that is,
-    computed in one pass.
+    computed in one pass (complex values compare as `maximum` and `minimum` do, real part
+    first, as MLX's).
 
     Args:
         a: input array or scalar.
@@ -437,7 +438,6 @@ def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> Array:
 
     Raises:
         ValueError: if both bounds are None or the shapes cannot be broadcast together.
-        TypeError: for complex input.
 
     Example:
         >>> import nuvec as mx
@@ -455,7 +455,8 @@ def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> Array:
     x, lo = promote("clip", x, a_min, s)
     x, hi = promote("clip", x, a_max, s)
     lo = u.astype(lo, x.dtype, stream=s)
-    _real_only("clip", x)
+    if x.dtype is dt.complex64:
+        return minimum(maximum(x, lo, stream=s), hi, stream=s)
     if not (x.shape == lo.shape == hi.shape):
         x, lo, hi = broadcast_all("clip", (x, lo, hi), s)
     return record1(CLIP, (x, lo, hi), s)

@@ -254,7 +254,7 @@ def conv_general(input: Any, weight: Any, /, stride: int | Sequence[int] = 1,
 def conv_nd(op: str, nd: int, input, weight, stride, padding, dilation, groups, stream) -> Array:
     s = to_stream(stream)
     x, w, nd = conv_inputs(op, input, weight, nd, groups, s)
-    pad = int_params(op, "padding", padding, nd, 0)
+    pad = int_params(op, "padding", padding, nd, -(2**31))  # negative: cropped, as MLX
     prim = Convolution(int_params(op, "stride", stride, nd, 1), pad, pad,
                        int_params(op, "dilation", dilation, nd, 1), (1,) * nd, groups, False)
     return record_conv(op, x, w, prim, s)

@@ -25,7 +25,7 @@ def _conv_transpose(op: str, nd: int, input, weight, stride, padding, dilation, 
     s = to_stream(stream)
     x, w, nd = conv_inputs(op, input, weight, nd, groups, s)
     stride = int_params(op, "stride", stride, nd, 1)
-    padding = int_params(op, "padding", padding, nd, 0)
+    padding = int_params(op, "padding", padding, nd, -(2**31))  # negative: grown, as MLX
     dilation = int_params(op, "dilation", dilation, nd, 1)
     output_padding = int_params(op, "output_padding", output_padding, nd, 0)
     for i in range(nd):

@@ -1,7 +1,7 @@
 """Elementwise rounding: `floor`, `ceil`, `trunc` and `round` (with `decimals`).
 
 The primitives are piecewise constant (`Flat`: no gradient); integer and boolean inputs are
-returned unchanged and complex inputs rejected.
+returned unchanged; `round` rounds a complex value's parts, the others reject complex input.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ FLOOR, CEIL, ROUND, TRUNC = Floor(), Ceil(), Round(), Trunc()
 def _rounding(name: str, primitive: Unary, a: Any, stream: StreamLike) -> Array:
     stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, name)
-    if a.dtype is dt.complex64:
+    if a.dtype is dt.complex64 and primitive is not ROUND:  # round takes the parts (MLX's)
         raise DtypeError(f"{name}: not supported for complex64 arrays")
-    if not a.dtype.is_floating:
+    if not a.dtype.is_inexact:
         return fresh(a)
     return record1(primitive, (a,), to_stream(stream))
 
@@ -74,7 +74,8 @@ def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
     """Rounds to `decimals` decimal places, halves to even (as NumPy and MLX).
 
     With `decimals != 0` the value is scaled by 10**decimals, rounded and scaled back (integer
-    inputs compute in float32 and are cast back, so `round(1234, -2)` is 1200).
+    inputs compute in float32 and are cast back, so `round(1234, -2)` is 1200). A complex
+    value has its real and imaginary parts rounded.
 
     Args:
         a: input array.
@@ -85,7 +86,7 @@ def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
         The rounded values, of `a`'s dtype.
 
     Raises:
-        TypeError: for complex input or a non-integer `decimals`.
+        TypeError: for a non-integer `decimals`.
 
     Example:
         >>> import nuvec as mx
@@ -94,10 +95,10 @@ def round(a: Any, /, decimals: int = 0, *, stream: StreamLike = None) -> Array:
     """
     decimals = index_int(decimals, "round", "decimals", -(2**31), 2**31 - 1)
     a = as_array(a, "round")
-    if decimals == 0 or a.dtype is dt.complex64:
+    if decimals == 0:
         return _rounding("round", ROUND, a, stream)
     s = to_stream(stream)
-    x = unary.float_input(a, "round", s)
+    x = a if a.dtype is dt.complex64 else unary.float_input(a, "round", s)
     # past float64's range the scale is inf or 0 and the result NaN, as in MLX and NumPy
     scale = 10.0**decimals if decimals <= 308 else math.inf
     inverse = 1.0 / scale if scale else math.inf

@@ -13,7 +13,8 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Copy, Primitive
 from nuvec.ops import reduction
-from nuvec.ops.arguments import as_array, check_shape, fresh, int_tuple, normalize_axis
+from nuvec.ops.arguments import (as_array, check_shape, fresh, index_int, int_tuple,
+                                  normalize_axis)
 from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
 from nuvec.ops.families import Linear, apply, is_ones, move_batch_to_front, ones
 
@@ -167,18 +168,20 @@ def _infer_shape(a: Array, shape: Any, op: str) -> Shape:
 def flatten(a: Any, /, start_axis: int = 0, end_axis: int = -1, *, stream: Any = None) -> Array:
     """`a` with axes `start_axis` through `end_axis` (inclusive) merged into one.
 
-    A 0-d array becomes shape (1,).
+    A 0-d array becomes shape (1,). As in MLX, axes past either end are clamped to the first
+    and last axis (`flatten(a, 0, 7)` of a 3-d array merges all three).
 
     Args:
         a: the input array.
-        start_axis: the first axis to merge.
+        start_axis: the first axis to merge (negative counts from the end).
         end_axis: the last axis to merge (inclusive; negative counts from the end).
 
     Returns:
         The array with the merged axis.
 
     Raises:
-        ValueError: if an axis is out of range or `end_axis` comes before `start_axis`.
+        ValueError: if `end_axis` comes before `start_axis` (once clamped).
+        TypeError: if an axis is not an int.
 
     Example:
         >>> import nuvec as mx
@@ -188,8 +191,11 @@ def flatten(a: Any, /, start_axis: int = 0, end_axis: int = -1, *, stream: Any =
     a = as_array(a, "flatten")
     if a.ndim == 0:
         return reshape(a, (1,), stream=stream)
-    lo = normalize_axis(start_axis, a.ndim, "flatten")
-    hi = normalize_axis(end_axis, a.ndim, "flatten")
+    # MLX's rule: negative axes count from the end, then both are clamped to the axes
+    start = index_int(start_axis, "flatten", "start_axis")
+    end = index_int(end_axis, "flatten", "end_axis")
+    lo = max(start + a.ndim if start < 0 else start, 0)
+    hi = min(end + a.ndim if end < 0 else end, a.ndim - 1)
     if hi < lo:
         raise ValueError(f"flatten: end_axis {end_axis} must come after start_axis {start_axis} "
                          f"for shape {a.shape}")

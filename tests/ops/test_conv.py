@@ -59,6 +59,8 @@ CASES = [  # (input shape, weight shape, stride, padding, dilation, groups)
     ((1, 8, 6, 4), (4, 3, 2, 1), (2, 1), (1, 0), (1, 2), 4),
     ((1, 5, 4, 3, 2), (3, 2, 3, 2, 2), (1, 2, 1), (1, 0, 1), 1, 1),
     ((1, 6, 5, 4, 4), (2, 2, 2, 2, 2), 2, 1, (1, 2, 1), 2),
+    ((2, 9, 3), (4, 3, 3), 1, -1, 1, 1),  # a negative padding crops the input (MLX's rule)
+    ((2, 6, 7, 3), (5, 3, 3, 3), (1, 2), (-1, 1), 1, 1),
 ]
 
 
@@ -115,7 +117,9 @@ def transpose_reference(x, w, stride, padding, dilation, output_padding, groups)
             wg = w[(slice(g * cg_out, (g + 1) * cg_out), *tap)]
             y[(slice(None), *window, slice(g * cg_out, (g + 1) * cg_out))] += (
                 x[..., g * cg_in:(g + 1) * cg_in] @ wg.T)
-    crop = tuple(slice(p, f - p) for p, f in zip(padding, full))
+    # a padding crops the full output; a negative one grows it by zeros (MLX's rule)
+    y = np.pad(y, [(0, 0)] + [(max(-p, 0),) * 2 for p in padding] + [(0, 0)])
+    crop = tuple(slice(max(p, 0), f - max(p, 0)) for p, f in zip(padding, y.shape[1:-1]))
     return y[(slice(None), *crop)]
 
 
@@ -124,6 +128,7 @@ def transpose_reference(x, w, stride, padding, dilation, output_padding, groups)
     ((2, 4, 4), (4, 3, 2), 2, 1, 1, 1, 2),
     ((1, 3, 4, 2), (3, 2, 3, 2), (2, 1), (0, 1), (1, 2), (1, 0), 1),
     ((1, 2, 3, 2, 2), (2, 2, 2, 2, 2), 2, 0, 1, 0, 1),
+    ((2, 5, 2), (3, 2, 2), 1, -1, 1, 0, 1),  # a negative padding grows the output
 ], ids=str)
 def test_conv_transpose(xs, ws, stride, padding, dilation, output_padding, groups):
     nd = len(xs) - 2
@@ -194,7 +199,7 @@ def test_conv_grads_train_a_step():
     (lambda: mx.conv1d(mx.zeros((1, 4, 2)), mx.zeros((1, 3, 2)), stride=0), ValueError,
      "^conv1d: stride must be >= 1"),
     (lambda: mx.conv1d(mx.zeros((1, 4, 2)), mx.zeros((1, 3, 2)), padding=-1), ValueError,
-     "^conv1d: padding must be >= 0"),
+     "^conv1d: the padded input"),  # a negative padding crops (MLX's): 2 < 3 taps
     (lambda: mx.conv2d(mx.zeros((1, 4, 4, 2)), mx.zeros((1, 3, 3, 2)), stride=(1, 1, 1)),
      ValueError, "^conv2d: stride must be an int or 2 ints"),
     (lambda: mx.conv3d(mx.zeros((1, 4, 4, 4, 2)), mx.zeros((1, 3, 3, 3, 2)), dilation=0),

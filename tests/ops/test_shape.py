@@ -122,6 +122,11 @@ def test_pad_constant_values_cast_and_methods():
            dt.int32)
     f = mx.zeros((2, 3, 4))
     assert f.flatten().shape == (24,) and f.flatten(1).shape == (2, 12)
+    # axes past either end are clamped, as in MLX
+    assert f.flatten(0, 7).shape == (24,) and f.flatten(-9, 1).shape == (6, 4)
+    assert f.flatten(-4, 0).shape == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"^flatten: end_axis 5 must come after start_axis 3"):
+        f.flatten(3, 5)
     assert f.transpose(2, 0, 1).shape == (4, 2, 3) and f.transpose((1, 0, 2)).shape == (3, 2, 4)
     assert f.transpose().shape == (4, 3, 2) and f.T.shape == (4, 3, 2)
     assert f.swapaxes(0, 2).shape == (4, 3, 2) and f.moveaxis(2, 0).shape == (4, 2, 3)

@@ -353,11 +353,17 @@ def test_weak_scalar_inputs():
     assert_allclose(mx.abs(-3), 3, dtype=dt.int32)
 
 
-@pytest.mark.parametrize("name", ["expm1", "erf", "erfinv", "floor", "ceil", "trunc", "round",
+@pytest.mark.parametrize("name", ["expm1", "erf", "erfinv", "floor", "ceil", "trunc",
                                   "isposinf", "isneginf"])
 def test_complex_rejected(name):
     with pytest.raises(TypeError, match=f"^{name}: not supported for complex64"):
         getattr(mx, name)(mx.array([1 + 1j]))
+
+
+def test_round_of_complex_rounds_both_parts():
+    z = np.array([1.26 + 2.71j, -0.5 + 1.5j, 2.5 - 3.55j], np.complex64)
+    assert_allclose(mx.round(mx.array(z)), np.round(z), dtype=mx.complex64)
+    assert_allclose(mx.round(mx.array(z), 1), np.round(z, 1), dtype=mx.complex64)
 
 
 def test_errors():
