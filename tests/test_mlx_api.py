@@ -362,10 +362,16 @@ SIGNATURES = {
     "fft.irfft": "(a, n=None, axis=-1, norm='backward', *, stream=None)",
     "fft.irfft2": "(a, s=None, axes=(-2, -1), norm='backward', *, stream=None)",
     "fft.irfftn": "(a, s=None, axes=None, norm='backward', *, stream=None)",
+    "fft.istft": (
+        "(stft_matrix, n_fft=None, hop_length=None, win_length=None, window=None, center=True, "
+        "norm='backward', onesided=None, length=None, *, stream=None)"),
     "fft.rfft": "(a, n=None, axis=-1, norm='backward', *, stream=None)",
     "fft.rfft2": "(a, s=None, axes=(-2, -1), norm='backward', *, stream=None)",
     "fft.rfftfreq": "(n, d=1.0, *, stream=None)",
     "fft.rfftn": "(a, s=None, axes=None, norm='backward', *, stream=None)",
+    "fft.stft": (
+        "(x, n_fft=2048, hop_length=None, win_length=None, window=None, center=True, "
+        "pad_mode='reflect', norm='backward', onesided=None, *, stream=None)"),
     "fast.add_rms_norm": "(x, residual, weight, eps, *, stream=None)",
     "fast.cross_entropy": "(logits, targets, *, stream=None)",
     "fast.cuda_kernel": (

@@ -104,7 +104,10 @@ def _int_list(values: Any, op: str, what: str) -> list[int]:
     return [index_int(v, op, what) for v in values]
 
 
-_NORMS = ("backward", "ortho", "forward")
+def check_norm(op: str, norm: Any) -> None:
+    """Raises ValueError for a `norm` other than "backward", "ortho" and "forward"."""
+    if norm not in ("backward", "ortho", "forward"):
+        raise ValueError(f"{op}: norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
 
 
 def fft_transform(
@@ -118,8 +121,7 @@ def fft_transform(
     cut to its real part.
     """
     stream = to_stream(stream)  # checked even when nothing is recorded
-    if norm not in _NORMS:
-        raise ValueError(f"{op}: norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
+    check_norm(op, norm)
     a = as_array(a, op)
     if a.ndim < 1:
         raise ValueError(f"{op}: requires an array with at least one dimension, got shape ()")
