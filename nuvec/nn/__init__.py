@@ -14,6 +14,10 @@ from nuvec.nn.layers.containers import Sequential
 from nuvec.nn.layers.convolution import (
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
 )
+from nuvec.nn.layers.distributed import (
+    AllToShardedLinear, FullyShardedModule, QuantizedAllToShardedLinear,
+    QuantizedShardedToAllLinear, ShardedToAllLinear, fully_shard,
+)
 from nuvec.nn.layers.dropout import Dropout, Dropout2d, Dropout3d
 from nuvec.nn.layers.embedding import Embedding
 from nuvec.nn.layers.linear import Bilinear, Identity, Linear
@@ -43,5 +47,7 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "Upsample", "upsample_nearest", "upsample_linear", "upsample_cubic",
     "RNN", "GRU", "LSTM", "QuantizedLinear", "QuantizedEmbedding",
+    "AllToShardedLinear", "ShardedToAllLinear", "QuantizedAllToShardedLinear",
+    "QuantizedShardedToAllLinear", "FullyShardedModule", "fully_shard",
     *_activations, *_activation_layers,
 ]

@@ -13,7 +13,10 @@ import time
 import numpy as np
 
 import nuvec as mx
+import nuvec.nn as nn
 from nuvec.nn import average_gradients
+from nuvec.nn.layers.distributed import shard_inplace, shard_linear
+from nuvec.utils import tree_flatten
 
 world = mx.distributed.init(strict=True, backend="mpi")
 RANK, SIZE = world.rank(), world.size()
@@ -262,6 +265,80 @@ def check_average_gradients() -> None:
     print("ok average_gradients")
 
 
+def close(name: str, got: mx.Array, want: mx.Array, tol: float = 1e-5) -> None:
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol,
+                               err_msg=name)
+
+
+def check_sharded_linears() -> None:
+    """An MLP split over the ranks (all-to-sharded, then sharded-to-all) against the whole
+    MLP, which every rank builds from the same seed: outputs, the input's gradient (summed
+    over the ranks) and each rank's block of the parameters' gradients."""
+    mx.random.seed(5)
+    full = nn.Sequential(nn.Linear(6, 4 * SIZE), nn.tanh, nn.Linear(4 * SIZE, 3))
+    split = nn.Sequential(shard_linear(full.layers[0], "all-to-sharded"), nn.tanh,
+                          shard_linear(full.layers[2], "sharded-to-all"))
+    x = mx.array(data(0, (5, 6), mx.float32, 20))  # the same input on every rank
+    close("sharded mlp", split(x), full(x))
+    loss = lambda model: lambda v: (model(v) ** 2).sum()  # noqa: E731
+    close("input gradient", mx.grad(loss(split))(x), mx.grad(loss(full))(x), 1e-4)
+    _, mine = nn.value_and_grad(split, loss(split))(x)
+    _, whole = nn.value_and_grad(full, loss(full))(x)
+    block = slice(RANK * 4, (RANK + 1) * 4)
+    close("first weight", mine["layers"][0]["weight"], whole["layers"][0]["weight"][block], 1e-4)
+    close("first bias", mine["layers"][0]["bias"], whole["layers"][0]["bias"][block], 1e-4)
+    close("second weight", mine["layers"][2]["weight"], whole["layers"][2]["weight"][:, block],
+          1e-4)
+    close("second bias", mine["layers"][2]["bias"], whole["layers"][2]["bias"], 1e-4)
+    # a fused projection of three parts: each rank holds its block of every part
+    fused = nn.Linear(6, 3 * 2 * SIZE)
+    parts = mx.split(fused(x), 3, axis=-1)
+    want = mx.concatenate([p[:, RANK * 2:(RANK + 1) * 2] for p in parts], axis=-1)
+    close("segments", shard_linear(fused, "all-to-sharded", segments=3)(x), want)
+    copy = nn.Linear(6, 3 * 2 * SIZE)
+    copy.update(fused.parameters())
+    shard_inplace(copy, "all-to-sharded", segments=3)
+    close("shard_inplace", copy(x), want)
+    # quantized: each rank's block of the input holds whole groups of 64
+    quantized = nn.QuantizedLinear(64 * SIZE, 8 * SIZE)
+    xq = mx.array(data(0, (2, 64 * SIZE), mx.float32, 21))
+    columns = slice(RANK * 64, (RANK + 1) * 64)
+    close("quantized sharded-to-all", shard_linear(quantized, "sharded-to-all")(xq[:, columns]),
+          quantized(xq), 1e-4)
+    close("quantized all-to-sharded", shard_linear(quantized, "all-to-sharded")(xq),
+          quantized(xq)[:, RANK * 8:(RANK + 1) * 8], 1e-4)
+    print("ok sharded linears")
+
+
+def check_fully_sharded() -> None:
+    """FSDP: each rank trains on its own data; outputs equal the whole model's and each
+    rank's gradient block is its block of the gradients averaged over the ranks."""
+    def model():
+        mx.random.seed(6)
+        return nn.Sequential(nn.Linear(6, 2 * SIZE), nn.tanh, nn.Linear(2 * SIZE, 3 * SIZE))
+
+    full, sharded = model(), nn.fully_shard(model())
+    assert isinstance(sharded, nn.FullyShardedModule)
+    x = mx.array(data(RANK, (4, 6), mx.float32, 30))
+    close("fsdp output", sharded(x), full(x))
+    _, mine = nn.value_and_grad(sharded, lambda v: (sharded(v) ** 2).sum())(x)
+    total = None
+    for rank in range(SIZE):
+        xr = mx.array(data(rank, (4, 6), mx.float32, 30))
+        grads = dict(tree_flatten(nn.value_and_grad(full, lambda v: (full(v) ** 2).sum())(xr)[1]))
+        total = grads if total is None else {k: total[k] + g for k, g in grads.items()}
+    for path, g in tree_flatten(mine["module"]):
+        rows = total[path].shape[0] // SIZE
+        close(f"fsdp {path}", g, total[path][RANK * rows:(RANK + 1) * rows] / SIZE, 1e-4)
+    try:
+        nn.fully_shard(nn.Linear(6, 2 * SIZE + 1))
+    except ValueError as exc:
+        assert "cannot shard parameter 'weight'" in str(exc), exc
+    else:
+        raise AssertionError("fully_shard of an indivisible axis did not raise")
+    print("ok fully_shard")
+
+
 def check_mismatches() -> None:
     """Ranks calling different shapes, dtypes or operations all raise, naming them; the group
     stays usable afterwards."""
@@ -333,5 +410,7 @@ if __name__ == "__main__":
     check_vmap()
     check_streams()
     check_average_gradients()
+    check_sharded_linears()
+    check_fully_sharded()
     check_mismatches()
     print(f"rank {RANK} of {SIZE}: all checks passed")
