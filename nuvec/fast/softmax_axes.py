@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from nuvec import ops
 from nuvec.fast.base import one
 from nuvec.fast.softmax import LOGSUMEXP, SOFTMAX
 from nuvec.graph import dtypes as dt
-from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import Stream, stream as stream_context, to_stream
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
@@ -24,11 +24,17 @@ __all__ = ["logsumexp", "softmax"]
 
 
 def _float_input(op: str, a: Any, s: Stream) -> Array:
-    """`a` in a floating dtype (float32 for integers and bools); complex is rejected."""
+    """`a` in an inexact dtype (float32 for integers and bools)."""
     a = as_array(a, op)
-    if a.dtype is dt.complex64:
-        raise DtypeError(f"{op}: complex inputs are not supported, got complex64")
-    return astype(a, at_least_float(a.dtype), stream=s)
+    return a if a.dtype is dt.complex64 else astype(a, at_least_float(a.dtype), stream=s)
+
+
+def _shifted_exp(a: Array, axes: tuple[int, ...], s: Stream) -> tuple[Array, Array]:
+    """`exp(a - m)` and `m`, the largest real part over `axes` (kept): the complex path, in
+    ordinary ops (a real shift leaves the imaginary parts, so no branch of the log moves)."""
+    shift = ops.stop_gradient(ops.max(ops.real(a, stream=s), axis=axes, keepdims=True,
+                                      stream=s), stream=s)
+    return ops.exp(ops.subtract(a, shift, stream=s), stream=s), shift
 
 
 def logsumexp(
@@ -37,7 +43,8 @@ def logsumexp(
     """log(sum(exp(a))) over `axis`, computed stably (the max is subtracted first).
 
     Integers compute in float32; float16/bfloat16 accumulate in float32. If the maximum is
-    ±inf the result is that maximum. Records `nuvec.fast`'s fused last-axis node.
+    ±inf the result is that maximum. Records `nuvec.fast`'s fused last-axis node; a complex
+    input (as MLX) is shifted by its largest real part and composed of ordinary ops.
 
     Args:
         a: the input.
@@ -49,7 +56,6 @@ def logsumexp(
 
     Raises:
         ValueError: if a reduced axis is empty, or an axis is out of range or repeated.
-        TypeError: for complex input.
 
     Example:
         >>> import nuvec as mx
@@ -62,6 +68,11 @@ def logsumexp(
     if not axes:
         return fresh(a)
     check_nonempty("logsumexp", a, axes)
+    if a.dtype is dt.complex64:
+        exps, shift = _shifted_exp(a, axes, s)
+        total = ops.sum(exps, axis=axes, keepdims=True, stream=s)
+        out = ops.add(ops.log(total, stream=s), shift, stream=s)
+        return out if keepdims else ops.squeeze(out, axes, stream=s)
     rows, _ = to_rows(a, axes, s)
     with stream_context(s):
         out = one(LOGSUMEXP, [rows])
@@ -79,7 +90,8 @@ def softmax(
 
     Integers compute in float32. Records `nuvec.fast`'s fused last-axis node, which always
     accumulates float16/bfloat16 in float32, so `precise=True` (MLX: accumulate half types in
-    float32) changes nothing.
+    float32) changes nothing. A complex input (as MLX) is shifted by its largest real part and
+    composed of ordinary ops.
 
     Args:
         a: the input.
@@ -91,7 +103,6 @@ def softmax(
 
     Raises:
         ValueError: if an axis is out of range or repeated.
-        TypeError: for complex input.
 
     Example:
         >>> import nuvec as mx
@@ -103,6 +114,9 @@ def softmax(
     axes = normalize_axes(axis, a.ndim, "softmax")
     if a.size == 0:  # no groups to normalize
         return fresh(a)
+    if a.dtype is dt.complex64:
+        exps, _ = _shifted_exp(a, axes, s)
+        return ops.divide(exps, ops.sum(exps, axis=axes, keepdims=True, stream=s), stream=s)
     rows, perm = to_rows(a, axes, s)
     with stream_context(s):
         out = one(SOFTMAX, [rows])

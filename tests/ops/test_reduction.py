@@ -402,12 +402,6 @@ def test_arg_axis_must_be_int(op):
         getattr(mx, op)(mx.ones((2, 3)), (0, 1))
 
 
-@pytest.mark.parametrize("op", ["logsumexp", "softmax"])
-def test_complex_rejected(op):
-    with pytest.raises(TypeError, match=f"^{op}: complex inputs are not supported"):
-        getattr(mx, op)(mx.array([1 + 1j]))
-
-
 def test_axis_type_rejected():
     with pytest.raises(TypeError, match="^sum: axis must be an int"):
         mx.sum(mx.ones((2,)), 0.5)

@@ -275,13 +275,8 @@ class AllToShardedLinear(_ShardedLinear):
 class ShardedToAllLinear(_ShardedLinear):
     """A `Linear` whose input features are split over the group: each process multiplies its
     block of the input, and the partial products are summed over the group (every process
-    gets the whole output).
-
-    Args:
-        input_dims: input features of the whole layer (divisible by the group size).
-        output_dims: output features.
-        bias: whether to learn a bias.
-        group: the group; default the global one.
+    gets the whole output). Arguments as `AllToShardedLinear`'s, except that the group size
+    must divide `input_dims`.
 
     Example:
         >>> import nuvec.nn as nn
