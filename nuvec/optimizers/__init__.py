@@ -7,6 +7,7 @@ parameters (`apply_gradients`); its `state` is a tree of arrays that saves and r
 
 from nuvec.optimizers.adafactor import Adafactor
 from nuvec.optimizers.base import MultiOptimizer, Optimizer, clip_grad_norm
+from nuvec.optimizers.muon import Muon
 from nuvec.optimizers.optimizers import (
     SGD, AdaDelta, Adagrad, Adam, Adamax, AdamW, Lion, RMSprop,
 )
@@ -16,6 +17,6 @@ from nuvec.optimizers.schedulers import (
 
 __all__ = [
     "Optimizer", "MultiOptimizer", "SGD", "RMSprop", "Adagrad", "AdaDelta", "Adam", "AdamW",
-    "Adamax", "Adafactor", "Lion", "clip_grad_norm", "exponential_decay", "step_decay",
+    "Adamax", "Adafactor", "Lion", "Muon", "clip_grad_norm", "exponential_decay", "step_decay",
     "cosine_decay", "linear_schedule", "join_schedules",
 ]

@@ -11,6 +11,7 @@ import pytest
 import nuvec as mx
 import nuvec.nn as nn
 import nuvec.optimizers as optim
+from nuvec.optimizers.muon import orthogonalized
 from nuvec.utils import tree_flatten, tree_unflatten
 
 STEPS = 5
@@ -132,6 +133,30 @@ def _adafactor(lr=None, eps=(1e-30, 1e-3), clip=1.0, decay=-0.8, beta_1=None, wd
     return rule
 
 
+def _newton_schulz(x, steps):
+    a, b, c = 3.4445, -4.7750, 2.0315
+    tall = x.shape[0] > x.shape[1]
+    x = x.T if tall else x
+    x = x / (np.linalg.norm(x) + 1e-7)
+    for _ in range(steps):
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.T if tall else x
+
+
+def _muon(momentum=0.95, decay=0.01, nesterov=True, steps=5):
+    def rule(t, g, p, s):
+        g = g + decay * p
+        v = s["v"] = momentum * s.get("v", 0.0) + (1 - momentum) * g
+        u = (1 - momentum) * g + momentum * v if nesterov else v
+        lr = LR
+        if u.ndim >= 2:
+            u = _newton_schulz(u.reshape(u.shape[0], -1), steps).reshape(u.shape)
+            lr *= max(1.0, u.shape[-2] / u.shape[-1]) ** 0.5
+        return p - lr * u
+    return rule
+
+
 CASES = [
     ("sgd", lambda: optim.SGD(LR), _sgd()),
     ("sgd_momentum", lambda: optim.SGD(LR, momentum=0.9), _sgd(0.9)),
@@ -157,6 +182,10 @@ CASES = [
     ("adafactor_warmup_unscaled", lambda: optim.Adafactor(warmup_init=True,
                                                           scale_parameter=False),
      _adafactor(warmup=True, scale=False)),
+    ("muon", lambda: optim.Muon(LR), _muon()),
+    ("muon_plain_momentum", lambda: optim.Muon(LR, momentum=0.8, weight_decay=0.0,
+                                               nesterov=False, ns_steps=3),
+     _muon(0.8, 0.0, False, 3)),
 ]
 
 
@@ -167,6 +196,24 @@ def test_update_rule_matches_formula(name, make, rule) -> None:
     for key in expected:
         np.testing.assert_allclose(got[key], expected[key], rtol=1e-12, atol=1e-14,
                                    err_msg=f"{name}: {key}")
+
+
+def test_muon_orthogonalizes_tall_and_stacked_matrices() -> None:
+    rng = np.random.default_rng(3)
+    params = {"tall": rng.standard_normal((6, 2)), "conv": rng.standard_normal((2, 3, 2))}
+    grads = {k: rng.standard_normal(v.shape) for k, v in params.items()}
+    got = optim.Muon(LR).apply_gradients({k: mx.array(v, mx.float64) for k, v in grads.items()},
+                                         {k: mx.array(v, mx.float64) for k, v in params.items()})
+    rule = _muon()
+    for key in params:
+        np.testing.assert_allclose(np.asarray(got[key]), rule(1, grads[key], params[key], {}),
+                                   rtol=1e-12, atol=1e-14, err_msg=key)
+    # five steps leave the singular values of the update near 1 (between 0.6 and 1.2)
+    singular = np.linalg.svd(np.asarray(orthogonalized(mx.array(rng.standard_normal((8, 5))),
+                                                       5)), compute_uv=False)
+    assert np.all((singular > 0.6) & (singular < 1.2)), singular
+    with pytest.raises(ValueError, match="^Muon: ns_steps must be >= 0, got -1"):
+        optim.Muon(LR, ns_steps=-1)
 
 
 def test_state_tree_initial_contents() -> None:
