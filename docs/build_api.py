@@ -58,7 +58,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("devices", "Devices, streams, evaluation and memory",
      "Where operations run, when they compute, the memory they hold and the CPU's threads.",
      ("nuvec.graph.device", "nuvec.graph.evaluator", "nuvec.graph.memory",
-      "nuvec.backends.threads")),
+      "nuvec.graph.buffers", "nuvec.backends.threads")),
     ("transforms", "Function transformations",
      "grad, vjp, jvp, vmap and custom rules (see also [transforms]({docs}/transforms.md)).",
      ("nuvec.transforms.autodiff", "nuvec.transforms.batching", "nuvec.transforms.custom",
@@ -79,7 +79,7 @@ NAME_FAMILY = {
     "as_strided": "shape", "view": "shape", "hadamard_transform": "contractions",
     "gather_mm": "contractions", "block_masked_mm": "contractions",
     "segmented_mm": "contractions", "gather_qmm": "quantization",
-    "stop_gradient": "transforms", "astype": "dtypes",
+    "stop_gradient": "transforms", "astype": "dtypes", "matrix_norm": "reductions",
 }
 
 # The other namespaces: (page, module, what it holds).

@@ -8,6 +8,7 @@ from nuvec.graph.device import (
     Device,
     DeviceType,
     Stream,
+    ThreadLocalStream,
     cpu,
     default_device,
     default_stream,
@@ -16,6 +17,8 @@ from nuvec.graph.device import (
     gpu,
     is_available,
     new_stream,
+    new_thread_local_stream,
+    new_thread_unsafe_stream,
     set_default_device,
     set_default_stream,
     stream,
@@ -55,10 +58,12 @@ from nuvec.graph.dtypes import (
     unsignedinteger,
 )
 from nuvec.graph.evaluator import EvaluationError, async_eval, eval, synchronize
+from nuvec.graph.buffers import get_array_buffer_size
 from nuvec.graph.memory import (
     clear_cache,
     get_active_memory,
     get_cache_memory,
+    get_memory_limit,
     get_peak_memory,
     reset_peak_memory,
     set_cache_limit,

@@ -302,6 +302,62 @@ def new_stream(device: Device | DeviceType) -> Stream:
     return _make_stream(_as_device(device))
 
 
+def new_thread_unsafe_stream(device: Device | DeviceType) -> Stream:
+    """A new stream on `device` that any thread may use, as MLX's (every nuvec stream may be
+    used from any thread: this is `new_stream`).
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.add(1, 2, stream=mx.new_thread_unsafe_stream(mx.cpu)).item()
+        3
+    """
+    return new_stream(device)
+
+
+class ThreadLocalStream:
+    """A stream per thread (MLX's `ThreadLocalStream`): each thread that records on it gets a
+    stream of its own on `device`, made at its first use and kept. Pass it wherever a stream
+    is taken (`stream=`, `mx.stream(...)`).
+
+    Example:
+        >>> import nuvec as mx
+        >>> s = mx.new_thread_local_stream(mx.cpu)
+        >>> mx.add(1, 2, stream=s).item()
+        3
+    """
+
+    __slots__ = ("device", "index", "_local")
+    _count = 0
+
+    def __init__(self, device: Device):
+        self.device = device
+        with _lock:
+            self.index = ThreadLocalStream._count
+            ThreadLocalStream._count += 1
+        self._local = threading.local()
+
+    def resolve(self) -> Stream:
+        """This thread's stream."""
+        found = getattr(self._local, "stream", None)
+        if found is None:
+            found = self._local.stream = _make_stream(self.device)
+        return found
+
+    def __repr__(self) -> str:
+        return f"ThreadLocalStream({self.device}, {self.index})"
+
+
+def new_thread_local_stream(device: Device | DeviceType) -> ThreadLocalStream:
+    """A `ThreadLocalStream` on `device`: one stream per thread that uses it.
+
+    Example:
+        >>> import nuvec as mx
+        >>> mx.new_thread_local_stream(mx.cpu).device
+        Device(cpu, 0)
+    """
+    return ThreadLocalStream(_as_device(device))
+
+
 def set_default_stream(s: Stream) -> None:
     """Makes `s` the default stream of its device (for every thread without a `stream(...)`).
 
@@ -373,10 +429,12 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
             return s
     elif isinstance(s, (Device, DeviceType)):
         s = default_stream(s)
+    elif isinstance(s, ThreadLocalStream):
+        s = s.resolve()
     elif not isinstance(s, Stream):
         op = public_caller("stream")
-        raise TypeError(f"{op}: stream must be a Stream, Device or None, got {s!r} "
-                        f"({type(s).__name__})")
+        raise TypeError(f"{op}: stream must be a Stream, ThreadLocalStream, Device or None, "
+                        f"got {s!r} ({type(s).__name__})")
     if s.device.type is not DeviceType.cpu:
         backend_for(s.device)
     return s

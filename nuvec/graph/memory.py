@@ -23,9 +23,10 @@ class _Counters:
 counters = _Counters()
 
 
-def _root(data: Any) -> Any:
+def root_buffer(data: Any) -> Any:
+    """The array owning `data`'s memory (`data` itself unless it is a view of one)."""
     base = getattr(data, "base", None)
-    while base is not None:
+    while base is not None and hasattr(base, "nbytes"):
         data = base
         base = getattr(data, "base", None)
     return data
@@ -35,11 +36,11 @@ def owned_bytes(outputs: Sequence[Any], inputs: Sequence[Any]) -> int:
     """Bytes of the buffers behind `outputs` that are not buffers of `inputs`."""
     if len(outputs) == 1 and getattr(outputs[0], "base", 0) is None:
         return outputs[0].nbytes
-    input_roots = {id(_root(x)) for x in inputs}
+    input_roots = {id(root_buffer(x)) for x in inputs}
     seen: set[int] = set()
     total = 0
     for out in outputs:
-        root = _root(out)
+        root = root_buffer(out)
         if id(root) in input_roots or id(root) in seen:
             continue
         seen.add(id(root))
@@ -155,11 +156,25 @@ def set_memory_limit(limit: int) -> int:
         True
     """
     limit = _check_limit("set_memory_limit", limit)
-    previous = device_memory(default_device()) if limits.memory is None else limits.memory
+    previous = get_memory_limit()
     limits.memory = limit
     for b in loaded_backends():
         b.set_memory_limit(limit)
     return previous
+
+
+def get_memory_limit() -> int:
+    """The bytes nuvec may allocate (see `set_memory_limit`): by default the default
+    device's memory size.
+
+    Example:
+        >>> import nuvec as mx
+        >>> old = mx.set_memory_limit(1 << 30)
+        >>> mx.get_memory_limit()
+        1073741824
+        >>> _ = mx.set_memory_limit(old)
+    """
+    return device_memory(default_device()) if limits.memory is None else limits.memory
 
 
 def set_cache_limit(limit: int) -> int:

@@ -57,6 +57,43 @@ def test_stream_keyword_accepts_stream_device_and_device_type():
         mx.exp(x, stream="cpu")
 
 
+def test_thread_local_stream_gives_each_thread_its_own_stream():
+    shared = mx.new_thread_local_stream(mx.cpu)
+    assert repr(shared).startswith("ThreadLocalStream(Device(cpu, 0), ")
+    seen = []
+
+    def record():
+        with mx.stream(shared):
+            first = mx.exp(mx.array(1.0)).stream
+        seen.append((first, mx.add(1, 2, stream=shared).stream))
+
+    threads = [threading.Thread(target=record) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(a == b for a, b in seen)  # one stream per thread, kept
+    assert seen[0][0] != seen[1][0] and mx.add(1, 2, stream=shared).stream not in seen[0]
+    unsafe = mx.new_thread_unsafe_stream(mx.cpu)
+    assert unsafe != mx.default_stream(mx.cpu) and mx.add(1, 2, stream=unsafe).item() == 3
+
+
+def test_memory_limit_and_buffer_sizes():
+    old = mx.set_memory_limit(1 << 30)
+    try:
+        assert mx.get_memory_limit() == 1 << 30
+    finally:
+        mx.set_memory_limit(old)
+    a = mx.arange(10.0)
+    view, b = a[2:5], mx.arange(3, dtype=mx.float16)
+    mx.eval(a, view, b)
+    assert mx.get_array_buffer_size(a) == 40
+    assert mx.get_array_buffer_size(a, view, a) == 40  # one buffer behind all three
+    assert mx.get_array_buffer_size([a, {"b": b}], "ignored") == 46
+    with pytest.raises(ValueError, match="^get_array_buffer_size: arrays must be evaluated"):
+        mx.get_array_buffer_size(a + 1)
+
+
 def test_set_default_device_cpu():
     mx.set_default_device(mx.cpu)
     assert mx.default_device() == mx.cpu

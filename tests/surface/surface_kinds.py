@@ -119,8 +119,10 @@ def public_callables() -> Iterator[tuple[str, Callable]]:
             fn = getattr(ns, name)
             if name.startswith("_") or inspect.isclass(fn) or inspect.ismodule(fn):
                 continue
-            if getattr(fn, "__name__", name) != name and getattr(ns, fn.__name__, None) is fn:
-                continue  # a second name (`acos` for `arccos`): checked under its own
+            own = getattr(fn, "__name__", name)
+            if own != name and any(getattr(n, own, None) is fn for n in NAMESPACES.values()):
+                continue  # a second name (`acos` for `arccos`, `matrix_norm` for
+                # `linalg.norm`): checked under its own
             if callable(fn):
                 yield prefix + name, fn
 

@@ -18,8 +18,8 @@ class Opaque:
 
 
 def test_bad_stream_names_the_op_and_the_value():
-    with pytest.raises(TypeError, match=r"^abs: stream must be a Stream, Device or None, "
-                                        r"got 'bogus'"):
+    with pytest.raises(TypeError, match=r"^abs: stream must be a Stream, ThreadLocalStream, "
+                                        r"Device or None, got 'bogus'"):
         mx.abs(mx.ones((2,)), stream="bogus")
     with pytest.raises(TypeError, match=r"^sum: stream must be"):
         mx.ones((2,)).sum(stream=3)  # an Array method names the op it stands for
@@ -135,8 +135,8 @@ def test_device_and_stream_arguments_are_checked():
     with pytest.raises(TypeError, match=r"^is_available: device must be a Device or DeviceType, "
                                         r"got 'cpu' \(str\)"):
         mx.is_available("cpu")
-    with pytest.raises(TypeError, match=r"^synchronize: stream must be a Stream, Device or None, "
-                                        r"got 's' \(str\)"):
+    with pytest.raises(TypeError, match=r"^synchronize: stream must be a Stream, "
+                                        r"ThreadLocalStream, Device or None, got 's' \(str\)"):
         mx.synchronize("s")
     mx.synchronize(mx.cpu)
     mx.synchronize(mx.default_stream(mx.cpu))
@@ -291,7 +291,7 @@ def test_valid_scalar_spellings_pass():
     (lambda: mx.set_printoptions(threshold=2**40), ValueError,
      r"^set_printoptions: threshold must be an int in \[0, 2\*\*31\), got 1099511627776"),
     (lambda: mx.stream("s"), TypeError,
-     r"^stream: stream must be a Stream, Device or None, got 's'"),
+     r"^stream: stream must be a Stream, ThreadLocalStream, Device or None, got 's'"),
     (lambda: mx.random.split(mx.random.key(0), num=1.5), TypeError,
      r"^split: num must be an int, got 1.5"),
     (lambda: mx.random.categorical(mx.zeros((2, 3)), num_samples="2"), TypeError,
@@ -317,5 +317,6 @@ def test_options_counts_and_aliases_are_checked_at_the_call(call, error, message
 def test_ops_that_record_nothing_still_check_the_stream(op):
     args = {"squeeze": (mx.ones((2,)),), "swapaxes": (mx.ones((2,)), 0, 0),
             "moveaxis": (mx.ones((2,)), 0, 0)}.get(op, (mx.ones((2,)),))
-    with pytest.raises(TypeError, match=rf"^{op}: stream must be a Stream, Device or None, got 3"):
+    with pytest.raises(TypeError, match=rf"^{op}: stream must be a Stream, ThreadLocalStream, "
+                                        "Device or None, got 3"):
         getattr(mx, op)(*args, stream=3)
