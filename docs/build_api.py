@@ -58,7 +58,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("devices", "Devices, streams, evaluation and memory",
      "Where operations run, when they compute, the memory they hold and the CPU's threads.",
      ("nuvec.graph.device", "nuvec.graph.evaluator", "nuvec.graph.memory",
-      "nuvec.graph.buffers", "nuvec.backends.threads")),
+      "nuvec.graph.buffers", "nuvec.graph.dot", "nuvec.backends.threads")),
     ("transforms", "Function transformations",
      "grad, vjp, jvp, vmap and custom rules (see also [transforms]({docs}/transforms.md)).",
      ("nuvec.transforms.autodiff", "nuvec.transforms.batching", "nuvec.transforms.custom",

@@ -59,6 +59,7 @@ from nuvec.graph.dtypes import (
 )
 from nuvec.graph.evaluator import EvaluationError, async_eval, eval, synchronize
 from nuvec.graph.buffers import get_array_buffer_size
+from nuvec.graph.dot import export_to_dot
 from nuvec.graph.memory import (
     clear_cache,
     get_active_memory,

@@ -172,6 +172,7 @@ SIGNATURES = {
     "set_memory_limit": "(limit)",
     "set_wired_limit": "(limit)",
     "get_cache_memory": "()",
+    "export_to_dot": "(file, *args, **kwargs)",
     "get_array_buffer_size": "(*args)",
     "get_memory_limit": "()",
     "get_peak_memory": "()",
