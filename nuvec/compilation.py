@@ -34,7 +34,7 @@ from nuvec.graph.primitive import COPY
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.fast.fused import fetcher
 from nuvec.fusion import fuse
-from nuvec.transforms.autodiff import vjp
+from nuvec.transforms.autodiff import pullback
 from nuvec.transforms.custom import CustomTransforms
 from nuvec.transforms.trace import Key, key_of, release, trace, traced_graph, untraced
 
@@ -220,7 +220,7 @@ class _VjpPrograms:
             self.inexact = [i for i, o in enumerate(probe) if o.dtype.is_inexact]
             cots = [placeholder(probe[i].shape, probe[i].dtype, probe[i].stream)
                     for i in self.inexact]
-            grads = vjp(outputs, primals, cots)[1]
+            grads = pullback(outputs, primals, cots)[1]
             return primals, cots, grads
 
         primals, cots, grads = untraced(derive)

@@ -8,7 +8,7 @@
 - `check_vmap(f, args, in_axes)`: `vmap(f)` against a Python loop stacked with NumPy.
 - `OpSpec`, `run_grad_checks`, `run_vmap_checks`: the rule table's rows and its driver.
 
-Complex values pair as real(sum(x * y)), without conjugation; integer and boolean values
+Complex values pair as real(sum(conj(x) * y)), as real pairs; integer and boolean values
 count as zero-derivative floats.
 """
 
@@ -81,9 +81,10 @@ def _values(a: Any) -> np.ndarray:
 
 
 def _inner(xs: Sequence[Any], ys: Sequence[Any]) -> float:
-    """The real pairing real(sum(x * y)), without conjugation, that the complex rules
-    transpose under (as MLX's `multiply` rule: the cotangent of z -> c z is c u)."""
-    return float(sum(np.sum(_values(x) * _values(y)).real for x, y in zip(xs, ys)))
+    """The real inner product real(sum(conj(x) * y)) (complex values as pairs of reals),
+    under which `vjp` is the adjoint of `jvp` (MLX's convention: the cotangent u of
+    z -> c z pulls back to conj(c) u)."""
+    return float(sum(np.sum(np.conj(_values(x)) * _values(y)).real for x, y in zip(xs, ys)))
 
 
 def _outputs(value: Any) -> list[Array]:

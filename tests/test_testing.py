@@ -73,9 +73,10 @@ def test_float32_precision_fails_the_float64_vmap_check() -> None:
 
 def test_complex_rules_are_checked_under_the_real_pairing() -> None:
     z = mx.array(np.array([0.5 + 1j, -1.0 + 0.25j]), mx.complex64)
-    # imag(z) = real(-i z): its transpose multiplies a cotangent by -i; +i is the wrong sign
+    # imag(z) = real(-i z): its vjp multiplies a cotangent by conj(-i) = +i (MLX's
+    # convention); -i, the transpose without conjugation, is the wrong sign
     wrong = mx.custom_function(mx.imag)
-    wrong.vjp(lambda p, c, out: mx.astype(c, mx.complex64) * 1j)
+    wrong.vjp(lambda p, c, out: mx.astype(c, mx.complex64) * -1j)
     check_grads(mx.imag, [z], eps=1e-3, rtol=2e-3, atol=2e-3)
     with pytest.raises(AssertionError, match="vjp disagrees with finite differences"):
         check_grads(wrong, [z], eps=1e-3, rtol=2e-3, atol=2e-3)

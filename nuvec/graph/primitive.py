@@ -37,7 +37,9 @@ class Primitive:
     defines equality. Rules receive and return nuvec arrays:
 
     - `vjp(primals, cotangents, argnums, outputs)` -> one cotangent (or `None`) per argnum;
-      `cotangents` has one entry per output, `None` where that output gets no cotangent.
+      `cotangents` has one entry per output, `None` where that output gets no cotangent. For
+      complex values the rule is the transpose (`u * f'(z)`); the public `vjp` conjugates
+      around the walk into MLX's `u * conj(f'(z))`.
     - `jvp(primals, tangents, outputs)` -> one tangent (or `None`) per output; `tangents` has one
       entry per primal, `None` for a zero tangent (never all `None`).
     - `vmap(inputs, axes)` -> (outputs, output axes); `axes[i]` is the batch axis of input `i`

@@ -41,8 +41,8 @@ class Real(Linear, Unary):
 class Imag(Linear, Unary):
     """Imaginary part of a complex array (float32); the cotangent comes back as -i * c.
 
-    imag(t) = real(-i t), so under the pairing real(a b) of Multiply's rule (no conjugation,
-    as MLX) the transpose multiplies by -i.
+    imag(t) = real(-i t), so under the pairing real(a b) of the rules the transpose multiplies
+    by -i (`vjp` conjugates it into MLX's +i).
     """
 
     __slots__ = ()

@@ -32,8 +32,8 @@ class FFT(Linear, Primitive):
 
     `sizes` are the logical transform lengths (the output lengths of an inverse real
     transform, the input lengths otherwise). The input already has the transformed shape.
-    Cotangents follow the transpose convention (MLX's and JAX's): the DFT matrices are
-    symmetric, so complex transforms pull back through themselves.
+    The rule is the transpose (as every rule; `vjp` conjugates it into MLX's convention): the
+    DFT matrices are symmetric, so complex transforms pull back through themselves.
     """
 
     __slots__ = ("axes", "inverse", "real", "sizes")

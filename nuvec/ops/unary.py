@@ -212,8 +212,8 @@ class Abs(Unary):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x = primals[0]
-        # The transpose of t -> real(conj(sign(z)) t) under the pairing real(a b) that
-        # Multiply's rule (no conjugation, as MLX) uses.
+        # The transpose of t -> real(conj(sign(z)) t) under the pairing real(a b) of the
+        # rules (`vjp` conjugates it into MLX's u * sign(z)).
         s = complex_parts.conj(sign(x)) if x.dtype is dt.complex64 else sign(x)
         return [binary.multiply(cotangents[0], s)]
 

@@ -15,11 +15,12 @@ from typing import Any, Callable, Sequence
 
 from nuvec.graph.array import Array, Node, handle
 from nuvec.graph.device import to_stream
-from nuvec.graph.dtypes import DtypeError
+from nuvec.graph.dtypes import DtypeError, complex64
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.ops.arguments import check_callable, int_tuple
 from nuvec.ops.binary import add
+from nuvec.ops.complex_parts import conj
 from nuvec.ops.creation import zeros_like
 from nuvec.ops.families import ones
 from nuvec.ops.unary import astype
@@ -165,10 +166,39 @@ def _handles(starts: Sequence[Array]) -> list[Array]:
     return [handle(s._node, s._index) for s in starts]
 
 
+def conjugated(values: Sequence[Array | None]) -> list[Array | None]:
+    """The complex arrays of `values` conjugated (the others as they are)."""
+    return [conj(v) if v is not None and v.dtype is complex64 else v for v in values]
+
+
+def pullback(
+    fun: Callable[..., Any], primals: Sequence[Array], cotangents: Sequence[Array]
+) -> tuple[list[Array], list[Array]]:
+    """`vjp` in the rules' own convention, the transpose: a complex cotangent `u` of
+    `z -> c z` pulls back to `c u`. Transforms built on reverse mode use it (custom rules,
+    `compile`); the public `vjp` conjugates around it."""
+    primals = check_arrays("vjp", "primals", primals)
+    cotangents = check_arrays("vjp", "cotangents", cotangents)
+    starts = mark(primals)
+    outputs = _as_output_list("vjp", trace(fun, _handles(starts)))
+    if len(cotangents) != len(outputs):
+        raise ValueError(f"vjp: got {len(cotangents)} cotangents for {len(outputs)} outputs")
+    for o, c in zip(outputs, cotangents):
+        if o.shape != c.shape:
+            raise ValueError(f"vjp: cotangent shape {c.shape} does not match output {o.shape}")
+    grads = backward(outputs, cotangents, starts)
+    release(outputs, starts)
+    return outputs, [_fit("vjp", g, p) for g, p in zip(grads, primals)]
+
+
 def vjp(
     fun: Callable[..., Any], primals: Sequence[Array], cotangents: Sequence[Array]
 ) -> tuple[list[Array], list[Array]]:
     """Runs `fun(*primals)` and pulls `cotangents` back to the primals.
+
+    Complex values follow MLX's convention (PyTorch's): the cotangent `u` of `z -> f(z)`
+    pulls back to `u * conj(f'(z))`, so the gradient of a real loss is
+    `dL/dx + 1j * dL/dy` and descends along `-grad`.
 
     Args:
         fun: takes arrays, returns an array or a list of arrays.
@@ -190,18 +220,9 @@ def vjp(
         >>> g.item()
         6.0
     """
-    primals = check_arrays("vjp", "primals", primals)
     cotangents = check_arrays("vjp", "cotangents", cotangents)
-    starts = mark(primals)
-    outputs = _as_output_list("vjp", trace(fun, _handles(starts)))
-    if len(cotangents) != len(outputs):
-        raise ValueError(f"vjp: got {len(cotangents)} cotangents for {len(outputs)} outputs")
-    for o, c in zip(outputs, cotangents):
-        if o.shape != c.shape:
-            raise ValueError(f"vjp: cotangent shape {c.shape} does not match output {o.shape}")
-    grads = backward(outputs, cotangents, starts)
-    release(outputs, starts)
-    return outputs, [_fit("vjp", g, p) for g, p in zip(grads, primals)]
+    outputs, grads = pullback(fun, primals, conjugated(cotangents))
+    return outputs, conjugated(grads)
 
 
 def jvp(
@@ -363,7 +384,7 @@ def _value_and_grad(
         grads = backward([loss], [ones(loss.shape, loss.dtype)], starts)  # (a cached leaf)
         release(value, kept, starts)
         fitted = list(leaves)
-        for i, g in zip(where, grads):
+        for i, g in zip(where, conjugated(grads)):  # (MLX's complex convention, as vjp)
             fitted[i] = _fit(op, g, leaves[i])
         tree = unflatten(treedef, fitted)
         by_pos = tree[0] if len(nums) == 1 else (tuple(tree[: len(nums)]) if nums else None)

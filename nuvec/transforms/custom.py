@@ -18,7 +18,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.graph.tree import TreeDef, flatten, unflatten
 from nuvec.ops.arguments import check_callable
 from nuvec.ops.creation import zeros_like
-from nuvec.transforms.autodiff import jvp, vjp
+from nuvec.transforms.autodiff import conjugated, jvp, pullback
 from nuvec.transforms.batching import vmap
 from nuvec.transforms.depends import depends
 from nuvec.transforms.trace import untraced
@@ -65,7 +65,7 @@ class CustomTransforms(Primitive):
                 raise ValueError(f"custom_function: the vjp returned {len(grads)} cotangents "
                                  f"for {n} array arguments")
         else:
-            grads = vjp(self.fun, args, cots)[1]
+            grads = pullback(self.fun, args, cots)[1]
         return [grads[i] if i < n else None for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
@@ -214,11 +214,14 @@ class custom_function:  # noqa: N801  (MLX's name)
 
     def _flat_vjp(self, call: _Call) -> Callable:
         def flat(primals, cotangents, outputs, wanted):
+            # the user's rule is in `vjp`'s (MLX's) complex convention; the node's rules are
+            # transposes: conjugate around it, as `vjp` does around `pullback`
             args, kwargs = self._positional(call, "vjp", primals)
-            grads = self._vjp(args, call.outputs(cotangents), call.outputs(outputs), **kwargs)
+            cots = call.outputs(conjugated(cotangents))
+            grads = self._vjp(args, cots, call.outputs(outputs), **kwargs)
             tree = grads if call.num_args != 1 else [grads]
             count = sum(1 for i in call.positions if i < _positional_leaves(call))
-            found = _arrays_of("custom_function", "vjp", tree, count)
+            found = conjugated(_arrays_of("custom_function", "vjp", tree, count))
             return found + [None] * (len(primals) - count)
 
         return flat
@@ -298,7 +301,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
                     full[i] = a
                 return call.flat(*full)
 
-            grads = vjp(partial, [held[i] for i in wanted], cotangents)[1]
+            grads = pullback(partial, [held[i] for i in wanted], cotangents)[1]
             # Each gradient depends on the others: all are computed as soon as one is needed,
             # so the recomputed intermediates are freed at once.
             found = {

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
+import nuvec.optimizers as optim
 from nuvec.testing import check_grads
 
 RNG = np.random.default_rng(7)
@@ -78,7 +79,8 @@ def _real_loss(f):
 @pytest.mark.parametrize("name", ["exp", "log", "sin", "cos", "tanh", "sqrt", "square",
                                   "reciprocal", "sinh", "cosh", "tan", "arctan", "negative"])
 def test_holomorphic_gradients_match_the_derivative(name):
-    """For holomorphic f, nuvec's (MLX's) vjp of cotangent 1 is f'(z) at each entry."""
+    """For holomorphic f, nuvec's (MLX 0.32's) vjp of cotangent 1 is conj(f'(z)) at each
+    entry: the cotangent u pulls back to u * conj(f'(z))."""
     fn = getattr(mx, name)
     z = V[:4]
     _, (g,) = mx.vjp(fn, [mx.array(z)], [mx.ones(4, mx.complex64)])
@@ -87,16 +89,38 @@ def test_holomorphic_gradients_match_the_derivative(name):
     ref = {"negative": lambda w: -w, "reciprocal": lambda w: 1 / w, "square": lambda w: w * w,
            "arctan": np.arctan}.get(name, getattr(np, name, None))
     derivative = (ref(zz + h) - ref(zz - h)) / (2 * h)
-    np.testing.assert_allclose(np.asarray(g), derivative, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(np.asarray(g), np.conj(derivative), rtol=2e-3, atol=2e-3)
+
+
+def test_complex_gradients_follow_mlx_convention_and_descend():
+    z = mx.array([1 + 2j, -0.5 + 1j])
+    _, (g,) = mx.vjp(lambda a: a * (2 + 1j), [z], [mx.array([1 + 1j, 1j])])
+    np.testing.assert_allclose(np.asarray(g), np.array([1 + 1j, 1j]) * (2 - 1j), rtol=1e-6)
+    target = np.array([0.25 - 1j, 2 + 0.5j])
+    loss = lambda a: mx.sum(mx.abs(a - mx.array(target)) ** 2)  # noqa: E731
+    np.testing.assert_allclose(np.asarray(mx.grad(loss)(z)), 2 * (np.asarray(z) - target),
+                               rtol=1e-5)  # dL/dx + i dL/dy
+    params = {"z": z}
+    optimizer = optim.SGD(0.25)
+    for _ in range(20):
+        params = optimizer.apply_gradients({"z": mx.grad(loss)(params["z"])}, params)
+    np.testing.assert_allclose(np.asarray(params["z"]), target, atol=1e-5)
+    # a custom rule is written in the same convention: u * conj(c) for z -> c z
+    scaled = mx.custom_function(lambda a: a * (2 + 1j))
+    scaled.vjp(lambda a, u, out: u * (2 - 1j))
+    real_loss = lambda f: lambda a: mx.sum(mx.real(f(a) * mx.array(0.3 - 0.7j)))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(mx.grad(real_loss(scaled))(z)),
+                               np.asarray(mx.grad(real_loss(lambda a: a * (2 + 1j)))(z)),
+                               rtol=1e-6)
 
 
 def test_abs_and_prod_gradients():
     z = V[:4]
     _, (g,) = mx.vjp(mx.abs, [mx.array(z)], [mx.ones(4)])
-    np.testing.assert_allclose(np.asarray(g), np.conj(z) / np.abs(z), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g), z / np.abs(z), rtol=1e-6)  # MLX's sign(z)
     _, (g,) = mx.vjp(mx.prod, [mx.array(z)], [mx.array(1 + 0j)])
     others = np.array([np.prod(np.delete(z, i)) for i in range(4)])
-    np.testing.assert_allclose(np.asarray(g), others, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(g), np.conj(others), rtol=1e-5)
 
 
 def test_complex_rejected_where_mlx_rejects_it():
