@@ -63,7 +63,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
      "grad, vjp, jvp, vmap and custom rules (see also [transforms]({docs}/transforms.md)).",
      ("nuvec.transforms.autodiff", "nuvec.transforms.batching", "nuvec.transforms.custom",
       "nuvec.transforms.depends",
-      "nuvec.graph.primitive", "nuvec.compilation")),
+      "nuvec.graph.primitive", "nuvec.compilation", "nuvec.exporting")),
     ("io", "Saving and loading",
      "Arrays to and from `.npy`, `.npz`, `.safetensors` and `.gguf` files (see also "
      "[files]({docs}/files.md)).",

@@ -102,6 +102,9 @@ from nuvec import fast  # noqa: E402
 from nuvec import cuda, metal  # noqa: E402
 from nuvec import distributed  # noqa: E402
 from nuvec.compilation import compile, disable_compile, enable_compile  # noqa: E402
+from nuvec.exporting import (  # noqa: E402
+    FunctionExporter, export_function, exporter, import_function,
+)
 from nuvec.io import (  # noqa: E402
     load, save, save_gguf, save_safetensors, savez, savez_compressed,
 )

@@ -28,12 +28,14 @@ from typing import Any
 import numpy as np
 
 from nuvec.graph.array import Array, Node, handle, placeholder, record, tracing
+from nuvec.graph.convert import from_data
 from nuvec.graph.device import to_stream
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import COPY
 from nuvec.graph.tree import flatten, unflatten
 from nuvec.fast.fused import fetcher
 from nuvec.fusion import fuse
+from nuvec.ops.shape import BroadcastTo
 from nuvec.transforms.autodiff import pullback
 from nuvec.transforms.custom import CustomTransforms
 from nuvec.transforms.trace import Key, key_of, release, trace, traced_graph, untraced
@@ -56,6 +58,12 @@ class _Program:
         """`stops`: computed nodes whose outputs are inputs (in `in_keys`), not steps."""
         refs: dict[Key, Ref] = {key: ("in", i) for i, key in enumerate(in_keys)}
         self.in_dtypes = [node.dtypes[i] for node, i in in_keys]
+        self.in_shapes = [node.shapes[i] for node, i in in_keys]
+        # shapeless (`same_graph`): broadcast steps replayed to the shape of another value,
+        # and constants of one repeated value (weak scalars) replayed as that value broadcast
+        # to the shape of another input of their step: {(step, position): (value, ref)}
+        self.like: dict[int, Ref] = {}
+        self.scalars: dict[tuple[int, int], tuple[Array, Ref]] = {}
         # False when the graph reads arrays an enclosing transform is tracing (placeholders
         # of an outer trace): such a program holds that trace's arrays and is used once.
         self.reusable = True
@@ -74,7 +82,10 @@ class _Program:
                 # a transform's mark (`value_and_grad` inside the step): the same value
                 refs[(node, 0)] = inputs[0]
                 continue
-            if all(r[0] == "const" for r in inputs):
+            if all(r[0] == "const" for r in inputs) and not isinstance(node.primitive,
+                                                                         BroadcastTo):
+                # (a broadcast of a constant stays a step: a view costs nothing to keep, and a
+                # shapeless program replays it to other shapes)
                 self._fold(node, inputs, refs)
                 continue
             step = self._merged(node, inputs, seen)
@@ -94,20 +105,69 @@ class _Program:
         """Whether `other` (a trace of the same function at other shapes) has the same steps
         with equal parameters and constants: then the graph does not depend on the shapes
         (as far as two traces tell), and replaying it with the primitives' own shape rules
-        computes what a trace would."""
+        computes what a trace would.
+
+        A broadcast whose target differs (a scalar broadcast against the input) still
+        matches if, in both traces, its target is the shape of another input of its first
+        consumer: it is then replayed to that input's shape (recorded in `like`)."""
         (steps, outs), (other_steps, other_outs) = self.unfused, other.unfused
         if len(steps) != len(other_steps) or len(outs) != len(other_outs):
             return False
-        for (p1, s1, r1, _, d1), (p2, s2, r2, _, d2) in zip(steps, other_steps):
+        like: dict[int, Ref] = {}
+        scalars: dict[tuple[int, int], tuple[Array, Ref]] = {}
+        for i, ((p1, s1, r1, _, d1), (p2, s2, r2, _, d2)) in enumerate(zip(steps,
+                                                                            other_steps)):
+            if not (s1 is s2 and d1 == d2 and len(r1) == len(r2)):
+                return False
+            for k, (a, b) in enumerate(zip(r1, r2)):
+                if _same_ref(a, b):
+                    continue
+                value = _repeated_value(a, b)
+                ref = None if value is None else next(
+                    (r for r in r1 if r[0] != "const" and self._shape_of(r) == a[1].shape
+                     and other._shape_of(r) == b[1].shape), None)
+                if ref is None:
+                    return False
+                scalars[(i, k)] = (value, ref)
             try:
                 same = p1 == p2
             except (TypeError, ValueError):  # parameters that do not compare (arrays)
                 same = False
-            if not (same and s1 is s2 and d1 == d2 and len(r1) == len(r2)):
+            if same:
+                continue
+            if type(p1) is not BroadcastTo or type(p2) is not BroadcastTo:
                 return False
-            if not all(map(_same_ref, r1, r2)):
+            ref = self._broadcast_like(i, other, like)
+            if ref is None:
                 return False
-        return all(map(_same_ref, outs, other_outs))
+            like[i] = ref
+        if not all(map(_same_ref, outs, other_outs)):
+            return False
+        self.like, self.scalars = like, scalars
+        return True
+
+    def _broadcast_like(self, i: int, other: "_Program", like: dict[int, Ref]) -> Ref | None:
+        """The input of broadcast step `i`'s first consumer whose shape is the broadcast's
+        target in both programs, if one is (and comes before that consumer, not itself a
+        broadcast being replaced)."""
+        steps, other_steps = self.unfused[0], other.unfused[0]
+        mine = ("op", i, 0)
+        for j in range(i + 1, len(steps)):
+            if mine not in steps[j][2]:
+                continue
+            for ref in steps[j][2]:
+                if ref == mine or ref[0] == "const" or (ref[0] == "op" and ref[1] in like):
+                    continue
+                if (self._shape_of(ref) == steps[i][0].shape
+                        and other._shape_of(ref) == other_steps[i][0].shape):
+                    return ref
+            return None
+        return None
+
+    def _shape_of(self, ref: Ref) -> tuple[int, ...]:
+        if ref[0] == "op":
+            return self.unfused[0][ref[1]][3][ref[2]]
+        return self.in_shapes[ref[1]] if ref[0] == "in" else ref[1].shape
 
     def _dtype_of(self, ref: Ref) -> Any:
         kind = ref[0]
@@ -183,9 +243,14 @@ class _Program:
                  ) -> list[Array]:
         """Records the steps on `inputs`; with the traced shapes, or the primitives' own
         shape rules if `shapeless`; the steps before fusion if not `fused`."""
-        consts, replay, outs = self._replay(fused)
+        if shapeless and (self.like or self.scalars):
+            steps, outs = self.unfused
+            results = replay(steps, outs, self.like, self.scalars, inputs)
+            return [handle(r._node, r._index) if o[0] == "in" else r
+                    for r, o in zip(results, outs)]
+        consts, replay_plan, outs = self._replay(fused)
         flat = [*inputs, *consts]
-        for primitive, stream, shapes, dtypes, fetch in replay:
+        for primitive, stream, shapes, dtypes, fetch in replay_plan:
             if shapeless:
                 flat.extend(record(primitive, fetch(flat), stream))
             elif len(shapes) == 1:
@@ -197,6 +262,40 @@ class _Program:
         # update) never rebinds the other
         return [handle(flat[i]._node, flat[i]._index) if passed else flat[i]
                 for passed, i in outs]
+
+
+def replay(steps: Sequence[tuple], outs: Sequence[Ref], like: dict[int, Ref],
+           scalars: dict[tuple[int, int], tuple[Array, Ref]],
+           inputs: Sequence[Array]) -> list[Array]:
+    """Records `steps` on `inputs` with the primitives' own shape rules; a broadcast step in
+    `like` takes the new shape of the value it names, recorded when its consumer reads it
+    (that value may come later in the steps), and a constant in `scalars` is its value
+    broadcast to the new shape of the step's input it names."""
+    made: dict[int, list[Array]] = {}
+
+    def value(ref: Ref) -> Array:
+        kind = ref[0]
+        if kind == "in":
+            return inputs[ref[1]]
+        if kind != "op":
+            return ref[1]
+        i = ref[1]
+        if i not in made:  # a broadcast of `like`
+            _, stream, refs, _, _ = steps[i]
+            made[i] = record(BroadcastTo(value(like[i]).shape), [value(refs[0])], stream)
+        return made[i][ref[2]]
+
+    def argument(i: int, k: int, ref: Ref, stream: Any) -> Array:
+        scalar = scalars.get((i, k))
+        if scalar is None:
+            return value(ref)
+        return record(BroadcastTo(value(scalar[1]).shape), [scalar[0]], stream)[0]
+
+    for i, (primitive, stream, refs, _, _) in enumerate(steps):
+        if i not in like:
+            made[i] = record(primitive, [argument(i, k, r, stream) for k, r in enumerate(refs)],
+                             stream)
+    return [value(r) for r in outs]
 
 
 class _VjpPrograms:
@@ -296,6 +395,21 @@ def _same_ref(a: Ref, b: Ref) -> bool:
     return bool(np.array_equal(np.asarray(x), np.asarray(y), equal_nan=x.dtype.is_inexact))
 
 
+def _repeated_value(a: Ref, b: Ref) -> Array | None:
+    """The 0-d value two constants of different shapes repeat (a weak scalar broadcast to
+    each trace's shape), or None if they are not that."""
+    if a[0] != "const" or b[0] != "const" or a[1].dtype != b[1].dtype:
+        return None
+    x, y = np.asarray(a[1]), np.asarray(b[1])
+    if x.size == 0 or y.size == 0 or x.ndim != y.ndim:
+        return None
+    first = x.reshape(-1)[0]
+    same = x.dtype.kind != "f" or not np.isnan(first)
+    if not (same and np.all(x == first) and np.all(y == first)):
+        return None
+    return from_data(x.reshape(-1)[:1].reshape(()), a[1].dtype)
+
+
 def _ref_id(ref: Ref) -> Any:
     return ref if ref[0] in ("in", "op") else (ref[0], id(ref[1]._node), ref[1]._index)
 
@@ -337,7 +451,7 @@ def _split_args(args: tuple, kwargs: dict) -> tuple[list[Array], Any, tuple]:
 
 
 def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[Array],
-           outputs: Any, fused: bool) -> tuple[_Program, Any, int]:
+           outputs: Any, fused: bool, op: str = "compile") -> tuple[_Program, Any, int]:
     """Traces `fun` on placeholders for its arrays and the captured inputs; restores the state."""
     stand_ins = [placeholder(a.shape, a.dtype, a.stream) if isinstance(a, Array) else a
                  for a in leaves]
@@ -349,7 +463,7 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
         a._rebind(p)
     try:
         args, kwargs = unflatten(treedef, stand_ins)
-        result = trace(fun, args, kwargs, "compile")
+        result = trace(fun, args, kwargs, op)
         leaves_out, tree_out = flatten(result)
         outs = [o for o in leaves_out if isinstance(o, Array)]
         # other leaves (numbers, strings, None) come back as the trace returned them, as MLX's
@@ -362,6 +476,15 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
     program = _Program(keys, finals, fused)
     release(finals)
     return program, out_def, len(state_out)
+
+
+def trace_program(fun: Callable[..., Any], args: tuple, kwargs: dict,
+                  op: str) -> tuple[_Program, Any]:
+    """`fun` traced on placeholders for the arrays of `args` and `kwargs` into an unfused
+    program, and the structure of its result (`export_function`'s trace)."""
+    leaves, treedef, _ = _split_args(args, kwargs)
+    program, out_def, _ = _trace(fun, leaves, treedef, [], None, False, op)
+    return program, out_def
 
 
 def compile(

@@ -45,7 +45,8 @@ def mark(primals: Sequence[Array]) -> list[Array]:
     return marked
 
 
-_TRACED_FUNCTION = {"vmap": "a vmapped function", "compile": "a compiled function"}
+_TRACED_FUNCTION = {"vmap": "a vmapped function", "compile": "a compiled function",
+                    "export_function": "an exported function"}
 
 
 def trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None,

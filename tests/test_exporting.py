@@ -1,0 +1,117 @@
+"""`export_function`, `exporter` and `import_function`: traces saved to a file and replayed
+from it, against the function itself; shapeless checks, metadata, callbacks and bad files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+import nuvec.nn as nn
+from nuvec.testing import assert_allclose
+
+
+def fun(x, y):
+    return mx.exp(x) * y + mx.sum(x), {"product": x.reshape(1, -1) @ mx.ones((3, 2))}
+
+
+def test_round_trip_with_positional_and_keyword_inputs(tmp_path):
+    path = str(tmp_path / "f.nvfn")
+    x, y = mx.array([0.5, 1.0, -1.0]), mx.array([2.0, 3.0, 4.0])
+    mx.export_function(path, fun, x, y=y, metadata=json.dumps({"layers": 2}))
+    imported, metadata = mx.import_function(path, return_metadata=True)
+    assert json.loads(metadata) == {"layers": 2}
+    for call in (lambda: imported(x * 2, y=y), lambda: imported((x * 2,), {"y": y})):
+        out = call()
+        assert isinstance(out, tuple) and len(out) == 2  # always a flat tuple, as MLX's
+        want, tree = fun(x * 2, y)
+        assert_allclose(out[0], np.asarray(want), dtype=mx.float32)
+        assert_allclose(out[1], np.asarray(tree["product"]), dtype=mx.float32)
+    with pytest.raises(ValueError, match=r"^import_function: no exported trace takes 1 "
+                                         r"positional and keywords \['y'\] of shapes "
+                                         r"\[\(4,\), \(4,\)\]"):
+        imported(mx.ones(4), y=mx.ones(4))
+    assert mx.import_function(path, return_metadata=True)[1] is not None
+
+
+def test_exporter_keeps_several_traces_and_models_keep_their_weights(tmp_path):
+    path = str(tmp_path / "sum.nvfn")
+    with mx.exporter(path, lambda *xs: sum(xs)) as export:
+        export(mx.array(1.0))
+        export(mx.array(1.0), mx.array(2.0))
+    summed = mx.import_function(path)
+    assert summed(mx.array(5.0))[0].item() == 5.0
+    assert summed(mx.array(3.0), mx.array(4.0))[0].item() == 7.0
+    model = nn.Sequential(nn.Linear(4, 8), nn.gelu, nn.Linear(8, 2))
+    x = mx.random.normal((3, 4))
+    mx.export_function(str(tmp_path / "mlp.nvfn"), model, x)
+    assert_allclose(mx.import_function(str(tmp_path / "mlp.nvfn"))(x)[0], np.asarray(model(x)),
+                    dtype=mx.float32)
+
+
+def test_dtypes_of_inputs_and_constants_survive(tmp_path):
+    path = str(tmp_path / "d.nvfn")
+    table = mx.array([1.5, -2.25], mx.bfloat16)
+    exact = mx.array([1 / 3, 2 / 3], mx.float64)
+    mx.export_function(path, lambda a, b: (a * table, b + exact),
+                       mx.ones(2, mx.bfloat16), mx.ones(2, mx.float64))
+    a, b = mx.import_function(path)(mx.array([2.0, 4.0], mx.bfloat16),
+                                    mx.array([0.0, 1.0], mx.float64))
+    assert a.dtype is mx.bfloat16 and a.tolist() == [3.0, -9.0]
+    assert b.dtype is mx.float64 and b.tolist() == [1 / 3, 1 + 2 / 3]
+
+
+def test_shapeless_export_replays_other_shapes_or_refuses(tmp_path):
+    path = str(tmp_path / "s.nvfn")
+    mx.export_function(path, lambda a: mx.sin(a) * 2 + 1, mx.ones((3,)), shapeless=True)
+    x = np.linspace(-1, 1, 7).astype(np.float32)
+    assert_allclose(mx.import_function(path)(mx.array(x))[0], np.sin(x) * 2 + 1,
+                    dtype=mx.float32)
+    with pytest.raises(ValueError, match="^export_function: shapeless=True, but the "
+                                         "function's graph depends on the input shapes"):
+        mx.export_function(str(tmp_path / "m.nvfn"), mx.mean, mx.ones((3,)), shapeless=True)
+
+
+def test_callbacks_and_what_cannot_be_exported(tmp_path):
+    seen = []
+    mx.export_function(seen.append, lambda a: a + 1, mx.ones(2))
+    assert len(seen) == 1 and [s["primitive"]["primitive"] for s in seen[0]["steps"]] == [
+        "nuvec.ops.binary:Add"]
+    with pytest.raises(ValueError, match="^export_function: metadata is only saved to a file"):
+        mx.export_function(seen.append, lambda a: a, mx.ones(2), metadata="m")
+    custom = mx.custom_function(lambda a: a * 2)
+    custom.vjp(lambda a, u, out: u * 2)
+    with pytest.raises(ValueError, match="^export_function: cannot export a"):
+        mx.export_function(str(tmp_path / "c.nvfn"), custom, mx.ones(2))
+    with pytest.raises(TypeError, match="^export_function: the inputs must be arrays, got int"):
+        mx.export_function(str(tmp_path / "i.nvfn"), lambda a: a, 3)
+    with pytest.raises(ValueError, match="^export_function: attempting to evaluate an array"):
+        mx.export_function(str(tmp_path / "e.nvfn"), lambda a: a * a.item(), mx.ones(()))
+
+
+def test_bad_files_are_refused_without_running_them(tmp_path):
+    with pytest.raises(ValueError, match="^import_function: .* is not an exported nuvec"):
+        mx.import_function(str(tmp_path / "missing.nvfn"))
+    path = str(tmp_path / "f.nvfn")
+    mx.export_function(path, lambda a: a + 1, mx.ones(2))
+    with np.load(path) as archive:
+        entries = dict(archive)
+    header = json.loads(bytes(entries["program"]).decode())
+    forged = str(tmp_path / "forged.nvfn")
+
+    def forge():
+        entries["program"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
+        with open(forged, "wb") as handle:
+            np.savez(handle, **entries)
+
+    header["traces"][0]["steps"][0]["primitive"]["primitive"] = "os:system"
+    forge()
+    with pytest.raises(ValueError, match="^import_function: the file names 'os:system', which "
+                                         "is not part of nuvec"):
+        mx.import_function(forged)
+    header["format"] = "other/9"
+    forge()
+    with pytest.raises(ValueError, match="^import_function: .* has format 'other/9'"):
+        mx.import_function(forged)
