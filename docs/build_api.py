@@ -44,7 +44,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
      ("nuvec.ops.shape", "nuvec.ops.atleast", "nuvec.ops.join")),
     ("indexing", "Indexing",
      "Gathers, scatters and dynamic slices (see also [indexing]({docs}/indexing.md)).",
-     ("nuvec.ops.indexing", "nuvec.ops.slicing", "nuvec.ops.masked")),
+     ("nuvec.ops.indexing", "nuvec.ops.slicing", "nuvec.ops.masked", "nuvec.ops.subscript")),
     ("sorting", "Sorting and scans", "Sorting, selection, searching and cumulative operations.",
      ("nuvec.ops.sorting", "nuvec.ops.unique", "nuvec.ops.scan")),
     ("contractions", "Contractions and matmul",

@@ -8,6 +8,7 @@ from nuvec.graph.device import (
     Device,
     DeviceType,
     Stream,
+    StreamContext,
     ThreadLocalStream,
     cpu,
     default_device,
@@ -79,6 +80,7 @@ from nuvec.graph.printing import (
 )
 from nuvec.graph.primitive import TransformError
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec.ops.subscript import ArrayAt  # the type of `a.at`, as MLX names it
 from nuvec.fast.conv import conv1d
 from nuvec.fast.gather import gather_mm, gather_qmm
 from nuvec.fast.softmax_axes import logsumexp, softmax

@@ -12,8 +12,7 @@ import importlib
 import importlib.util
 import os
 import threading
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from nuvec.graph.caller import public_caller
 
@@ -432,22 +431,25 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
     elif isinstance(s, ThreadLocalStream):
         s = s.resolve()
     elif not isinstance(s, Stream):
-        op = public_caller("stream")
-        raise TypeError(f"{op}: stream must be a Stream, ThreadLocalStream, Device or None, "
-                        f"got {s!r} ({type(s).__name__})")
+        raise _not_a_stream(public_caller("stream"), s)
     if s.device.type is not DeviceType.cpu:
         backend_for(s.device)
     return s
 
 
-def stream(s: Stream | Device | DeviceType) -> Any:
+def _not_a_stream(op: str, s: Any) -> TypeError:
+    return TypeError(f"{op}: stream must be a Stream, ThreadLocalStream, Device or None, got "
+                     f"{s!r} ({type(s).__name__})")
+
+
+def stream(s: Stream | ThreadLocalStream | Device | DeviceType) -> StreamContext:
     """Makes `s` (or the default stream of a device) the default within the block, per thread.
 
     Args:
-        s: a Stream, or a Device (or DeviceType) for its default stream.
+        s: a Stream (or ThreadLocalStream), or a Device (or DeviceType) for its default stream.
 
     Returns:
-        A context manager yielding the stream.
+        A `StreamContext`, whose `with` block yields the stream.
 
     Raises:
         TypeError: (at the call) if `s` is not a Stream or Device.
@@ -458,20 +460,39 @@ def stream(s: Stream | Device | DeviceType) -> Any:
         ...     mx.default_stream(mx.cpu) == s
         True
     """
-    return _scope(to_stream(s))
+    return StreamContext(s)
 
 
-@contextmanager
-def _scope(resolved: Stream) -> Iterator[Stream]:
-    global _scoped
-    saved_stream, saved_device = _state.stream, _state.device
-    with _lock:
-        _scoped += 1
-    _state.stream, _state.device = resolved, resolved.device
-    try:
-        yield resolved
-    finally:
-        _state.stream, _state.device = saved_stream, saved_device
+class StreamContext:
+    """The context manager of `stream(s)` (MLX's `StreamContext`): within its block, `s` is
+    this thread's default stream and its device the default device; both are restored after.
+
+    Example:
+        >>> import nuvec as mx
+        >>> with mx.StreamContext(mx.new_stream(mx.cpu)) as s:
+        ...     mx.add(1, 2).stream == s
+        True
+    """
+
+    __slots__ = ("_stream", "_saved")
+
+    def __init__(self, s: Stream | ThreadLocalStream | Device | DeviceType):
+        if s is not None and not isinstance(s, (Stream, ThreadLocalStream, Device, DeviceType)):
+            raise _not_a_stream(public_caller("StreamContext"), s)
+        self._stream = to_stream(s)
+        self._saved: list[tuple[Stream | None, Device | None]] = []
+
+    def __enter__(self) -> Stream:
+        global _scoped
+        self._saved.append((_state.stream, _state.device))
+        with _lock:
+            _scoped += 1
+        _state.stream, _state.device = self._stream, self._stream.device
+        return self._stream
+
+    def __exit__(self, *exc: Any) -> None:
+        global _scoped
+        _state.stream, _state.device = self._saved.pop()
         with _lock:
             _scoped -= 1
 

@@ -78,6 +78,20 @@ def test_thread_local_stream_gives_each_thread_its_own_stream():
     assert unsafe != mx.default_stream(mx.cpu) and mx.add(1, 2, stream=unsafe).item() == 3
 
 
+def test_stream_context_is_a_reusable_class():
+    s = mx.new_stream(mx.cpu)
+    context = mx.StreamContext(s)
+    assert isinstance(mx.stream(s), mx.StreamContext)
+    with context as entered:
+        assert entered == s and mx.add(1, 2).stream == s
+        with context:  # nested re-entry restores the outer scope on exit
+            assert mx.add(1, 2).stream == s
+        assert mx.add(1, 2).stream == s
+    assert mx.add(1, 2).stream == mx.default_stream(mx.cpu)
+    with pytest.raises(TypeError, match="^StreamContext: stream must be a Stream"):
+        mx.StreamContext("cpu")
+
+
 def test_memory_limit_and_buffer_sizes():
     old = mx.set_memory_limit(1 << 30)
     try:
