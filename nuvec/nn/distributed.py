@@ -7,6 +7,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
+from nuvec.graph.device import to_stream
 from nuvec.ops import astype, concatenate, reshape, split
 from nuvec.utils import tree_flatten, tree_map, tree_unflatten
 from nuvec.distributed import Group, all_sum, init
@@ -14,7 +15,8 @@ from nuvec.distributed import Group, all_sum, init
 
 def average_gradients(gradients: Any, group: Group | None = None,
                       all_reduce_size: int = 32 * 1024**2,
-                      communication_type: dt.Dtype | None = None) -> Any:
+                      communication_type: dt.Dtype | None = None,
+                      communication_stream: Any = None) -> Any:
     """The mean of `gradients` (a tree of arrays) over the processes of `group`, as MLX.
 
     Arrays of one dtype are flattened and concatenated into buffers of at most
@@ -26,14 +28,18 @@ def average_gradients(gradients: Any, group: Group | None = None,
         gradients: a tree (nested dicts, lists, tuples) of arrays, the same on every process.
         group: the processes to average over; default the group of `init()`.
         all_reduce_size: the most bytes per `all_sum`; 0 or less sums each array alone.
-        communication_type: the dtype to communicate in; default each array's own.
+        communication_type: the dtype to communicate in; default each array's own (MLX
+            before 0.32).
+        communication_stream: the stream (or device) the `all_sum` calls are recorded on
+            (MLX 0.32); default the current one.
 
     Returns:
         A tree of the same structure holding the means (`gradients` itself on a group of
         size 1).
 
     Raises:
-        TypeError: if `communication_type` is not a dtype or `group` is not a `Group`.
+        TypeError: if `communication_type` is not a dtype, `group` not a `Group` or
+            `communication_stream` not a stream or device.
 
     Example:
         >>> import nuvec as mx
@@ -48,6 +54,11 @@ def average_gradients(gradients: Any, group: Group | None = None,
     if group is not None and not isinstance(group, Group):
         raise TypeError("average_gradients: group must be a nuvec.distributed.Group or None, "
                         f"got {type(group).__name__}")
+    try:
+        stream = to_stream(communication_stream)
+    except TypeError:
+        raise TypeError(f"average_gradients: communication_stream must be a Stream, Device or "
+                        f"None, got {communication_stream!r}") from None
     group = group if group is not None else init()
     size = group.size()
     if size == 1:
@@ -55,7 +66,7 @@ def average_gradients(gradients: Any, group: Group | None = None,
 
     def average(x: Array) -> Array:
         wire = x if communication_type is None else astype(x, communication_type)
-        return astype(all_sum(wire, group=group), x.dtype) / size
+        return astype(all_sum(wire, group=group, stream=stream), x.dtype) / size
 
     if all_reduce_size <= 0:
         return tree_map(average, gradients)
@@ -64,7 +75,7 @@ def average_gradients(gradients: Any, group: Group | None = None,
         return gradients
     keys, values = zip(*flat)
     if len({v.dtype for v in values}) > 1:
-        return average_gradients(gradients, group, 0, communication_type)
+        return average_gradients(gradients, group, 0, communication_type, stream)
     itemsize = (communication_type or values[0].dtype).size
     averaged: list[Array] = []
     for batch in _batches(values, itemsize, all_reduce_size):

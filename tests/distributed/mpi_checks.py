@@ -254,7 +254,8 @@ def check_average_gradients() -> None:
     means = {"a": sum(t["a"] for t in trees) / SIZE, "c": sum(t["c"] for t in trees) / SIZE,
              "b": [sum(t["b"][i] for t in trees) / SIZE for i in range(2)]}
     for size, wire in [(32 * 1024**2, None), (40, None), (0, None), (1 << 20, mx.bfloat16)]:
-        got = average_gradients(mine, all_reduce_size=size, communication_type=wire)
+        got = average_gradients(mine, all_reduce_size=size, communication_type=wire,
+                                communication_stream=mx.new_stream(mx.cpu))
         tol = 2e-2 if wire is mx.bfloat16 else 1e-6
         for key in ("a", "c"):
             np.testing.assert_allclose(np.asarray(got[key]), means[key], rtol=tol, atol=tol)

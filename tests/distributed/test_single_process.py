@@ -87,6 +87,10 @@ def test_average_gradients_of_a_group_of_one_is_the_input() -> None:
     with pytest.raises(TypeError, match="average_gradients: group must be a "
                                         "nuvec.distributed.Group or None, got int"):
         nn.average_gradients(grads, group=1)
+    with pytest.raises(TypeError, match="average_gradients: communication_stream must be a "
+                                        "Stream, Device or None, got 'x'"):
+        nn.average_gradients(grads, communication_stream="x")
+    assert nn.average_gradients(grads, communication_stream=mx.cpu) is grads
 
 
 def test_is_available() -> None:
@@ -182,7 +186,7 @@ SIGNATURES = {
     "init": "(strict=False, backend='any', *, timeout=None)",
     "is_available": "(backend='any')",
     "average_gradients": "(gradients, group=None, all_reduce_size=33554432, "
-                         "communication_type=None)",
+                         "communication_type=None, communication_stream=None)",
 }
 
 
