@@ -107,9 +107,12 @@ class _Program:
         (as far as two traces tell), and replaying it with the primitives' own shape rules
         computes what a trace would.
 
-        A broadcast whose target differs (a scalar broadcast against the input) still
-        matches if, in both traces, its target is the shape of another input of its first
-        consumer: it is then replayed to that input's shape (recorded in `like`)."""
+        Two exceptions are replayed to the new shapes instead: a broadcast step whose target
+        differs matches if, in both traces, the target is the shape of another input of its
+        first consumer (replayed to that input's shape: `like`); and constants that differ
+        only in shape, repeating one value (a weak scalar broadcast to each trace's input),
+        match if another input of their step has their shape in both traces (replayed as the
+        value broadcast to it: `scalars`)."""
         (steps, outs), (other_steps, other_outs) = self.unfused, other.unfused
         if len(steps) != len(other_steps) or len(outs) != len(other_outs):
             return False
