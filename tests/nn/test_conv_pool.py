@@ -224,3 +224,28 @@ def test_upsample(align) -> None:
     with pytest.raises(ValueError, match=r"upsample_linear: got 1 scale factors for an input of "
                                          r"shape \(2, 3, 4, 2\)"):
         nn.upsample_linear(x, (2.0,))
+
+
+def test_antialiased_downsampling() -> None:
+    x = rand64(1, 8, 3)
+    xs = np.asarray(x)[0, :, 0]
+    # halving with the triangle kernel widened to two samples: taps 1/8, 3/8, 3/8, 1/8 around
+    # each output, the edge outputs renormalized over the taps inside the input
+    y = np.asarray(nn.Upsample(0.5, mode="linear", antialias=True)(x))[0, :, 0]
+    padded = np.concatenate([[0.0], xs, [0.0]])
+    inner = [np.dot([1, 3, 3, 1], padded[2 * i:2 * i + 4]) / 8 for i in range(4)]
+    edges = {0: np.dot([3, 3, 1], xs[:3]) / 7, 3: np.dot([1, 3, 3], xs[5:]) / 7}
+    np.testing.assert_allclose(y, [edges.get(i, inner[i]) for i in range(4)], rtol=1e-12)
+    # upsampling is unchanged by antialias for linear; cubic switches to a = -0.5
+    up = nn.Upsample(2, mode="linear", antialias=True)
+    np.testing.assert_allclose(np.asarray(up(x)), np.asarray(nn.Upsample(2, mode="linear")(x)),
+                               rtol=1e-12)
+    smooth = nn.Upsample(0.5, mode="cubic", antialias=True)
+    assert smooth(x).shape == (1, 4, 3)
+    check_layer_grads(smooth, x)
+    for bad in ({"mode": "nearest"}, {"mode": "linear", "align_corners": True}):
+        with pytest.raises(ValueError, match="^Upsample: antialias=True needs mode 'linear' or "
+                                             "'cubic' and align_corners=False"):
+            nn.Upsample(0.5, antialias=True, **bad)
+    with pytest.raises(ValueError, match="^upsample_cubic: antialias=True with align_corners"):
+        nn.upsample_cubic(x, (0.5,), align_corners=True, antialias=True)

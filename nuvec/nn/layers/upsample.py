@@ -9,6 +9,7 @@ Source coordinates: `i * (N - 1) / (M - 1)` with `align_corners`, else the half-
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -71,18 +72,61 @@ def upsample_nearest(x: mx.array, scale_factor: Sequence[float]) -> mx.array:
     return x
 
 
-def upsample_linear(x: mx.array, scale_factor: Sequence[float],
-                    align_corners: bool = False) -> mx.array:
+def _triangle(d: np.ndarray) -> np.ndarray:
+    return np.maximum(1.0 - d, 0.0)
+
+
+def _cubic_pil(d: np.ndarray) -> np.ndarray:
+    """Keys' kernel with `a = -0.5` (PIL's and PyTorch's antialiased cubic), support 2."""
+    a = -0.5
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d <= 2, far, 0.0))
+
+
+def _antialiased(x: mx.array, scale_factor: Any, name: str, align_corners: bool,
+                 kernel: Any, radius: float) -> mx.array:
+    """Separable resampling with `kernel` widened by `1 / scale` when downsampling (a
+    low-pass filter against aliasing), taps outside the input dropped and each output's
+    weights renormalized, as MLX's and PyTorch's `antialias=True`."""
+    if align_corners:
+        raise ValueError(f"{name}: antialias=True with align_corners=True is not supported; "
+                         "use align_corners=False")
+    for axis, scale in enumerate(_scales(x, scale_factor, name), start=1):
+        n = x.shape[axis]
+        src = _coordinates(n, scale, False)
+        widen = 1.0 / scale if scale < 1 else 1.0
+        count = math.ceil(radius * widen) + 1
+        base = np.floor(src)
+        index = [base + k for k in range(1 - count, count)]
+        weights = [np.where((i >= 0) & (i < n), kernel(np.abs(src - i) / widen), 0.0)
+                   for i in index]
+        total = sum(weights)
+        total = np.where(total > 0, total, 1.0)
+        x = _resample(x, axis, [(np.clip(i, 0, n - 1), w / total)
+                                for i, w in zip(index, weights)])
+    return x
+
+
+def upsample_linear(x: mx.array, scale_factor: Sequence[float], align_corners: bool = False,
+                    antialias: bool = False) -> mx.array:
     """Linear (bilinear, trilinear) upsampling.
 
     Linear (bilinear, trilinear) upsampling; coordinates as the module docstring says,
-    clipped to the input.
+    clipped to the input. With `antialias` a downsampling axis is filtered by the triangle
+    kernel widened to `1 / scale` input samples (PyTorch's `antialias=True`).
+
+    Raises:
+        ValueError: for `antialias` with `align_corners`, or a count of scale factors that
+            is not the input's spatial rank.
 
     Example:
         >>> import nuvec.nn as nn
         >>> nn.upsample_linear(mx.array([[[1.0], [2.0]]]), (2,)).reshape(-1).tolist()
         [1.0, 1.25, 1.75, 2.0]
     """
+    if antialias:
+        return _antialiased(x, scale_factor, "upsample_linear", align_corners, _triangle, 1.0)
     for axis, scale in enumerate(_scales(x, scale_factor, "upsample_linear"), start=1):
         n = x.shape[axis]
         src = np.clip(_coordinates(n, scale, align_corners), 0, n - 1)
@@ -104,15 +148,24 @@ def _cubic_weights(t: np.ndarray, a: float = -0.75) -> list[np.ndarray]:
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-def upsample_cubic(x: mx.array, scale_factor: Sequence[float],
-                   align_corners: bool = False) -> mx.array:
+def upsample_cubic(x: mx.array, scale_factor: Sequence[float], align_corners: bool = False,
+                   antialias: bool = False) -> mx.array:
     """Cubic (bicubic) upsampling with Keys' kernel (`a = -0.75`), edge indices clamped.
+
+    With `antialias` the kernel is `a = -0.5` (PIL's), widened to `1 / scale` input samples
+    on a downsampling axis, out-of-range taps dropped and the weights renormalized (PyTorch's
+    `antialias=True`).
+
+    Raises:
+        ValueError: for `antialias` with `align_corners`.
 
     Example:
         >>> import nuvec.nn as nn
         >>> nn.upsample_cubic(mx.ones((1, 2, 2, 1)), 2).shape
         (1, 4, 4, 1)
     """
+    if antialias:
+        return _antialiased(x, scale_factor, "upsample_cubic", align_corners, _cubic_pil, 2.0)
     for axis, scale in enumerate(_scales(x, scale_factor, "upsample_cubic"), start=1):
         n = x.shape[axis]
         src = _coordinates(n, scale, align_corners)
@@ -132,9 +185,11 @@ class Upsample(Module):
         mode: `"nearest"`, `"linear"` or `"cubic"`.
         align_corners: for linear and cubic: map the corner pixels' centres onto each other
             (otherwise half-pixel coordinates).
+        antialias: for linear and cubic without `align_corners`: filter downsampled axes
+            (see `upsample_linear`, `upsample_cubic`).
 
     Raises:
-        ValueError: for another mode.
+        ValueError: for another mode, or `antialias` with `"nearest"` or `align_corners`.
 
     Example:
         >>> import nuvec.nn as nn
@@ -143,18 +198,23 @@ class Upsample(Module):
     """
 
     def __init__(self, scale_factor: float | tuple, mode: str = "nearest",
-                 align_corners: bool = False) -> None:
+                 align_corners: bool = False, antialias: bool = False) -> None:
         super().__init__()
         if mode not in ("nearest", "linear", "cubic"):
             raise ValueError(f"Upsample: got unsupported upsampling algorithm: {mode!r}; "
                              "use 'nearest', 'linear' or 'cubic'")
+        if antialias and (mode == "nearest" or align_corners):
+            raise ValueError("Upsample: antialias=True needs mode 'linear' or 'cubic' and "
+                             f"align_corners=False, got mode={mode!r}, "
+                             f"align_corners={align_corners}")
+        self.antialias = antialias
         self.scale_factor = (tuple(map(float, scale_factor))
                              if isinstance(scale_factor, (list, tuple)) else float(scale_factor))
         self.mode, self.align_corners = mode, align_corners
 
     def _extra_repr(self) -> str:
         return (f"scale_factor={self.scale_factor}, mode={self.mode!r}, "
-                f"align_corners={self.align_corners}")
+                f"align_corners={self.align_corners}, antialias={self.antialias}")
 
     def __call__(self, x: mx.array) -> mx.array:
         if x.ndim < 3:
@@ -162,4 +222,4 @@ class Upsample(Module):
         if self.mode == "nearest":
             return upsample_nearest(x, self.scale_factor)
         interpolate = upsample_linear if self.mode == "linear" else upsample_cubic
-        return interpolate(x, self.scale_factor, self.align_corners)
+        return interpolate(x, self.scale_factor, self.align_corners, self.antialias)
