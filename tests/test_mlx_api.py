@@ -131,8 +131,8 @@ SIGNATURES = {
     "degrees": "(a, /, *, stream=None)",
     "depends": "(inputs, dependencies)",
     "dequantize": (
-        "(w, /, scales, biases, group_size=None, bits=None, mode='affine', dtype=None, *, "
-        "stream=None)"
+        "(w, /, scales, biases=None, group_size=None, bits=None, mode='affine', "
+        "global_scale=None, dtype=None, *, stream=None)"
     ),
     "diag": "(a, /, k=0, *, stream=None)",
     "diagonal": "(a, offset=0, axis1=0, axis2=1, *, stream=None)",
@@ -245,10 +245,11 @@ SIGNATURES = {
     "prod": "(a, /, axis=None, keepdims=False, *, stream=None)",
     "promote_types": "(a, b)",
     "put_along_axis": "(a, /, indices, values, axis=None, *, stream=None)",
-    "quantize": "(w, /, group_size=None, bits=None, mode='affine', *, stream=None)",
+    "quantize": (
+        "(w, /, group_size=None, bits=None, mode='affine', *, global_scale=None, stream=None)"),
     "quantized_matmul": (
-        "(x, w, /, scales, biases, transpose=True, group_size=None, bits=None, mode='affine', "
-        "*, stream=None)"
+        "(x, w, /, scales, biases=None, transpose=True, group_size=None, bits=None, "
+        "mode='affine', *, stream=None)"
     ),
     "radians": "(a, /, *, stream=None)",
     "real": "(a, /, *, stream=None)",

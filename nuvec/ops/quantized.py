@@ -13,6 +13,7 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record, record1
+from nuvec.graph.device import stream as stream_scope
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import as_array, broadcast_shapes
@@ -21,6 +22,7 @@ from nuvec.ops.creation import ones_like, zeros_like
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.gathered import block_masked_mm, segmented_mm
 from nuvec.ops.matmul import matmul
+from nuvec.ops.microscaled import FLOAT_MODES, dequantize_floats, float_mode_params, quantize_floats
 from nuvec.ops.reduction import sum as reduce_sum
 from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze, swapaxes
 from nuvec.ops.unary import astype
@@ -47,6 +49,13 @@ def check_quantization_params(op: str, group_size: int | None, bits: int | None)
     if bits not in BITS:
         raise ValueError(f"{op}: bits must be 2, 3, 4, 5, 6 or 8, got {bits}")
     return group_size, bits
+
+
+def check_any_mode(op: str, mode: Any) -> None:
+    """Raises ValueError unless `mode` is one of MLX's quantization modes."""
+    if mode != "affine" and mode not in FLOAT_MODES:
+        raise ValueError(f"{op}: mode must be 'affine', 'mxfp4', 'mxfp8' or 'nvfp4', got "
+                         f"{mode!r}")
 
 
 def check_quantization_mode(op: str, mode: str) -> None:
@@ -222,23 +231,29 @@ class QuantizedMatmul(Primitive):
 
 def quantize(
     w: Any, /, group_size: int | None = None, bits: int | None = None, mode: str = "affine", *,
-    stream: Any = None,
-) -> tuple[Array, Array, Array]:
-    """Quantizes `w` per group of `group_size` values along the last axis (MLX's affine mode).
+    global_scale: Any = None, stream: Any = None,
+) -> tuple[Array, ...]:
+    """Quantizes `w` per group of `group_size` values along the last axis.
 
-    Each group gets a scale and a bias such that `w ~ scale * q + bias`, `q` an integer in
-    `[0, 2**bits - 1]`; MLX chooses them so that the group's edge value of largest magnitude
-    is represented exactly (and zero stays zero when a group touches it).
+    In MLX's "affine" mode each group gets a scale and a bias such that
+    `w ~ scale * q + bias`, `q` an integer in `[0, 2**bits - 1]`; MLX chooses them so that the
+    group's edge value of largest magnitude is represented exactly (and zero stays zero when
+    a group touches it). The floating modes "mxfp4", "mxfp8" and "nvfp4" store small floats
+    and one uint8 scale per group (`nuvec.ops.microscaled`), with no biases.
 
     Args:
         w: a floating array with at least 2 dimensions; its last axis divisible by `group_size`.
-        group_size: values per scale and bias: 32, 64 (None: the default) or 128.
-        bits: bits per value: 2, 3, 4 (None: the default), 5, 6 or 8.
-        mode: the quantization mode; only "affine".
+        group_size: values per scale (and bias): affine 32, 64 (None: the default) or 128;
+            mxfp4 and mxfp8 32, nvfp4 16 (the only values).
+        bits: bits per value: affine 2, 3, 4 (None: the default), 5, 6 or 8; 4 for mxfp4 and
+            nvfp4, 8 for mxfp8.
+        mode: "affine", "mxfp4", "mxfp8" or "nvfp4".
+        global_scale: nvfp4 only: the tensor's largest magnitude, for the two-level scale.
 
     Returns:
-        `(w_q, scales, biases)`: `w_q` uint32 `[..., K * bits / 32]`, scales and biases
-        `[..., K / group_size]` of `w`'s dtype.
+        affine: `(w_q, scales, biases)`: `w_q` uint32 `[..., K * bits / 32]`, scales and
+        biases `[..., K / group_size]` of `w`'s dtype; the floating modes: `(w_q, scales)`,
+        scales uint8.
 
     Raises:
         TypeError: if `w` is not floating.
@@ -251,8 +266,14 @@ def quantize(
         >>> w_q.shape, w_q.dtype == mx.uint32, scales.shape
         ((4, 8), True, (4, 1))
     """
-    check_quantization_mode("quantize", mode)
-    group_size, bits = check_quantization_params("quantize", group_size, bits)
+    check_any_mode("quantize", mode)
+    if mode in FLOAT_MODES:
+        group_size, bits = float_mode_params("quantize", mode, group_size, bits)
+    else:
+        check_quantization_mode("quantize", mode)
+        group_size, bits = check_quantization_params("quantize", group_size, bits)
+        if global_scale is not None:
+            raise ValueError("quantize: global_scale is only used by nvfp4 quantization")
     w = as_array(w, "quantize")
     if not w.dtype.is_floating:
         raise DtypeError(
@@ -265,6 +286,9 @@ def quantize(
             f"quantize: the last axis of w must be divisible by group_size {group_size}, "
             f"got shape {w.shape}"
         )
+    if mode in FLOAT_MODES:
+        with stream_scope(to_stream(stream)):
+            return quantize_floats("quantize", w, mode, global_scale)
     outs = record(Quantize(group_size, bits), (w,), to_stream(stream))
     return outs[0], outs[1], outs[2]
 
@@ -310,19 +334,22 @@ def promote_quantized_operands(op: str, x: Array, w: Array, scales: Array, biase
 
 
 def dequantize(
-    w: Any, /, scales: Any, biases: Any, group_size: int | None = None, bits: int | None = None,
-    mode: str = "affine", dtype: Any = None, *, stream: Any = None,
+    w: Any, /, scales: Any, biases: Any = None, group_size: int | None = None,
+    bits: int | None = None, mode: str = "affine", global_scale: Any = None, dtype: Any = None,
+    *, stream: Any = None,
 ) -> Array:
     """Restores `scales * q + biases` from quantized weights (the inverse of `quantize`).
 
     Args:
         w: uint32 `[..., K * bits / 32]`, as `quantize` returns.
-        scales: `[..., K / group_size]`, floating.
-        biases: as `scales`.
-        group_size: values per scale and bias: 32, 64 (None: the default) or 128.
-        bits: bits per value: 2, 3, 4 (None: the default), 5, 6 or 8.
-        mode: the quantization mode; only "affine".
-        dtype: the result's dtype; None: the scales' and biases' promoted dtype.
+        scales: `[..., K / group_size]`, floating (uint8 in the floating modes).
+        biases: as `scales`; affine only (required there).
+        group_size: as `quantize`'s.
+        bits: as `quantize`'s.
+        mode: "affine", "mxfp4", "mxfp8" or "nvfp4".
+        global_scale: nvfp4 only, as given to `quantize`.
+        dtype: the result's dtype; None: the scales' and biases' promoted dtype (bfloat16 in
+            the floating modes, as MLX).
 
     Returns:
         `[..., K]` of `dtype`.
@@ -337,9 +364,23 @@ def dequantize(
         >>> mx.dequantize(*mx.quantize(w, 32, 8), group_size=32, bits=8).tolist() == w.tolist()
         True
     """
+    s = to_stream(stream)
+    check_any_mode("dequantize", mode)
+    if mode in FLOAT_MODES:
+        float_mode_params("dequantize", mode, group_size, bits)
+        if biases is not None:
+            raise ValueError(f"dequantize: {mode} quantization has no biases")
+        out_type = dt.bfloat16 if dtype is None else dt.to_dtype(dtype, "dequantize")
+        with stream_scope(s):
+            return dequantize_floats("dequantize", as_array(w, "dequantize"),
+                                     as_array(scales, "dequantize"), mode, global_scale,
+                                     out_type)
     check_quantization_mode("dequantize", mode)
     group_size, bits = check_quantization_params("dequantize", group_size, bits)
-    s = to_stream(stream)
+    if biases is None:
+        raise ValueError("dequantize: biases must be given for affine quantization")
+    if global_scale is not None:
+        raise ValueError("dequantize: global_scale is only used by nvfp4 quantization")
     w, scales, biases = (as_array(a, "dequantize") for a in (w, scales, biases))
     check_packed_weights("dequantize", w, scales, biases, group_size, bits)
     out_type = dt.promote_types(scales.dtype, biases.dtype)
@@ -349,7 +390,7 @@ def dequantize(
 
 
 def quantized_matmul(
-    x: Any, w: Any, /, scales: Any, biases: Any, transpose: bool = True,
+    x: Any, w: Any, /, scales: Any, biases: Any = None, transpose: bool = True,
     group_size: int | None = None, bits: int | None = None, mode: str = "affine", *,
     stream: Any = None,
 ) -> Array:
@@ -358,11 +399,13 @@ def quantized_matmul(
     Args:
         x: floating `[..., K]`.
         w: packed uint32 weights `[..., N, K*bits/32]` (`transpose`) or `[..., K, N*bits/32]`.
-        scales: `[..., rows, columns / group_size]` of the packed matrix; biases alike.
+        scales: `[..., rows, columns / group_size]` of the packed matrix; biases alike
+            (affine only).
         transpose: multiply by the transposed weights (the layout of linear layers).
-        group_size: values per scale and bias: 32, 64 (None: the default) or 128.
-        bits: bits per value: 2, 3, 4 (None: the default), 5, 6 or 8.
-        mode: the quantization mode; only "affine".
+        group_size: as `quantize`'s.
+        bits: as `quantize`'s.
+        mode: "affine", or a floating mode ("mxfp4", "mxfp8", "nvfp4": the weights are
+            dequantized to `x`'s dtype, then multiplied).
 
     Returns:
         `[..., N]` of the promoted dtype of `x`, scales and biases. Batch axes of `x` and `w`
@@ -380,9 +423,23 @@ def quantized_matmul(
         [[64.0, 64.0, 64.0], [64.0, 64.0, 64.0]]
     """
     op = "quantized_matmul"
+    s = to_stream(stream)
+    check_any_mode(op, mode)
+    if mode in FLOAT_MODES:
+        float_mode_params(op, mode, group_size, bits)
+        if biases is not None:
+            raise ValueError(f"{op}: {mode} quantization has no biases")
+        x = as_array(x, op)
+        if not x.dtype.is_floating:
+            raise DtypeError(f"{op}: x must be real floating, got {x.dtype.name}")
+        with stream_scope(s):
+            weights = dequantize_floats(op, as_array(w, op), as_array(scales, op), mode, None,
+                                        x.dtype)
+            return matmul(x, swapaxes(weights, -1, -2) if transpose else weights)
     check_quantization_mode(op, mode)
     group_size, bits = check_quantization_params(op, group_size, bits)
-    s = to_stream(stream)
+    if biases is None:
+        raise ValueError(f"{op}: biases must be given for affine quantization")
     x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))
     check_packed_weights(op, w, scales, biases, group_size, bits)
     x, scales, biases = promote_quantized_operands(op, x, w, scales, biases, transpose, bits, s)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
+import nuvec.nn as nn
 from nuvec.testing import assert_allclose
 
 BITS = [2, 3, 4, 5, 6, 8]
@@ -271,7 +272,20 @@ W_Q, SCALES, BIASES = mx.quantize(mx.ones((4, 64)))
     [
         (lambda: mx.quantize(mx.ones((2, 64)), 16), ValueError, "^quantize: group_size"),
         (lambda: mx.quantize(mx.ones((2, 64)), 64, 7), ValueError, "^quantize: bits"),
-        (lambda: mx.quantize(mx.ones((2, 64)), mode="mxfp4"), ValueError, "^quantize: only"),
+        (lambda: mx.quantize(mx.ones((2, 64)), mode="int8"), ValueError,
+         "^quantize: mode must be 'affine', 'mxfp4', 'mxfp8' or 'nvfp4', got 'int8'"),
+        (lambda: mx.quantize(mx.ones((2, 64)), 64, mode="mxfp4"), ValueError,
+         "^quantize: mxfp4 quantization requires group size 32, got 64"),
+        (lambda: mx.quantize(mx.ones((2, 64)), bits=4, mode="mxfp8"), ValueError,
+         "^quantize: mxfp8 quantization requires bits 8, got 4"),
+        (lambda: mx.quantize(mx.ones((2, 64)), global_scale=mx.array(1.0)), ValueError,
+         "^quantize: global_scale is only used by nvfp4"),
+        (lambda: mx.dequantize(W_Q, SCALES), ValueError,
+         "^dequantize: biases must be given for affine quantization"),
+        (lambda: mx.dequantize(W_Q, SCALES, BIASES, mode="mxfp4"), ValueError,
+         "^dequantize: mxfp4 quantization has no biases"),
+        (lambda: mx.dequantize(W_Q, SCALES, mode="mxfp4"), TypeError,
+         "^dequantize: mxfp4 weights must be uint32 and scales uint8"),
         (lambda: mx.quantize(mx.ones((2, 64), mx.int32)), TypeError, "^quantize: only real"),
         (lambda: mx.quantize(mx.ones((64,))), ValueError, "^quantize: w must have"),
         (lambda: mx.quantize(mx.ones((2, 48))), ValueError, "^quantize: the last axis"),
@@ -369,3 +383,95 @@ def test_dequantize_dtype(dtype):
     assert out.dtype is dtype
     np.testing.assert_allclose(np.asarray(out.astype(mx.float32)),
                                np.asarray(mx.dequantize(*packed)), rtol=1e-2, atol=1e-2)
+
+
+FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def _e4m3(x):
+    """E4M3 rounding in float64 (nearest even, saturating at 448): the reference's own."""
+    x = np.asarray(x, np.float64)
+    magnitude = np.minimum(np.abs(x), 448.0)
+    exponent = np.maximum(np.floor(np.log2(np.where(magnitude > 0, magnitude, 1.0))), -6)
+    step = 2.0 ** (exponent - 3)  # 3 mantissa bits; subnormals share the step 2**-9
+    return np.sign(x) * np.minimum(np.round(magnitude / step) * step, 448.0)
+
+
+def _float_mode_reference(w, mode, global_scale=None):
+    """The dequantized values of MLX's floating modes, from their definitions."""
+    size, largest = {"mxfp4": (32, 6.0), "mxfp8": (32, 448.0), "nvfp4": (16, 6.0)}[mode]
+    groups = w.reshape(*w.shape[:-1], -1, size).astype(np.float64)
+    amax = np.abs(groups).max(-1, keepdims=True)
+    if mode == "nvfp4":
+        factor = 1.0 if global_scale is None else 2688.0 / global_scale
+        scale = _e4m3(amax / 6.0 * factor) / factor
+    else:
+        exponent = np.clip(np.ceil(np.log2(np.where(amax > 0, amax / largest, 1.0))), -127, 127)
+        scale = 2.0 ** exponent
+    values = np.where(scale > 0, groups / np.where(scale > 0, scale, 1.0), 0.0)
+    if mode == "mxfp8":
+        q = _e4m3(values)
+    else:  # E2M1: nearest, ties toward zero
+        index = np.searchsorted([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0], np.abs(values))
+        q = np.sign(values) * FP4[np.minimum(index, 7)]
+    return (q * scale).reshape(w.shape)
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_floating_modes_match_their_definitions(mode):
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, 3, 64)) * np.exp(rng.standard_normal((4, 3, 1)) * 2)
+    w[0, 0, :6] = [0.25, -0.75, 1.75, 1e-9, 0.0, 5.0]  # ties, a tiny value, zero
+    w = w.astype(np.float32)
+    parts = mx.quantize(mx.array(w), mode=mode)
+    size, bits = {"mxfp4": (32, 4), "mxfp8": (32, 8), "nvfp4": (16, 4)}[mode]
+    assert len(parts) == 2 and parts[0].dtype is mx.uint32 and parts[1].dtype is mx.uint8
+    assert parts[0].shape == (4, 3, 64 * bits // 32) and parts[1].shape == (4, 3, 64 // size)
+    back = mx.dequantize(*parts, mode=mode)
+    assert back.dtype is mx.bfloat16  # MLX's default for uint8 scales
+    want = _float_mode_reference(w, mode)
+    assert_allclose(mx.dequantize(*parts, mode=mode, dtype=mx.float32), want,
+                    dtype=mx.float32, rtol=0, atol=0)
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    assert_allclose(mx.quantized_matmul(mx.array(x), parts[0][0], parts[1][0], mode=mode),
+                    x @ want[0].T, dtype=mx.float32, rtol=1e-5, atol=1e-4)
+
+
+def test_floating_mode_bits_are_mlx_s():
+    # packed words and scale bytes printed by MLX 0.32 for these rows
+    w = np.zeros((1, 32), np.float32)
+    w[0, :16] = [0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -6, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5]
+    q, s = mx.quantize(mx.array(w), mode="mxfp4")
+    assert np.asarray(q).view(np.uint8)[0, :8].tolist() == [0x21, 0x43, 0x65, 0x97, 0x0F,
+                                                            0x21, 0x43, 0x65]
+    assert s.tolist() == [[127]]
+    w = np.zeros((1, 32), np.float32)
+    w[0, :7] = [448, 272, 304, 17, 19, -272, 0.0234375]
+    q, s = mx.quantize(mx.array(w), mode="mxfp8")
+    assert np.asarray(q).view(np.uint8)[0, :7].tolist() == [0x7E, 0x78, 0x7A, 0x58, 0x5A,
+                                                            0xF8, 0x0C]
+    w = np.zeros((1, 64), np.float32)
+    w[0, :3] = [1.0, 1 / 3, 1 / 2.9]
+    q, s = mx.quantize(mx.array(w), mode="nvfp4")
+    assert s.tolist()[0][:2] == [35, 0] and np.asarray(q).view(np.uint8)[0, :2].tolist() == [
+        0x47, 0x04]
+
+
+def test_nvfp4_global_scale_and_quantized_layers():
+    rng = np.random.default_rng(6)
+    w = (rng.standard_normal((2, 64)) * 3).astype(np.float32)
+    tensor = float(np.abs(w).max())
+    parts = mx.quantize(mx.array(w), mode="nvfp4", global_scale=mx.array(tensor))
+    back = mx.dequantize(*parts, mode="nvfp4", global_scale=mx.array(tensor), dtype=mx.float32)
+    assert_allclose(back, _float_mode_reference(w, "nvfp4", tensor), dtype=mx.float32,
+                    rtol=1e-6, atol=1e-6)  # (the float32 factor global_scale / 2688)
+    for mode, (size, bits) in {"mxfp4": (32, 4), "mxfp8": (32, 8), "nvfp4": (16, 4)}.items():
+        layer = nn.QuantizedLinear(64, 8, mode=mode)
+        assert (layer.group_size, layer.bits) == (size, bits) and "biases" not in layer
+        x = mx.array(rng.standard_normal((3, 64)).astype(np.float32))
+        weights = mx.dequantize(layer.weight, layer.scales, mode=mode, dtype=mx.float32)
+        assert_allclose(layer(x), np.asarray(x) @ np.asarray(weights).T + np.asarray(layer.bias),
+                        dtype=mx.float32, rtol=1e-5, atol=1e-5)
+        model = nn.Sequential(nn.Embedding(10, 64), nn.Linear(64, 64))
+        nn.quantize(model, mode=mode)
+        assert model.layers[0].mode == mode and model(mx.array([1, 2])).shape == (2, 64)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import nuvec as mx
 from nuvec.nn.layers.linear import Linear
-from nuvec.nn.layers.quantized import QuantizedLinear
+from nuvec.nn.layers.quantized import QuantizedLinear, store_quantized
 from nuvec.nn.module import Module
 from nuvec.utils import tree_flatten, tree_map_with_path, tree_unflatten
 
@@ -289,16 +289,12 @@ class ShardedToAllLinear(_ShardedLinear):
 
 class _ShardedQuantizedLinear(_Sharded):
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group_size: int = 64, bits: int = 4, mode: str = "affine",
+                 group_size: int | None = None, bits: int | None = None, mode: str = "affine",
                  group: Any = None) -> None:
         super().__init__(input_dims, output_dims, group)
-        self.group_size, self.bits, self.mode = group_size, bits, mode
         scale = math.sqrt(1.0 / input_dims)
-        quantized = mx.quantize(mx.random.uniform(-scale, scale, self._shape), group_size, bits,
-                                mode=mode)
-        self.weight, self.scales = quantized[0], quantized[1]
-        if len(quantized) > 2:
-            self.biases = quantized[2]
+        store_quantized(self, mx.random.uniform(-scale, scale, self._shape), group_size, bits,
+                        mode)
         if bias:
             self.bias = mx.zeros(self._bias_shape())
         self.freeze()

@@ -41,6 +41,7 @@ class Embedding(Module):
         y = x.reshape(-1, x.shape[-1]) @ self["weight"].T  # one 2-D product (see Linear)
         return y.reshape(*lead, y.shape[-1])
 
-    def to_quantized(self, group_size: int = 64, bits: int = 4, mode: str = "affine") -> Module:
+    def to_quantized(self, group_size: int | None = None, bits: int | None = None,
+                     mode: str = "affine") -> Module:
         """This layer as a `QuantizedEmbedding` (its table quantized)."""
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

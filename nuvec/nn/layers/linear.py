@@ -68,7 +68,8 @@ class Linear(Module):
             y = x @ self["weight"].T
         return y.reshape(*lead, y.shape[-1]) if len(lead) > 1 else y
 
-    def to_quantized(self, group_size: int = 64, bits: int = 4, mode: str = "affine") -> Module:
+    def to_quantized(self, group_size: int | None = None, bits: int | None = None,
+                     mode: str = "affine") -> Module:
         """This layer as a `QuantizedLinear` (its weight quantized)."""
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 

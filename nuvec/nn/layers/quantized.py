@@ -16,6 +16,23 @@ from nuvec.utils import tree_map_with_path
 __all__ = ["QuantizedLinear", "QuantizedEmbedding", "quantize"]
 
 
+def store_quantized(layer: Module, weight: mx.array, group_size: int | None, bits: int | None,
+                    mode: str) -> None:
+    """Sets `layer`'s `weight`, `scales` (and, in the affine mode, `biases`) to `weight`
+    quantized, and its `group_size`, `bits` (read back from the shapes: None means the
+    mode's default) and `mode`."""
+    parts = mx.quantize(weight, group_size, bits, mode)
+    layer.weight, layer.scales = parts[0], parts[1]
+    if len(parts) > 2:
+        layer.biases = parts[2]
+    elif "biases" in layer:
+        del layer["biases"]
+    columns = weight.shape[-1]
+    layer.group_size = columns // layer.scales.shape[-1]
+    layer.bits = layer.weight.shape[-1] * 32 // columns
+    layer.mode = mode
+
+
 class QuantizedLinear(Module):
     """A `Linear` layer whose weight is quantized; computes with `mx.quantized_matmul`.
 
@@ -23,9 +40,10 @@ class QuantizedLinear(Module):
         input_dims: input features (a multiple of `group_size`).
         output_dims: output features.
         bias: whether to add a (float) bias.
-        group_size: values sharing one scale and bias.
-        bits: bits per value.
-        mode: the quantization mode (`"affine"`).
+        group_size: values sharing one scale (and bias); None: the mode's default.
+        bits: bits per value; None: the mode's default.
+        mode: the quantization mode (`"affine"`, `"mxfp4"`, `"mxfp8"`, `"nvfp4"`, as
+            `mx.quantize`'s; the floating modes have no biases).
 
     Example:
         >>> import nuvec.nn as nn
@@ -35,12 +53,12 @@ class QuantizedLinear(Module):
     """
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group_size: int = 64, bits: int = 4, mode: str = "affine") -> None:
+                 group_size: int | None = None, bits: int | None = None,
+                 mode: str = "affine") -> None:
         super().__init__()
-        self.group_size, self.bits, self.mode = group_size, bits, mode
         scale = math.sqrt(1.0 / input_dims)
         weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
-        self.weight, self.scales, self.biases = mx.quantize(weight, group_size, bits, mode)
+        store_quantized(self, weight, group_size, bits, mode)
         if bias:
             self.bias = mx.zeros((output_dims,))
         self.freeze()
@@ -53,22 +71,22 @@ class QuantizedLinear(Module):
     def _extra_repr(self) -> str:
         out, packed = self.weight.shape
         return (f"input_dims={packed * 32 // self.bits}, output_dims={out}, "
-                f"bias={'bias' in self}, group_size={self.group_size}, bits={self.bits}")
+                f"bias={'bias' in self}, group_size={self.group_size}, bits={self.bits}, "
+                f"mode={self.mode}")
 
     def __call__(self, x: mx.array) -> mx.array:
         y = mx.quantized_matmul(x, self["weight"], scales=self["scales"],
-                                biases=self["biases"], transpose=True,
+                                biases=self.get("biases"), transpose=True,
                                 group_size=self.group_size, bits=self.bits, mode=self.mode)
         return y + self["bias"] if "bias" in self else y
 
     @classmethod
-    def from_linear(cls, linear_layer: Module, group_size: int = 64, bits: int = 4,
-                    mode: str = "affine") -> "QuantizedLinear":
+    def from_linear(cls, linear_layer: Module, group_size: int | None = None,
+                    bits: int | None = None, mode: str = "affine") -> "QuantizedLinear":
         """A `QuantizedLinear` holding `linear_layer`'s weight quantized (and its bias)."""
         out, inp = linear_layer.weight.shape
         layer = cls(inp, out, False, group_size, bits, mode)
-        layer.weight, layer.scales, layer.biases = mx.quantize(
-            linear_layer.weight, group_size, bits, mode)
+        store_quantized(layer, linear_layer.weight, group_size, bits, mode)
         if "bias" in linear_layer:
             layer.bias = linear_layer.bias
         return layer
@@ -80,9 +98,9 @@ class QuantizedEmbedding(Module):
     Args:
         num_embeddings: the number of rows.
         dims: the size of each row (a multiple of `group_size`).
-        group_size: values sharing one scale and bias.
-        bits: bits per value.
-        mode: the quantization mode (`"affine"`).
+        group_size: values sharing one scale (and bias); None: the mode's default.
+        bits: bits per value; None: the mode's default.
+        mode: the quantization mode, as `QuantizedLinear`'s.
 
     Example:
         >>> import nuvec.nn as nn
@@ -90,12 +108,11 @@ class QuantizedEmbedding(Module):
         (2, 64)
     """
 
-    def __init__(self, num_embeddings: int, dims: int, group_size: int = 64, bits: int = 4,
-                 mode: str = "affine") -> None:
+    def __init__(self, num_embeddings: int, dims: int, group_size: int | None = None,
+                 bits: int | None = None, mode: str = "affine") -> None:
         super().__init__()
-        self.group_size, self.bits, self.mode = group_size, bits, mode
         weight = mx.random.normal((num_embeddings, dims), scale=math.sqrt(1.0 / dims))
-        self.weight, self.scales, self.biases = mx.quantize(weight, group_size, bits, mode)
+        store_quantized(self, weight, group_size, bits, mode)
         self.num_embeddings, self.dims = num_embeddings, dims
         self.freeze()
 
@@ -106,34 +123,34 @@ class QuantizedEmbedding(Module):
 
     def _extra_repr(self) -> str:
         return (f"{self.num_embeddings}, {self.dims}, group_size={self.group_size}, "
-                f"bits={self.bits}")
+                f"bits={self.bits}, mode={self.mode}")
 
     def __call__(self, x: mx.array) -> mx.array:
         shape = x.shape
         x = x.flatten()
-        rows = mx.dequantize(self["weight"][x], scales=self["scales"][x],
-                             biases=self["biases"][x], group_size=self.group_size,
-                             bits=self.bits, mode=self.mode)
+        biases = self["biases"][x] if "biases" in self else None
+        rows = mx.dequantize(self["weight"][x], scales=self["scales"][x], biases=biases,
+                             group_size=self.group_size, bits=self.bits, mode=self.mode)
         return rows.reshape(*shape, -1)
 
     def as_linear(self, x: mx.array) -> mx.array:
         """`x @ table.T` with the quantized table (tied output projection)."""
         return mx.quantized_matmul(x, self["weight"], scales=self["scales"],
-                                   biases=self["biases"], transpose=True,
+                                   biases=self.get("biases"), transpose=True,
                                    group_size=self.group_size, bits=self.bits, mode=self.mode)
 
     @classmethod
-    def from_embedding(cls, embedding_layer: Module, group_size: int = 64, bits: int = 4,
-                       mode: str = "affine") -> "QuantizedEmbedding":
+    def from_embedding(cls, embedding_layer: Module, group_size: int | None = None,
+                       bits: int | None = None, mode: str = "affine") -> "QuantizedEmbedding":
         """A `QuantizedEmbedding` holding `embedding_layer`'s table quantized."""
         num, dims = embedding_layer.weight.shape
         layer = cls(num, dims, group_size, bits, mode)
-        layer.weight, layer.scales, layer.biases = mx.quantize(
-            embedding_layer.weight, group_size, bits, mode)
+        store_quantized(layer, embedding_layer.weight, group_size, bits, mode)
         return layer
 
 
-def quantize(model: Module, group_size: int = 64, bits: int = 4, *, mode: str = "affine",
+def quantize(model: Module, group_size: int | None = None, bits: int | None = None, *,
+             mode: str = "affine",
              class_predicate: Callable[[str, Module], Any] | None = None) -> None:
     """Quantizes a model's layers in place (as `mlx.nn.quantize`).
 
@@ -142,9 +159,9 @@ def quantize(model: Module, group_size: int = 64, bits: int = 4, *, mode: str = 
 
     Args:
         model: the model to change.
-        group_size: values sharing one scale and bias.
-        bits: bits per value.
-        mode: the quantization mode.
+        group_size: values sharing one scale (and bias); None: the mode's default.
+        bits: bits per value; None: the mode's default.
+        mode: the quantization mode, as `mx.quantize`'s.
         class_predicate: `(path, module) -> bool | dict`: which layers to quantize; a dict gives
             that layer's own `to_quantized` arguments. By default every layer having
             `to_quantized`.
