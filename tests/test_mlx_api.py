@@ -159,11 +159,12 @@ SIGNATURES = {
     "full": "(shape, vals, dtype=None, *, stream=None)",
     "full_like": "(a, /, vals, dtype=None, *, stream=None)",
     "gather_mm": (
-        "(a, b, /, lhs_indices=None, rhs_indices=None, sorted_indices=False, *, stream=None)"
+        "(a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices=False, stream=None)"
     ),
     "gather_qmm": (
-        "(x, w, /, scales, biases, lhs_indices=None, rhs_indices=None, transpose=True, "
-        "group_size=None, bits=None, mode='affine', sorted_indices=False, *, stream=None)"
+        "(x, w, /, scales, biases=None, lhs_indices=None, rhs_indices=None, transpose=True, "
+        "group_size=None, bits=None, mode='affine', global_scale=None, *, "
+        "sorted_indices=False, stream=None)"
     ),
     "get_active_memory": "()",
     "get_num_threads": "()",  # nuvec's own (MLX has no CPU thread pool)

@@ -31,6 +31,7 @@ from nuvec.ops.quantized import (
     quantized_matmul,
 )
 from nuvec.ops.reduction import sum as total
+from nuvec.ops.microscaled import FLOAT_MODES
 from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze
 from nuvec.ops.unary import astype
 
@@ -217,8 +218,8 @@ def _row_offsets(sorted_indices: bool, x: Array, w: Array, rhs: Array, s: Any) -
 
 
 def gather_mm(
-    a: Any, b: Any, /, lhs_indices: Any = None, rhs_indices: Any = None,
-    sorted_indices: bool = False, *, stream: Any = None,
+    a: Any, b: Any, /, lhs_indices: Any = None, rhs_indices: Any = None, *,
+    sorted_indices: bool = False, stream: Any = None,
 ) -> Array:
     """Matrix products of gathered batches: `a[lhs_indices] @ b[rhs_indices]`.
 
@@ -264,10 +265,10 @@ def gather_mm(
 
 
 def gather_qmm(
-    x: Any, w: Any, /, scales: Any, biases: Any, lhs_indices: Any = None,
+    x: Any, w: Any, /, scales: Any, biases: Any = None, lhs_indices: Any = None,
     rhs_indices: Any = None, transpose: bool = True, group_size: int | None = None,
-    bits: int | None = None, mode: str = "affine", sorted_indices: bool = False, *,
-    stream: Any = None,
+    bits: int | None = None, mode: str = "affine", global_scale: Any = None, *,
+    sorted_indices: bool = False, stream: Any = None,
 ) -> Array:
     """Quantized products of gathered batches: `quantized_matmul(x[lhs], w[rhs], ...)`.
 
@@ -282,9 +283,11 @@ def gather_qmm(
         lhs_indices: integer indices into `x`'s flattened batch; all when None.
         rhs_indices: integer indices into `w`'s flattened batch; all when None.
         transpose: multiply by the transposed weights.
-        group_size: values per scale and bias: 32, 64 or 128.
-        bits: bits per value: 2, 3, 4, 5, 6 or 8.
-        mode: the quantization mode; only "affine".
+        group_size: as `quantize`'s.
+        bits: as `quantize`'s.
+        mode: "affine", or a floating mode ("mxfp4", "mxfp8", "nvfp4": the weights are
+            dequantized to `x`'s dtype, then multiplied by `gather_mm`).
+        global_scale: nvfp4 only, as given to `quantize`.
         sorted_indices: a hint that the indices are sorted.
         stream: the stream (or device) to record on.
 
@@ -302,10 +305,20 @@ def gather_qmm(
         (2, 2, 3)
     """
     op = "gather_qmm"
+    if mode in FLOAT_MODES:
+        with stream_context(to_stream(stream)):
+            x, weights = quantized.float_mode_operands(op, x, w, scales, biases, transpose,
+                                                       group_size, bits, mode, global_scale)
+            return gather_mm(x, weights, lhs_indices, rhs_indices,
+                             sorted_indices=sorted_indices)
+    if global_scale is not None:
+        raise ValueError(f"{op}: global_scale is only used by nvfp4 quantization")
     if lhs_indices is None and rhs_indices is None:
         return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
                                 stream=stream)
     check_quantization_mode(op, mode)
+    if biases is None:
+        raise ValueError(f"{op}: biases must be given for affine quantization")
     group_size, bits = quantized.check_quantization_params(op, group_size, bits)
     s = to_stream(stream)
     x, w, scales, biases = (as_array(a, op) for a in (x, w, scales, biases))

@@ -389,6 +389,22 @@ def dequantize(
     return out if dtype is None else astype(out, dtype, stream=s)
 
 
+def float_mode_operands(op: str, x: Any, w: Any, scales: Any, biases: Any, transpose: bool,
+                        group_size: int | None, bits: int | None, mode: str,
+                        global_scale: Any) -> tuple[Array, Array]:
+    """`x` and the weights of a floating mode dequantized to its dtype (`[..., K, N]`,
+    transposed with `transpose`), for a product; on the current stream."""
+    float_mode_params(op, mode, group_size, bits)
+    if biases is not None:
+        raise ValueError(f"{op}: {mode} quantization has no biases")
+    x = as_array(x, op)
+    if not x.dtype.is_floating:
+        raise DtypeError(f"{op}: x must be real floating, got {x.dtype.name}")
+    weights = dequantize_floats(op, as_array(w, op), as_array(scales, op), mode, global_scale,
+                                x.dtype)
+    return x, swapaxes(weights, -1, -2) if transpose else weights
+
+
 def quantized_matmul(
     x: Any, w: Any, /, scales: Any, biases: Any = None, transpose: bool = True,
     group_size: int | None = None, bits: int | None = None, mode: str = "affine", *,
@@ -426,16 +442,9 @@ def quantized_matmul(
     s = to_stream(stream)
     check_any_mode(op, mode)
     if mode in FLOAT_MODES:
-        float_mode_params(op, mode, group_size, bits)
-        if biases is not None:
-            raise ValueError(f"{op}: {mode} quantization has no biases")
-        x = as_array(x, op)
-        if not x.dtype.is_floating:
-            raise DtypeError(f"{op}: x must be real floating, got {x.dtype.name}")
         with stream_scope(s):
-            weights = dequantize_floats(op, as_array(w, op), as_array(scales, op), mode, None,
-                                        x.dtype)
-            return matmul(x, swapaxes(weights, -1, -2) if transpose else weights)
+            return matmul(*float_mode_operands(op, x, w, scales, biases, transpose, group_size,
+                                               bits, mode, None))
     check_quantization_mode(op, mode)
     group_size, bits = check_quantization_params(op, group_size, bits)
     if biases is None:

@@ -457,6 +457,21 @@ def test_floating_mode_bits_are_mlx_s():
         0x47, 0x04]
 
 
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_gather_qmm_of_floating_modes_is_gather_mm_of_the_dequantized_weights(mode):
+    rng = np.random.default_rng(8)
+    w_q, scales = mx.quantize(mx.array(rng.standard_normal((4, 8, 64)).astype(np.float32)),
+                              mode=mode)
+    x = mx.array(rng.standard_normal((3, 2, 64)).astype(np.float32))
+    rhs, lhs = mx.array([[1, 3], [0, 0], [2, 1]]), mx.array([[0, 0], [1, 1], [2, 2]])
+    weights = np.asarray(mx.dequantize(w_q, scales, mode=mode, dtype=mx.float32))
+    want = np.asarray(x)[np.asarray(lhs)] @ np.swapaxes(weights[np.asarray(rhs)], -1, -2)
+    got = mx.gather_qmm(x, w_q, scales, lhs_indices=lhs, rhs_indices=rhs, mode=mode)
+    assert_allclose(got, want, dtype=mx.float32, rtol=1e-5, atol=1e-4)
+    with pytest.raises(ValueError, match=f"^gather_qmm: {mode} quantization has no biases"):
+        mx.gather_qmm(x, w_q, scales, scales, rhs_indices=rhs, mode=mode)
+
+
 def test_nvfp4_global_scale_and_quantized_layers():
     rng = np.random.default_rng(6)
     w = (rng.standard_normal((2, 64)) * 3).astype(np.float32)
