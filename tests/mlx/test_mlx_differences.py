@@ -151,6 +151,52 @@ def test_cpu_threads_are_an_addition():
     assert mx.get_num_threads() == before
 
 
+def test_shapeless_compile_retraces_a_shape_dependent_graph():
+    calls = []
+
+    def mean(x):
+        calls.append(1)
+        return mx.mean(x)
+
+    f = mx.compile(mean, shapeless=True)
+    assert [f(mx.ones((n,)) * n).item() for n in (2, 5, 3)] == [2.0, 5.0, 3.0]
+    assert len(calls) == 3
+
+
+def test_exported_functions_are_nuvec_files(tmp_path):
+    path = str(tmp_path / "f.mlxfn")
+    mx.export_function(path, lambda a: a + 1, mx.ones(2))
+    with np.load(path, allow_pickle=False) as archive:
+        assert "program" in archive.files  # an .npz whatever its name
+    assert mx.import_function(path)(mx.zeros(2))[0].tolist() == [1.0, 1.0]
+
+
+def test_streams_work_from_any_thread():
+    import threading
+
+    s = mx.new_stream(mx.cpu)
+    out = []
+    thread = threading.Thread(target=lambda: out.append(mx.add(1, 2, stream=s).item()))
+    thread.start()
+    thread.join()
+    assert out == [3]
+
+
+def test_buffer_sizes_are_the_real_buffers():
+    a = mx.ones((1000,))
+    b = mx.arange(1000.0)
+    mx.eval(a, b)
+    assert mx.get_array_buffer_size(a) == 4 and mx.get_array_buffer_size(b) == 4000
+
+
+def test_tiny_microscaled_groups_quantize_to_zero():
+    w = np.zeros((1, 32), np.float32)
+    w[0, :2] = [1e-40, 3e-41]
+    q, scales = mx.quantize(mx.array(w), mode="mxfp4")
+    assert scales.tolist() == [[0]]  # 2**-127
+    assert not mx.dequantize(q, scales, mode="mxfp4", dtype=mx.float32).any().item()
+
+
 def test_every_documented_difference_has_a_test():
     doc = (Path(__file__).parents[2] / "docs" / "mlx-differences.md").read_text()
     entries = re.split(r"\n- \*\*", doc)[1:]
