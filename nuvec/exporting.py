@@ -230,8 +230,8 @@ class FunctionExporter:
         positional, keywords = _example(self._op, args, kwargs)
         described = _describe_trace(self._fun, positional, keywords, self._shapeless,
                                     self._encoder, self._op)
-        if callable(self._file):
-            self._file(described)
+        if callable(self._file):  # with the constants its "const" references index
+            self._file(dict(described, arrays=list(self._encoder.arrays)))
         self._traces.append(described)
 
     def close(self) -> None:
@@ -287,7 +287,7 @@ def export_function(file_or_callback: Any, fun: Callable[..., Any], *args: Any,
 
     Args:
         file_or_callback: a path, or a callable given the trace's description (the dict the
-            file's JSON holds per trace).
+            file's JSON holds per trace, plus `arrays`: the constants its references index).
         fun: takes arrays, returns an array or a tree of arrays.
         *args: example positional arrays (or one tuple of them, then a dict of keyword ones).
         shapeless: whether other shapes of the same ranks may be passed; the function's graph

@@ -79,6 +79,8 @@ def test_callbacks_and_what_cannot_be_exported(tmp_path):
     mx.export_function(seen.append, lambda a: a + 1, mx.ones(2))
     assert len(seen) == 1 and [s["primitive"]["primitive"] for s in seen[0]["steps"]] == [
         "nuvec.ops.binary:Add"]
+    kind, index = seen[0]["steps"][0]["inputs"][1]  # the weak scalar 1, a constant
+    assert kind == "const" and seen[0]["arrays"][index].tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match="^export_function: metadata is only saved to a file"):
         mx.export_function(seen.append, lambda a: a, mx.ones(2), metadata="m")
     custom = mx.custom_function(lambda a: a * 2)
