@@ -6,7 +6,7 @@ from typing import Any
 
 from nuvec.graph.array import Array
 from nuvec.graph.memory import root_buffer
-from nuvec.graph.tree import tree_leaves
+from nuvec.graph.tree import all_leaves
 
 __all__ = ["get_array_buffer_size"]
 
@@ -29,7 +29,7 @@ def get_array_buffer_size(*args: Any) -> int:
     """
     seen: set[int] = set()
     total = 0
-    for leaf in tree_leaves(args):
+    for leaf in all_leaves(args):
         if not isinstance(leaf, Array):
             continue
         outputs = leaf._node.data

@@ -28,7 +28,7 @@ from nuvec.graph.device import (DeviceType, Stream, backend_state, loaded_backen
                                 to_stream)
 from nuvec.graph.memory import counters
 from nuvec.graph.toposort import claim_order
-from nuvec.graph.tree import tree_leaves
+from nuvec.graph.tree import all_leaves
 
 _in_flight: set[_Batch] = set()
 _async_runner = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nuvec-async")
@@ -69,8 +69,10 @@ class _Batch:
 
 
 def _roots(args: tuple[Any, ...]) -> list[Node]:
-    # Leaves that are not arrays are ignored, as MLX does.
-    return [leaf._node for leaf in tree_leaves(args) if isinstance(leaf, Array)]
+    # Leaves that are not arrays are ignored, as MLX does; modules (dicts) are walked into.
+    if all(type(a) is Array for a in args):  # (the common call: arrays only)
+        return [a._node for a in args]
+    return [leaf._node for leaf in all_leaves(args) if isinstance(leaf, Array)]
 
 
 def _placeholder_error(node: Node) -> ValueError:

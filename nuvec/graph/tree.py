@@ -51,8 +51,12 @@ def is_node(x: Any) -> bool:
     return type(x) in _CONTAINERS or (isinstance(x, tuple) and hasattr(x, "_fields"))
 
 
-def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
+def flatten(tree: Any, is_leaf: IsLeaf = None,
+            subclasses: bool = False) -> tuple[list[Any], TreeDef]:
     """The leaves of `tree` in order (dicts by insertion order) and its structure.
+
+    With `subclasses`, subclasses of dict and list (an `nn.Module`) are nodes too, as in
+    MLX's transforms; they come back from `unflatten` as plain dicts and lists.
 
     Example:
         >>> import nuvec as mx
@@ -61,21 +65,29 @@ def flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
         ([1, 2, 3], dict(*, list(*, *)))
     """
     leaves: list[Any] = []
-    return leaves, _build_def(tree, is_leaf, leaves)
+    return leaves, _build_def(tree, is_leaf, leaves, subclasses)
 
 
-def _build_def(x: Any, is_leaf: IsLeaf, leaves: list[Any]) -> TreeDef:
+def is_mutable_node(x: Any) -> bool:
+    """Whether `x` is a dict or list, subclasses (modules) included: a node updated in place."""
+    return isinstance(x, (dict, list))
+
+
+def _build_def(x: Any, is_leaf: IsLeaf, leaves: list[Any], subclasses: bool) -> TreeDef:
     # Module-level recursion: a nested self-referencing closure would form a reference cycle
     # holding the leaves (arrays) until the garbage collector runs.
-    if (is_leaf is not None and is_leaf(x)) or not is_node(x):
+    if (is_leaf is not None and is_leaf(x)) or not (
+            is_node(x) or (subclasses and is_mutable_node(x))):
         leaves.append(x)
         return LEAF
     if isinstance(x, dict):
         return TreeDef("dict", tuple(x.keys()),
-                       tuple(_build_def(v, is_leaf, leaves) for v in x.values()))
+                       tuple(_build_def(v, is_leaf, leaves, subclasses) for v in x.values()))
     if isinstance(x, list):
-        return TreeDef("list", None, tuple(_build_def(v, is_leaf, leaves) for v in x))
-    return TreeDef("tuple", type(x), tuple(_build_def(v, is_leaf, leaves) for v in x))
+        return TreeDef("list", None,
+                       tuple(_build_def(v, is_leaf, leaves, subclasses) for v in x))
+    return TreeDef("tuple", type(x),
+                   tuple(_build_def(v, is_leaf, leaves, subclasses) for v in x))
 
 
 def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
@@ -101,6 +113,30 @@ def _build_tree(d: TreeDef, leaves: Iterator[Any]) -> Any:
     if d.meta is tuple:
         return tuple(values)
     return d.meta(*values)
+
+
+def all_leaves(tree: Any) -> list[Any]:
+    """The leaves of `tree`, walking into subclasses of dict, list and tuple too (an
+    `nn.Module` is a dict): what `eval` takes, as MLX's, so `mx.eval(model)` evaluates the
+    model's parameters.
+
+    Example:
+        >>> from nuvec.graph.tree import all_leaves
+        >>> class Box(dict): pass
+        >>> all_leaves([Box(a=1, b=[2]), 3])
+        [1, 2, 3]
+    """
+    leaves: list[Any] = []
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(reversed(list(x.values())))
+        elif isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        else:
+            leaves.append(x)
+    return leaves
 
 
 def tree_leaves(tree: Any) -> list[Any]:

@@ -349,7 +349,7 @@ def _value_and_grad(
     def wrapped(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         _select_args(op, args, kwargs, nums, names)
         selected = [args[n] for n in nums] + [kwargs[k] for k in names]
-        leaves, treedef = flatten(selected)
+        leaves, treedef = flatten(selected, subclasses=True)  # (modules too, as MLX)
         for arg in selected:
             if not isinstance(arg, (Array, list, tuple, dict)):
                 raise DtypeError(f"{op}: differentiated arguments must be arrays or trees of "

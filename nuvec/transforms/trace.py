@@ -15,7 +15,7 @@ from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import COPY
 from nuvec.graph.toposort import toposort
-from nuvec.graph.tree import is_node, tree_leaves
+from nuvec.graph.tree import is_mutable_node, is_node, tree_leaves
 
 Key = tuple[Node, int]  # (node, output index); nodes hash by identity
 
@@ -135,16 +135,17 @@ Slots = dict[tuple[int, Any], tuple[Array, Key, Array]]
 def fill_in_place(tree: Any, leaves: Iterator[Any], slots: Slots) -> Any:
     """`tree` with its leaves replaced in order from `leaves`, as MLX passes traced arguments.
 
-    Lists and dicts are updated in place, so the function sees (and may change) the caller's
-    containers; tuples are immutable and are rebuilt. The order is that of `flatten`. Each
-    array put into a container is recorded in `slots` under `(id(container), index or key)`
-    as `(new array, its key, the caller's array)`, for `restore_unchanged`.
+    Lists and dicts (their subclasses too: a module) are updated in place, so the function
+    sees (and may change) the caller's containers; tuples are immutable and are rebuilt. The
+    order is that of `flatten(..., subclasses=True)`. Each array put into a container is
+    recorded in `slots` under `(id(container), index or key)` as `(new array, its key, the
+    caller's array)`, for `restore_unchanged`.
     """
-    if not is_node(tree):
+    mutable = is_mutable_node(tree)
+    if not (mutable or is_node(tree)):
         return next(leaves)
-    mutable = type(tree) in (dict, list)
     filled = tree if mutable else list(tree)
-    for k in list(tree) if type(tree) is dict else range(len(tree)):
+    for k in list(tree) if isinstance(tree, dict) else range(len(tree)):
         old = filled[k]
         new = filled[k] = fill_in_place(old, leaves, slots)
         if not mutable:
@@ -170,11 +171,11 @@ def restore_unchanged(tree: Any, slots: Slots, kept: list[Array]) -> Any:
     array it updated in place) keep the new value, as in MLX. The arrays so kept are added to
     `kept`.
     """
-    if not is_node(tree):
+    mutable = is_mutable_node(tree)
+    if not (mutable or is_node(tree)):
         return tree
-    mutable = type(tree) in (dict, list)
     restored = tree if mutable else list(tree)
-    for k in list(tree) if type(tree) is dict else range(len(tree)):
+    for k in list(tree) if isinstance(tree, dict) else range(len(tree)):
         v = restored[k]
         given, key, old = slots.get((id(tree), k), (None, None, None))
         if given is not None and given is v and key_of(v) == key:

@@ -173,6 +173,28 @@ def test_plain_functions_in_a_sequential_keep_the_positions_of_the_layers() -> N
     model.load_weights(dict(tree_flatten(model.parameters())))
 
 
+def test_eval_of_a_model_evaluates_its_parameters() -> None:
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    optimizer = optim.SGD(0.1)
+    model.layers[0].weight = model.layers[0].weight * 2
+    mx.eval(model)  # a module is a dict: eval walks into it, as MLX's
+    assert model.layers[0].weight.is_evaluated
+    model.layers[0].bias = model.layers[0].bias + 1
+    mx.eval([model.state, optimizer.state])  # MLX's compiled-step idiom
+    assert model.layers[0].bias.is_evaluated
+
+
+def test_grad_with_respect_to_a_module_gives_a_dict_of_gradients() -> None:
+    model = nn.Linear(2, 1)
+    x = mx.array([[1.0, 2.0], [3.0, 4.0]])
+    weight = model.weight
+    grads = mx.grad(lambda m: m(x).sum())(model)  # a module is a dict, as in MLX
+    assert type(grads) is dict and set(grads) == {"weight", "bias"}
+    np.testing.assert_allclose(np.asarray(grads["weight"]), [[4.0, 6.0]])
+    np.testing.assert_allclose(np.asarray(grads["bias"]), [2.0])
+    assert model.weight is weight  # the module gets its own arrays back
+
+
 def test_tree_utilities_walk_into_modules() -> None:
     model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
     shapes = tree_map(lambda a: a.shape, model)  # a module is a dict: a plain dict comes back
