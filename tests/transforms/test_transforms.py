@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import nuvec as mx
+import nuvec.nn as nn
 from nuvec.graph.primitive import Primitive, TransformError
 from nuvec.ops.families import apply
 from nuvec.testing import assert_allclose
@@ -278,9 +279,12 @@ def test_vmap_output_that_ignores_the_batch_is_broadcast() -> None:
          "^vmap: out_axes None for an output that depends on a batched input"),
         (lambda: mx.vmap(lambda a: a.item())(mx.ones((2,))), ValueError,
          "^vmap: attempting to evaluate an array inside a vmapped function"),
+        (lambda: mx.vmap(lambda m, a: a, in_axes=(None, 0))(nn.Linear(2, 1), mx.ones((3, 2))),
+         TypeError, "^vmap: the arguments must be arrays or trees of arrays, got Linear"),
     ],
     ids=["batch-size", "in-axis-range", "out-axis-range", "all-none", "non-array-arg",
-         "non-array-output", "axes-length", "axis-type", "out-axes-none", "evaluation"],
+         "non-array-output", "axes-length", "axis-type", "out-axes-none", "evaluation",
+         "module"],
 )
 def test_vmap_errors(call, error, match) -> None:
     with pytest.raises(error, match=match):
