@@ -392,10 +392,12 @@ SIGNATURES = {
     "fast.gated_delta": "(q, k, v, g, beta, state, *, stream=None)",
     "fast.gated_delta_slots": "(q, k, v, g, beta, pool, slots, *, stream=None)",
     "fast.gated_delta_steps": "(q, k, v, g, beta, state, *, stream=None)",
-    "fast.gated_delta_update": (
+    "fast.gated_delta_from_projections": (
         "(q, k, v, a, b, A_log, dt_bias, state=None, mask=None, use_kernel=True, "
         "lower_bound=None, *, stream=None)"
     ),
+    "fast.gated_delta_update": (
+        "(q, k, v, gamma, beta, initial_state=None, mask=None, *, stream=None)"),
     "fast.layer_norm": "(x, weight, bias, eps, *, stream=None)",
     "fast.logsumexp": "(x, *, stream=None)",
     "fast.norm_rope": (

@@ -10,6 +10,7 @@ from nuvec.fast.cross_entropy import cross_entropy
 from nuvec.fast.custom_kernel import cuda_kernel
 from nuvec.fast.gated_delta import (
     gated_delta,
+    gated_delta_from_projections,
     gated_delta_slots,
     gated_delta_steps,
     gated_delta_update,
@@ -29,6 +30,7 @@ __all__ = [
     "cross_entropy",
     "cuda_kernel",
     "gated_delta",
+    "gated_delta_from_projections",
     "gated_delta_slots",
     "gated_delta_steps",
     "gated_delta_update",

@@ -15,7 +15,8 @@ from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import KERNEL_FLOATS, NODE_FLOATS, FastOp, floating, mx, on_gpu, wide
 from nuvec.ops.arguments import as_array
 
-__all__ = ["gated_delta", "gated_delta_steps", "gated_delta_slots", "gated_delta_update"]
+__all__ = ["gated_delta", "gated_delta_steps", "gated_delta_slots", "gated_delta_update",
+           "gated_delta_from_projections"]
 
 
 def gated_delta_graph(inputs, steps: bool) -> list[Array]:
@@ -144,10 +145,14 @@ def _run(op: FastOp, inputs: list[Array]) -> tuple[Array, Array]:
 
 
 def _checked(q, k, v, g, beta, state, op: str = "gated_delta") -> list[Array]:
-    arrays = [as_array(a, op) for a in (q, k, v, g, beta, state)]
+    """The inputs as arrays, checked; a `state` of None becomes float32 zeros (once the shapes
+    are known to fit)."""
+    arrays = [as_array(a, op) for a in (q, k, v, g, beta)]
+    if state is not None:
+        arrays.append(as_array(state, op))
     for a in arrays:
         floating(op, a.dtype)
-    q, k, v, g, beta, state = arrays
+    q, k, v, g, beta = arrays[:5]
     if q.ndim != 4 or q.shape != k.shape or v.ndim != 4:
         raise ValueError(f"{op}: q and k must be [B, T, Hk, Dk] and v [B, T, Hv, Dv], "
                          f"got {q.shape}, {k.shape}, {v.shape}")
@@ -159,9 +164,11 @@ def _checked(q, k, v, g, beta, state, op: str = "gated_delta") -> list[Array]:
     if g.shape != (b, t, hv) or beta.shape != (b, t, hv):
         raise ValueError(f"{op}: g and beta must be [{b}, {t}, {hv}], got {g.shape} "
                          f"and {beta.shape}")
-    if state.shape != (b, hv, dv, dk):
+    if state is None:
+        arrays.append(mx().zeros((b, hv, dv, dk), dt.float32))
+    elif arrays[5].shape != (b, hv, dv, dk):
         raise ValueError(f"{op}: state must be [{b}, {hv}, {dv}, {dk}], got "
-                         f"{state.shape}")
+                         f"{arrays[5].shape}")
     return arrays
 
 
@@ -261,16 +268,65 @@ def gated_delta_slots(q: Any, k: Any, v: Any, g: Any, beta: Any, pool: Any, slot
         return _run(GatedDeltaSlots(), [*arrays[:5], pool, slots])
 
 
-def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bias: Any,
-                       state: Any = None, mask: Any = None, use_kernel: bool = True,
-                       lower_bound: float | None = None, *,
-                       stream: Any = None) -> tuple[Array, Array]:
-    """mlx-lm's gated delta update from the gate projections.
+def _masked_update(op: str, q: Array, k: Array, v: Array, g: Array, beta: Array, state: Any,
+                   mask: Any) -> tuple[Array, Array]:
+    """`gated_delta` from `state` (None: float32 zeros); a masked step (`mask` `[B, T]`,
+    true where a step is real) neither decays nor updates the state and outputs zeros."""
+    ops = mx()
+    if mask is not None:
+        mask = as_array(mask, op)
+        if mask.shape != q.shape[:2]:
+            raise ValueError(f"{op}: mask must be [B, T] = {list(q.shape[:2])}, got "
+                             f"{mask.shape}")
+    if mask is not None:
+        m = ops.expand_dims(mask, -1)
+        g = ops.where(m, g, ops.ones_like(g))
+        beta = ops.where(m, beta, ops.zeros_like(beta))
+    y, state = _run(GatedDelta(False), _checked(q, k, v, g, beta, state, op))
+    if mask is None:
+        return y, state
+    return ops.where(ops.expand_dims(m, -1), y, ops.zeros_like(y)), state
+
+
+def gated_delta_update(q: Any, k: Any, v: Any, gamma: Any, beta: Any, initial_state: Any = None,
+                       mask: Any = None, *, stream: Any = None) -> tuple[Array, Array]:
+    """MLX 0.32's gated delta update: `gated_delta` with an optional state and mask.
+
+    Args:
+        q, k: `[B, T, Hk, Dk]`.
+        v: `[B, T, Hv, Dv]`.
+        gamma: `[B, T, Hv]` decays (linear, in (0, 1]).
+        beta: `[B, T, Hv]` update rates.
+        initial_state: `[B, Hv, Dv, Dk]`, or None for float32 zeros.
+        mask: optional `[B, T]` boolean mask: a masked step leaves the state unchanged and
+            outputs zeros.
+        stream: stream or device.
+
+    Returns `(y, state)` and raises as `gated_delta`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> q = k = v = mx.ones((1, 2, 1, 4)); g = beta = mx.ones((1, 2, 1))
+        >>> y, state = mx.fast.gated_delta_update(q, k, v, g, beta)
+        >>> y.shape, state.shape, state.dtype
+        ((1, 2, 1, 4), (1, 1, 4, 4), nuvec.float32)
+    """
+    op = "gated_delta_update"
+    with stream_context(to_stream(stream)):
+        q, k, v, gamma, beta = (as_array(x, op) for x in (q, k, v, gamma, beta))
+        return _masked_update(op, q, k, v, gamma, beta, initial_state, mask)
+
+
+def gated_delta_from_projections(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any,
+                                 dt_bias: Any, state: Any = None, mask: Any = None,
+                                 use_kernel: bool = True, lower_bound: float | None = None, *,
+                                 stream: Any = None) -> tuple[Array, Array]:
+    """mlx-lm's gated delta update (`mlx_lm.models.gated_delta.gated_delta_update`), from the
+    gate projections.
 
     `beta = sigmoid(b)` and `g = exp(-exp(A_log) * softplus(a + dt_bias))`, or with a
     `lower_bound`, `g = exp(lower_bound * sigmoid(exp(A_log) * (a + dt_bias)))`; the gates
-    are float32, as mlx-lm's. With a `mask` (`[B, T]`, true where a step is real) a masked
-    step leaves the state unchanged and outputs zeros, as mlx-lm's kernel does.
+    are float32, as mlx-lm's; then `gated_delta_update(q, k, v, g, beta, state, mask)`.
 
     Args:
         q, k: `[B, T, Hk, Dk]`.
@@ -278,45 +334,37 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
         a, b: `[B, T, Hv]` gate projections.
         A_log, dt_bias: `[Hv]` per-head parameters.
         state: `[B, Hv, Dv, Dk]`, or `None` for float32 zeros.
-        mask: optional `[B, T]` boolean mask.
+        mask: optional `[B, T]` boolean mask (as `gated_delta_update`'s).
         use_kernel: accepted for mlx-lm compatibility (the fused node is chosen where a
             kernel exists).
         lower_bound: the decay's bound in the sigmoid form, or `None`.
         stream: stream or device.
 
-    Returns:
-        `(y, state)` as `gated_delta`.
-
-    Raises:
-        ValueError: if the shapes do not fit.
-        TypeError: if an input is not floating-point.
+    Returns `(y, state)` and raises as `gated_delta_update`.
 
     Example:
         >>> import nuvec as mx
         >>> q = k = mx.ones((1, 2, 1, 4)); v = mx.ones((1, 2, 1, 3)); a = b = mx.zeros((1, 2, 1))
-        >>> y, state = mx.fast.gated_delta_update(q, k, v, a, b, mx.zeros((1,)), mx.zeros((1,)))
+        >>> y, state = mx.fast.gated_delta_from_projections(q, k, v, a, b, mx.zeros((1,)),
+        ...                                                 mx.zeros((1,)))
         >>> y.shape, state.shape, state.dtype
         ((1, 2, 1, 3), (1, 1, 3, 4), nuvec.float32)
     """
+    op = "gated_delta_from_projections"
     with stream_context(to_stream(stream)):
         ops = mx()
-        q, k, v, a, b = (as_array(x, "gated_delta_update") for x in (q, k, v, a, b))
+        q, k, v, a, b = (as_array(x, op) for x in (q, k, v, a, b))
         if (q.ndim != 4 or q.shape != k.shape or v.ndim != 4 or a.shape != v.shape[:3]
                 or b.shape != a.shape):
-            raise ValueError(f"gated_delta_update: q and k must be [B, T, Hk, Dk], v "
-                             f"[B, T, Hv, Dv] and a and b [B, T, Hv], got {q.shape}, {k.shape}, "
-                             f"{v.shape}, {a.shape} and {b.shape}")
-        A_log, dt_bias = (as_array(x, "gated_delta_update") for x in (A_log, dt_bias))
+            raise ValueError(f"{op}: q and k must be [B, T, Hk, Dk], v [B, T, Hv, Dv] and a "
+                             f"and b [B, T, Hv], got {q.shape}, {k.shape}, {v.shape}, "
+                             f"{a.shape} and {b.shape}")
+        A_log, dt_bias = (as_array(x, op) for x in (A_log, dt_bias))
         hv = v.shape[2]
         for name, param in (("A_log", A_log), ("dt_bias", dt_bias)):
             if param.shape not in ((hv,), (1,), ()):
-                raise ValueError(f"gated_delta_update: {name} must be [{hv}] (one per value "
-                                 f"head), got {param.shape}")
-        if mask is not None:
-            mask = as_array(mask, "gated_delta_update")
-            if mask.shape != q.shape[:2]:
-                raise ValueError(f"gated_delta_update: mask must be [B, T] = "
-                                 f"{list(q.shape[:2])}, got {mask.shape}")
+                raise ValueError(f"{op}: {name} must be [{hv}] (one per value head), got "
+                                 f"{param.shape}")
         beta = ops.sigmoid(b)
         decay_rate = ops.exp(ops.astype(A_log, dt.float32))
         if lower_bound is None:
@@ -325,15 +373,4 @@ def gated_delta_update(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: Any, dt_bi
         else:
             shifted = ops.add(ops.astype(a, dt.float32), dt_bias)
             g = ops.exp(ops.multiply(lower_bound, ops.sigmoid(ops.multiply(decay_rate, shifted))))
-        if state is None:
-            bsz, hv, dv = q.shape[0], v.shape[2], v.shape[3]
-            state = ops.zeros((bsz, hv, dv, q.shape[3]), dt.float32)
-        if mask is not None:  # a masked step neither decays nor updates the state
-            m = ops.expand_dims(mask, -1)
-            g = ops.where(m, g, ops.ones_like(g))
-            beta = ops.where(m, beta, ops.zeros_like(beta))
-        inputs = _checked(q, k, v, g, beta, state, "gated_delta_update")
-        y, state = _run(GatedDelta(False), inputs)
-        if mask is None:
-            return y, state
-        return ops.where(ops.expand_dims(m, -1), y, ops.zeros_like(y)), state
+        return _masked_update(op, q, k, v, g, beta, state, mask)

@@ -111,7 +111,7 @@ def _masked_rule(q, k, v, g, beta, state, mask):
 
 @pytest.mark.parametrize("masked", [False, True], ids=["no-mask", "mask"])
 @pytest.mark.parametrize("lower_bound", [None, -5.0], ids=["softplus", "lower-bound"])
-def test_gated_delta_update(masked, lower_bound):
+def test_gated_delta_from_projections(masked, lower_bound):
     rng = np.random.default_rng(5)
     arrays, refs = _inputs(rng, mx.float32)
     q, k, v = arrays[:3]
@@ -120,9 +120,9 @@ def test_gated_delta_update(masked, lower_bound):
     a_log, alr = sample(rng, (2,), mx.float32, 0.3)
     dt_bias, dbr = sample(rng, (2,), mx.float32, 0.3)
     mask = np.array([[True, False, True], [True, True, False]])
-    y, s = mx.fast.gated_delta_update(q, k, v, a, bb, a_log, dt_bias,
-                                      mask=mx.array(mask) if masked else None,
-                                      lower_bound=lower_bound)
+    y, s = mx.fast.gated_delta_from_projections(q, k, v, a, bb, a_log, dt_bias,
+                                                mask=mx.array(mask) if masked else None,
+                                                lower_bound=lower_bound)
     beta = 1 / (1 + np.exp(-br))
     if lower_bound is None:
         g = np.exp(-np.exp(alr) * _softplus(ar + dbr))
@@ -134,12 +134,30 @@ def test_gated_delta_update(masked, lower_bound):
     close(s, sr, mx.float32, TOL)
 
 
-def test_gated_delta_update_keeps_a_float32_state_for_half_inputs():
+@pytest.mark.parametrize("masked", [False, True], ids=["no-mask", "mask"])
+def test_gated_delta_update_takes_the_gates_as_mlx(masked):
+    rng = np.random.default_rng(9)
+    arrays, refs = _inputs(rng, mx.float32)
+    q, k, v, g, beta, state = arrays
+    mask = np.array([[True, False, True], [True, True, False]])
+    y, s = mx.fast.gated_delta_update(q, k, v, g, beta, state,
+                                      mask=mx.array(mask) if masked else None)
+    keep = mask if masked else np.ones((2, 3), bool)
+    yr, sr = _masked_rule(*refs, keep)
+    close(y, yr, mx.float32, TOL)
+    close(s, sr, mx.float32, TOL)
+    y0, s0 = mx.fast.gated_delta_update(q, k, v, g, beta)  # no state: float32 zeros
+    yr, sr = ref.gated_delta(*refs[:5], np.zeros_like(refs[5]))
+    close(y0, yr, mx.float32, TOL)
+    assert s0.dtype is mx.float32
+
+
+def test_gated_delta_from_projections_keeps_a_float32_state_for_half_inputs():
     rng = np.random.default_rng(6)
     arrays, refs = _inputs(rng, mx.float16)
     q, k, v = arrays[:3]
     a, ar = sample(rng, (2, 3, 2), mx.float16)
-    y, s = mx.fast.gated_delta_update(q, k, v, a, a, mx.zeros((2,)), mx.zeros((2,)))
+    y, s = mx.fast.gated_delta_from_projections(q, k, v, a, a, mx.zeros((2,)), mx.zeros((2,)))
     assert y.dtype is mx.float16 and s.dtype is mx.float32
     beta = 1 / (1 + np.exp(-ar))
     g = np.exp(-_softplus(ar))
@@ -178,14 +196,13 @@ S = mx.ones((1, 2, 4, 32))
      r"gated_delta_slots: pool must be", ValueError),
     (lambda: mx.fast.gated_delta_slots(Q, Q, V, G, G, mx.ones((3, 2, 4, 16)), mx.array([0])),
      r"gated_delta_slots: state must be \[1, 2, 4, 32\], got \(1, 2, 4, 16\)", ValueError),
-    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mx.zeros((3,)), mx.zeros((2,))),
-     r"gated_delta_update: A_log must be \[2\] \(one per value head\), got \(3,\)",
-     ValueError),
-    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mx.zeros((2,)), mx.zeros((2,)),
-                                        mx.ones((1, 2, 32, 4))),
+    (lambda: mx.fast.gated_delta_from_projections(Q, Q, V, G, G, mx.zeros((3,)),
+                                                  mx.zeros((2,))),
+     r"gated_delta_from_projections: A_log must be \[2\] \(one per value head\), got "
+     r"\(3,\)", ValueError),
+    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mx.ones((1, 2, 32, 4))),
      r"gated_delta_update: state must be \[1, 2, 4, 32\], got \(1, 2, 32, 4\)", ValueError),
-    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mx.zeros((2,)), mx.zeros((2,)),
-                                        mask=mx.ones((2, 2), mx.bool_)),
+    (lambda: mx.fast.gated_delta_update(Q, Q, V, G, G, mask=mx.ones((2, 2), mx.bool_)),
      r"gated_delta_update: mask must be \[B, T\] = \[1, 2\], got \(2, 2\)", ValueError),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_rejected_inputs(call, message, error):

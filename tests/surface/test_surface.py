@@ -86,8 +86,9 @@ VALID = {
     "fast.gated_delta": (GATED + (mx.zeros((1, 1, 3, 4)),), {}),
     "fast.gated_delta_steps": (GATED + (mx.zeros((1, 1, 3, 4)),), {}),
     "fast.gated_delta_slots": (GATED + (mx.zeros((3, 1, 3, 4)), mx.array([2])), {}),
-    "fast.gated_delta_update": (GATED[:3] + (mx.zeros((1, 2, 1)),) * 2 + (mx.zeros((1,)),) * 2,
-                                {}),
+    "fast.gated_delta_update": (GATED, {}),
+    "fast.gated_delta_from_projections": (
+        GATED[:3] + (mx.zeros((1, 2, 1)),) * 2 + (mx.zeros((1,)),) * 2, {}),
     "fast.norm_rope": ((mx.ones((1, 2, 3, 8)), mx.ones((8,)), 1e-5),
                        dict(dims=8, base=1e4, offset=2, cache=mx.zeros((1, 2, 8, 8)))),
     "fast.packed_attention": ((mx.ones((5, 24)), [3, 2], mx.ones((3, 2)), mx.zeros((3, 2))),
