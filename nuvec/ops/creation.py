@@ -238,11 +238,13 @@ def full_like(a: Any, /, vals: Any, dtype: dt.Dtype | None = None, *,
     return full(a.shape, vals, a.dtype if dtype is None else dtype, stream=stream)
 
 
-def empty_like(a: Any, /, *, stream: Any = None) -> Array:
-    """An array with `a`'s shape and dtype; nuvec fills it with zeros (never stale memory).
+def empty_like(a: Any, /, dtype: Any = None, *, stream: Any = None) -> Array:
+    """An array with `a`'s shape and dtype (or `dtype`); nuvec fills it with zeros (never
+    stale memory), as MLX's `empty_like` is `zeros_like`.
 
     Args:
         a: the array whose shape and dtype are used.
+        dtype: the result's dtype; default `a`'s.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -257,7 +259,7 @@ def empty_like(a: Any, /, *, stream: Any = None) -> Array:
         [0, 0]
     """
     a = as_array(a, "empty_like")
-    return full(a.shape, 0, a.dtype, stream=stream)
+    return full(a.shape, 0, a.dtype if dtype is None else dtype, stream=stream)
 
 
 # -- input-less primitives -----------------------------------------------------------------

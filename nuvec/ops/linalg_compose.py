@@ -205,24 +205,25 @@ def tri_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
     return record1(INVERSE, (triangle(a, bool(upper)),), s)
 
 
-def cholesky_inv(L: Any, upper: bool = False, *, stream: Any = None) -> Array:  # noqa: N803
-    """The inverse of A from its Cholesky factor: (L L^T)^{-1}, or (U^T U)^{-1} if `upper`.
+def cholesky_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
+    """The inverse of A from its Cholesky factor `a`: (L L^T)^{-1}, or (U^T U)^{-1} if
+    `upper`.
 
     Args:
-        L: float32/float64 triangular factors (..., n, n); only that triangle is read.
-        upper: `L` holds upper factors.
+        a: float32/float64 triangular factors (..., n, n); only that triangle is read.
+        upper: `a` holds upper factors.
 
     Raises:
-        TypeError: if `L` is not float32/float64.
-        ValueError: if `L` has fewer than 2 dimensions or is not square.
+        TypeError: if `a` is not float32/float64.
+        ValueError: if `a` has fewer than 2 dimensions or is not square.
 
     Example:
         >>> import nuvec as mx
         >>> mx.linalg.cholesky_inv(mx.array([[2.0, 0.0], [0.0, 1.0]])).tolist()
         [[0.25, 0.0], [0.0, 1.0]]
     """
-    L = check_matrix("cholesky_inv", L)
-    inv_factor = record1(INVERSE, (triangle(L, bool(upper)),), to_stream(stream))
+    factor = check_matrix("cholesky_inv", a)
+    inv_factor = record1(INVERSE, (triangle(factor, bool(upper)),), to_stream(stream))
     if upper:
         return mm(inv_factor, mT(inv_factor))
     return mm(mT(inv_factor), inv_factor)

@@ -315,8 +315,8 @@ def topk(a: Any, /, k: int, axis: int | None = -1, *, stream: Any = None) -> Arr
 
 
 def searchsorted(a: Any, v: Any, /, side: str = "left", *, stream: Any = None) -> Array:
-    """Indices where the values `v` would be inserted into the sorted 1-D `a` (NumPy's rule;
-    MLX has no `searchsorted`).
+    """Indices where the values `v` would be inserted into the sorted 1-D `a` (MLX 0.32's
+    `searchsorted`, NumPy's rule).
 
     Args:
         a: a 1-D array sorted in ascending order.

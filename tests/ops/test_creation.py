@@ -231,6 +231,7 @@ def test_full_zeros_ones(dtype):
     x = mx.array(np.ones((2, 2)), dtype)
     for fn, value in ((mx.zeros_like, 0), (mx.ones_like, 1), (mx.empty_like, 0)):
         assert_allclose(fn(x), np.full((2, 2), value), dtype=dtype)
+        assert fn(x, mx.float16).dtype is mx.float16  # MLX 0.32's dtype argument
 
 
 def test_full_defaults_and_broadcast():
