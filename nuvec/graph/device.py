@@ -515,18 +515,18 @@ def device_count(device_type: DeviceType) -> int:
     return backend_for(device_type).device_count()
 
 
-def device_info(device: Device | DeviceType | None = None) -> dict[str, Any]:
-    """Facts about a device (the default one if None), with MLX's keys where they apply:
-    `name` (also as `device_name`), `architecture` and `memory_size` in bytes.
+def device_info(d: Device | DeviceType | None = None) -> dict[str, Any]:
+    """Facts about the device `d` (the default one if None), with MLX's keys where they
+    apply: `name` (also as `device_name`), `architecture` and `memory_size` in bytes.
 
     Raises:
         RuntimeError: if the device is not available here.
-        TypeError: if `device` is not a device.
+        TypeError: if `d` is not a device.
 
     Example:
         >>> import nuvec as mx
         >>> sorted(mx.device_info(mx.cpu))[:3]
         ['architecture', 'device_name', 'memory_size']
     """
-    dev = default_device() if device is None else _as_device(device)
+    dev = default_device() if d is None else _as_device(d)
     return backend_for(dev).device_info(dev.index)

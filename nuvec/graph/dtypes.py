@@ -215,18 +215,17 @@ def from_numpy_dtype(np_dtype: np.dtype) -> Dtype:
     raise DtypeError(f"array: unsupported NumPy dtype {np_dtype}")
 
 
-def issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory) -> bool:
-    """Whether `a` is `b` or lies under category `b` (MLX's `issubdtype`).
+def issubdtype(arg1: Dtype | DtypeCategory, arg2: Dtype | DtypeCategory) -> bool:
+    """Whether `arg1` is `arg2` or lies under category `arg2` (MLX's `issubdtype`, with its
+    argument names).
 
     Example:
         >>> import nuvec as mx
         >>> mx.issubdtype(mx.int8, mx.integer), mx.issubdtype(mx.float32, mx.integer)
         (True, False)
     """
-    if not isinstance(a, DtypeCategory):
-        a = to_dtype(a, "issubdtype", names=True)
-    if not isinstance(b, DtypeCategory):
-        b = to_dtype(b, "issubdtype", names=True)
+    a = arg1 if isinstance(arg1, DtypeCategory) else to_dtype(arg1, "issubdtype", names=True)
+    b = arg2 if isinstance(arg2, DtypeCategory) else to_dtype(arg2, "issubdtype", names=True)
     if isinstance(b, Dtype):
         return a is b
     if isinstance(a, Dtype):
