@@ -32,7 +32,7 @@ from nuvec.graph.convert import from_data
 from nuvec.graph.device import to_stream
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import COPY
-from nuvec.graph.tree import flatten, unflatten
+from nuvec.graph.tree import all_leaves, flatten, unflatten
 from nuvec.fast.fused import fetcher
 from nuvec.fusion import fuse
 from nuvec.ops.shape import BroadcastTo
@@ -420,17 +420,7 @@ def _ref_id(ref: Ref) -> Any:
 def _state_arrays(tree: Any) -> list[Array]:
     """The array handles in a tree of captured state (lists, tuples, dicts and dict subclasses
     such as modules); other leaves are ignored, as MLX does."""
-    found: list[Array] = []
-    stack = [tree]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Array):
-            found.append(x)
-        elif isinstance(x, dict):
-            stack.extend(reversed(list(x.values())))
-        elif isinstance(x, (list, tuple)):
-            stack.extend(reversed(x))
-    return found
+    return [x for x in all_leaves(tree) if isinstance(x, Array)]
 
 
 def _signature(arrays: Sequence[Array], shapeless: bool) -> tuple:

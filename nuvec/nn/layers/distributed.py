@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import nuvec as mx
 from nuvec.nn.layers.linear import Linear
-from nuvec.nn.layers.quantized import QuantizedLinear, store_quantized
+from nuvec.nn.layers.quantized import QuantizedLinear, QuantizedModule, store_quantized
 from nuvec.nn.module import Module
 from nuvec.utils import tree_flatten, tree_map_with_path, tree_unflatten
 
@@ -287,7 +287,7 @@ class ShardedToAllLinear(_ShardedLinear):
     _outputs_split = False
 
 
-class _ShardedQuantizedLinear(_Sharded):
+class _ShardedQuantizedLinear(QuantizedModule, _Sharded):
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
                  group_size: int | None = None, bits: int | None = None, mode: str = "affine",
                  group: Any = None) -> None:
@@ -298,11 +298,6 @@ class _ShardedQuantizedLinear(_Sharded):
         if bias:
             self.bias = mx.zeros(self._bias_shape())
         self.freeze()
-
-    def unfreeze(self, *args: Any, **kwargs: Any) -> Module:
-        """Unfreezes as `Module.unfreeze`, keeping the quantized parameters frozen."""
-        super().unfreeze(*args, **kwargs)
-        return self.freeze(recurse=False)
 
     def _extra_repr(self) -> str:
         return (f"{super()._extra_repr()}, group_size={self.group_size}, bits={self.bits}, "

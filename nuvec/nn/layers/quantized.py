@@ -33,7 +33,17 @@ def store_quantized(layer: Module, weight: mx.array, group_size: int | None, bit
     layer.mode = mode
 
 
-class QuantizedLinear(Module):
+class QuantizedModule(Module):
+    """A layer whose own (quantized) parameters stay frozen: `unfreeze` reaches only the
+    layers inside it."""
+
+    def unfreeze(self, *args: Any, **kwargs: Any) -> Module:
+        """Unfreezes as `Module.unfreeze`, keeping this layer's own parameters frozen."""
+        super().unfreeze(*args, **kwargs)
+        return self.freeze(recurse=False)
+
+
+class QuantizedLinear(QuantizedModule):
     """A `Linear` layer whose weight is quantized; computes with `mx.quantized_matmul`.
 
     Args:
@@ -63,11 +73,6 @@ class QuantizedLinear(Module):
             self.bias = mx.zeros((output_dims,))
         self.freeze()
 
-    def unfreeze(self, *args: Any, **kwargs: Any) -> Module:
-        """Unfreezes as `Module.unfreeze`, keeping the quantized weight frozen."""
-        super().unfreeze(*args, **kwargs)
-        return self.freeze(recurse=False)
-
     def _extra_repr(self) -> str:
         out, packed = self.weight.shape
         return (f"input_dims={packed * 32 // self.bits}, output_dims={out}, "
@@ -92,7 +97,7 @@ class QuantizedLinear(Module):
         return layer
 
 
-class QuantizedEmbedding(Module):
+class QuantizedEmbedding(QuantizedModule):
     """An `Embedding` whose table is quantized; rows are dequantized as they are looked up.
 
     Args:
@@ -115,11 +120,6 @@ class QuantizedEmbedding(Module):
         store_quantized(self, weight, group_size, bits, mode)
         self.num_embeddings, self.dims = num_embeddings, dims
         self.freeze()
-
-    def unfreeze(self, *args: Any, **kwargs: Any) -> Module:
-        """Unfreezes as `Module.unfreeze`, keeping the quantized table frozen."""
-        super().unfreeze(*args, **kwargs)
-        return self.freeze(recurse=False)
 
     def _extra_repr(self) -> str:
         return (f"{self.num_embeddings}, {self.dims}, group_size={self.group_size}, "
