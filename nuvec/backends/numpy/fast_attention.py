@@ -15,9 +15,9 @@ of every score, and their sums with the values, stay finite and normal; the quer
 per tile, the key norms and value magnitudes per key head) skips the row maximum: it takes
 `exp` of every score (`nuvec.backends.vector_math`, whose range check it skips) and zeroes the
 causal diagonal's hidden entries by a product with a 0/1 mask built once per call. Other tiles
-add the mask's bias (the dtype's lowest value) before the maximum. A key head's preparation
-takes its bounds (the first work items on the thread pool, else its first tile's item), so the
-items make only their products and passes over their scores; nothing the size of the inputs is
+add the mask's bias (the dtype's lowest value) before the maximum. Every tile's bound is
+taken in one pass over all heads before the items start, so the items make only their
+products and passes over their scores; nothing the size of the inputs is
 written but the output. Items run on the thread pool (at most the plan's live tiles at once)
 with BLAS kept to one thread meanwhile; the tiles are the plan's, never the thread count's, so
 a row's sums run in one order on any number of threads.
@@ -31,7 +31,7 @@ import numpy as np
 
 from nuvec.backends import vector_math
 from nuvec.backends.numpy.registry import kernel
-from nuvec.backends.threads import one_blas_thread, parallel_items
+from nuvec.backends.threads import get_num_threads, one_blas_thread, parallel_items
 from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
@@ -46,14 +46,6 @@ BOUNDS = {np.dtype(np.float32): (80.0, 85.0), np.dtype(np.float64): (700.0, 705.
 # Below this many multiply-adds a call runs on the calling thread with BLAS left as it is:
 # waking workers and pinning BLAS (20-60 us) would cost more than the threads save.
 MIN_THREADED_WORK = 1 << 22
-
-
-def head_bounds(k: np.ndarray, v: np.ndarray) -> tuple[float, float]:
-    """The largest norm of a key head's keys and the largest magnitude of its values."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        kk = float(np.max(np.einsum("ij,ij->i", k, k))) if k.size else 0.0
-        top = max(float(np.max(v)), -float(np.min(v))) if v.size else 0.0
-    return float(np.sqrt(kk)), top
 
 
 def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[int, np.ndarray]]:
@@ -104,14 +96,13 @@ class Tiles:
         self.bias = diagonal_bias(self.rows, p.window, self.fill, f) if p.causal else []
         self.keep = [(start, (b == 0).astype(f)) for start, b in self.bias]  # (`hide`)
         # Masks, sinks and rows that see no key take the exact path; any other tile skips
-        # the row maximum when its scores are bounded (see `bounded`).
+        # the row maximum when its scores are bounded (see `bound`).
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
         self.tiles = list(split_rows(r, self.blind, self.rows))
-        # whether each tile of a key head is bounded (`prepare`), taken by its first item
-        self.heads: list[tuple[bool, ...] | None] = [None] * (b * hkv)
-        self.locks = [threading.Lock() for _ in range(b * hkv)]
+        # whether each tile of a key head is bounded (`bound`, at the start of `run`)
+        self.heads = [(False,) * len(self.tiles)] * (b * hkv)
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
         items = []  # (cost, batch, key head, tile, rows r0..r1, the keys k0..k1 they see)
@@ -136,25 +127,22 @@ class Tiles:
         return mine
 
     def run(self) -> np.ndarray:
+        b, hkv = self.k.shape[:2]
+        # the key heads' bounds first (where tiles may be bounded), each thread's share of a
+        # batch's key heads as one call
+        parts = 1 if self.work < MIN_THREADED_WORK else min(hkv, get_num_threads())
+        spans = [] if self.exact or not self.tiles else [
+            (bi, hkv * j // parts, hkv * (j + 1) // parts) for bi in range(b)
+            for j in range(parts)]
         if self.work < MIN_THREADED_WORK:
+            for span in spans:
+                self.bound(*span)
             for i in range(len(self.items)):
                 self.item(i)
             return self.out
-        # every key head's preparation first (where tiles may be bounded), as items of their
-        # own: threads starting on one key head's tiles would otherwise wait on its lock while
-        # one of them prepares it
-        heads = [] if self.exact else [
-            (bi, h) for bi in range(self.q.shape[0]) for h in range(self.k.shape[1])]
-        first = len(heads)
-
-        def work(i: int) -> None:
-            if i < first:
-                self.prepare(*heads[i])
-            else:
-                self.item(i - first)
-
         with one_blas_thread():
-            parallel_items(first + len(self.items), work, threads=self.p.live)
+            parallel_items(len(spans), lambda i: self.bound(*spans[i]), threads=self.p.live)
+            parallel_items(len(self.items), self.item, threads=self.p.live)
         return self.out
 
     def item(self, i: int) -> None:
@@ -182,29 +170,37 @@ class Tiles:
                   out=self.out[bi, heads, r0:r1])
 
     def prepare(self, bi: int, h: int) -> tuple[bool, ...]:
-        """Whether each tile of key head `h` is bounded (`bounded`); taken by its first item."""
-        i = bi * self.k.shape[1] + h
-        if self.heads[i] is None:
-            with self.locks[i]:
-                if self.heads[i] is None:
-                    heads = slice(h * self.rep, (h + 1) * self.rep)
-                    self.heads[i] = (False,) * len(self.tiles) if self.exact else \
-                        self.bounded(self.q[bi, heads], self.k[bi, h], self.v[bi, h])
-        return self.heads[i]
+        """Whether each tile of key head `h` of batch `bi` is bounded (`bound`)."""
+        return self.heads[bi * self.k.shape[1] + h]
 
-    def bounded(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[bool, ...]:
-        """For each tile, whether every score (`q`: a key head's query rows, unscaled, `k`,
-        `v`: its keys and values), and every sum of `exp(score)·value`, stays finite and normal
-        without subtracting the row maximum: `|scale·q·k| <= |scale·q|·|k|` under the dtype's
-        bounds (which leave room for the rounding of the norms and the scores)."""
+    def bound(self, bi: int, h0: int, h1: int) -> None:
+        """Whether each tile of key heads `h0..h1` of batch `bi` is bounded, into `heads`:
+        whether its scores, and every sum of `exp(score)·value`, stay finite and normal
+        without subtracting the row maximum: `|scale·q·k| <= |scale·q|·|k|` under the
+        dtype's bounds (which leave room for the rounding of the norms and the scores), from
+        the largest norm of the tile's query rows (over the key head's query heads), of the
+        key head's keys and the largest magnitude of its values. One pass over the key heads
+        together: one pass per key head, as work items, made many short NumPy calls that took
+        turns on the GIL (about 1 ms of a causal `[1, 8, 1024, 64]` call's 10 on two
+        threads)."""
+        q, k, v = self.q[bi, h0 * self.rep:h1 * self.rep], self.k[bi, h0:h1], self.v[bi, h0:h1]
+        n, lk = h1 - h0, k.shape[1]
         limit, total_limit = BOUNDS[np.dtype(self.f)]
-        knorm, vtop = head_bounds(k, v)
         starts = [r0 for r0, _ in self.tiles]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            rows = np.max(np.einsum("hij,hij->hi", q, q, dtype=self.f), axis=0)
-            norms = (abs(float(self.scale)) * np.sqrt(np.maximum.reduceat(rows, starts))).tolist()
-            top = float(np.log(self.lk * max(vtop, 1.0)))
-        return tuple(n * knorm <= limit and n * knorm + top <= total_limit for n in norms)
+            rows = np.einsum("hrd,hrd->hr", q, q, dtype=self.f)
+            rows = rows.reshape(n, self.rep, q.shape[1]).max(axis=1)
+            norms = abs(float(self.scale)) * np.sqrt(
+                np.maximum.reduceat(rows, starts, axis=1).astype(np.float64))
+            knorm = np.sqrt(np.einsum("hkd,hkd->hk", k, k).max(axis=1).astype(np.float64)) \
+                if k.size else np.zeros(n)
+            vtop = np.maximum(v.max(axis=(1, 2)), -v.min(axis=(1, 2))).astype(np.float64) \
+                if v.size else np.zeros(n)
+            score = norms * knorm[:, None]
+            top = np.log(lk * np.maximum(vtop, 1.0))[:, None]
+            ok = (score <= limit) & (score + top <= total_limit)
+        first = bi * self.k.shape[1] + h0
+        self.heads[first:first + n] = [tuple(tiles) for tiles in ok.tolist()]
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
