@@ -159,22 +159,28 @@ class Power(_SmoothBinary):
 
 
 class Maximum(_SmoothBinary):
-    """max(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX)."""
+    """max(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX).
+
+    The masks compare the output with `b` (`out > b` exactly where `a > b`, NaN included), as
+    PyTorch's ReLU gradient reads its output: the backward pass keeps no other value of `a`'s
+    size, so the pre-activation of `maximum(x @ w.T + b, 0)` is freed once the maximum has run
+    (written over in place)."""
 
     __slots__ = ()
 
     def partial(self, i, a, b, out):
-        mask = comparison.greater(a, b) if i == 0 else comparison.less_equal(a, b)
+        mask = comparison.greater(out, b) if i == 0 else comparison.less_equal(out, b)
         return u.astype(mask, out.dtype)
 
 
 class Minimum(_SmoothBinary):
-    """min(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX)."""
+    """min(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX). The masks
+    compare the output with `b`, as `Maximum`'s."""
 
     __slots__ = ()
 
     def partial(self, i, a, b, out):
-        mask = comparison.less(a, b) if i == 0 else comparison.greater_equal(a, b)
+        mask = comparison.less(out, b) if i == 0 else comparison.greater_equal(out, b)
         return u.astype(mask, out.dtype)
 
 

@@ -415,6 +415,39 @@ def test_maximum_minimum_tie_gradients_go_to_second_operand():
     assert gx.tolist() == [0.0, 0.0, 1.0] and gy.tolist() == [1.0, 1.0, 0.0]
 
 
+def test_maximum_minimum_masks_from_the_output_match_the_inputs_masks():
+    """The rules compare the output with `b`: the same masks as `a > b` (`a < b`) and
+    `a <= b` (`a >= b`) for NaNs, signed zeros, infinities and ties, so the gradients equal
+    the formulas on the inputs."""
+    inf, nan = float("inf"), float("nan")
+    a = np.array([nan, 1.0, 0.0, -0.0, 2.0, -inf, inf, 3.0, nan], np.float32)
+    b = np.array([1.0, nan, -0.0, 0.0, 2.0, -inf, 1.0, 5.0, nan], np.float32)
+    for fn, first, second in ((mx.maximum, np.greater, np.less_equal),
+                              (mx.minimum, np.less, np.greater_equal)):
+        ga, gb = mx.grad(lambda x, y: mx.sum(fn(x, y)), argnums=(0, 1))(mx.array(a), mx.array(b))
+        assert np.asarray(ga).tolist() == first(a, b).astype(np.float32).tolist()
+        assert np.asarray(gb).tolist() == second(a, b).astype(np.float32).tolist()
+
+
+def test_relu_backward_reads_the_output_not_the_pre_activation():
+    """`maximum(x @ w, 0)`'s rule compares its output with 0 (as PyTorch's ReLU gradient):
+    the pre-activation product is read by the maximum alone, so it can be written over."""
+    x, w = mx.ones((2, 3)), mx.ones((3, 4))
+
+    def loss(w):
+        return mx.sum(mx.maximum(x @ w, 0.0) * 2.0)
+
+    _, g = mx.vjp(loss, [w], [mx.array(1.0)])
+    stack, compared = [g[0]], []  # (a small graph: walked as a tree)
+    while stack:
+        node = stack.pop()
+        if node.primitive is not None:
+            if node.primitive.name == "Compare":
+                compared.append(node.inputs[0].primitive.name)
+            stack.extend(node.inputs)
+    assert compared == ["Maximum"]
+
+
 def test_power_gradients():
     base, exponent = mx.array([0.0, 2.0, 3.0]), mx.array([2.0, 3.0, 0.5])
     gb, ge = mx.grad(lambda a, b: mx.sum(mx.power(a, b)), argnums=(0, 1))(base, exponent)

@@ -16,8 +16,8 @@ per tile, the key norms and value magnitudes per key head) skips the row maximum
 `exp` of every score (`nuvec.backends.vector_math`, whose range check it skips) and zeroes the
 causal diagonal's hidden entries by a product with a 0/1 mask built once per call. Other tiles
 add the mask's bias (the dtype's lowest value) before the maximum. Every tile's bound is
-taken in one pass over all heads before the items start, so the items make only their
-products and passes over their scores; nothing the size of the inputs is
+taken before the items start, from two passes over all heads (a thread each), so the items
+make only their products and passes over their scores; nothing the size of the inputs is
 written but the output. Items run on the thread pool (at most the plan's live tiles at once)
 with BLAS kept to one thread meanwhile; the tiles are the plan's, never the thread count's, so
 a row's sums run in one order on any number of threads.
@@ -31,7 +31,7 @@ import numpy as np
 
 from nuvec.backends import vector_math
 from nuvec.backends.numpy.registry import kernel
-from nuvec.backends.threads import get_num_threads, one_blas_thread, parallel_items
+from nuvec.backends.threads import one_blas_thread, parallel_items
 from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
@@ -96,12 +96,12 @@ class Tiles:
         self.bias = diagonal_bias(self.rows, p.window, self.fill, f) if p.causal else []
         self.keep = [(start, (b == 0).astype(f)) for start, b in self.bias]  # (`hide`)
         # Masks, sinks and rows that see no key take the exact path; any other tile skips
-        # the row maximum when its scores are bounded (see `bound`).
+        # the row maximum when its scores are bounded (see `settle`).
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
         self.tiles = list(split_rows(r, self.blind, self.rows))
-        # whether each tile of a key head is bounded (`bound`, at the start of `run`)
+        # whether each tile of a key head is bounded (`settle`, at the start of `run`)
         self.heads = [(False,) * len(self.tiles)] * (b * hkv)
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
@@ -127,22 +127,40 @@ class Tiles:
         return mine
 
     def run(self) -> np.ndarray:
-        b, hkv = self.k.shape[:2]
-        # the key heads' bounds first (where tiles may be bounded), each thread's share of a
-        # batch's key heads as one call
-        parts = 1 if self.work < MIN_THREADED_WORK else min(hkv, get_num_threads())
-        spans = [] if self.exact or not self.tiles else [
-            (bi, hkv * j // parts, hkv * (j + 1) // parts) for bi in range(b)
-            for j in range(parts)]
+        # the bounds first (where tiles may be bounded): the queries' norms and the keys' and
+        # values', two passes over every head at once (a thread each)
+        bounds = [] if self.exact or not self.tiles else [self.query_norms, self.key_bounds]
         if self.work < MIN_THREADED_WORK:
-            for span in spans:
-                self.bound(*span)
+            if bounds:
+                self.settle(*(pass_() for pass_ in bounds))
             for i in range(len(self.items)):
                 self.item(i)
             return self.out
+        found: list = [None] * len(bounds)
+        left, lock, ready = [len(bounds)], threading.Lock(), threading.Event()
+        if not bounds:
+            ready.set()
+
+        def work(i: int) -> None:
+            if i >= len(bounds):
+                ready.wait()  # (set once both passes are done, even if one failed)
+                self.item(i - len(bounds))
+                return
+            try:
+                found[i] = bounds[i]()
+            finally:
+                with lock:
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    try:
+                        if all(f is not None for f in found):  # (else: the exact path)
+                            self.settle(*found)
+                    finally:
+                        ready.set()
+
         with one_blas_thread():
-            parallel_items(len(spans), lambda i: self.bound(*spans[i]), threads=self.p.live)
-            parallel_items(len(self.items), self.item, threads=self.p.live)
+            parallel_items(len(bounds) + len(self.items), work, threads=self.p.live)
         return self.out
 
     def item(self, i: int) -> None:
@@ -170,37 +188,46 @@ class Tiles:
                   out=self.out[bi, heads, r0:r1])
 
     def prepare(self, bi: int, h: int) -> tuple[bool, ...]:
-        """Whether each tile of key head `h` of batch `bi` is bounded (`bound`)."""
+        """Whether each tile of key head `h` of batch `bi` is bounded (`settle`)."""
         return self.heads[bi * self.k.shape[1] + h]
 
-    def bound(self, bi: int, h0: int, h1: int) -> None:
-        """Whether each tile of key heads `h0..h1` of batch `bi` is bounded, into `heads`:
-        whether its scores, and every sum of `exp(score)·value`, stay finite and normal
-        without subtracting the row maximum: `|scale·q·k| <= |scale·q|·|k|` under the
-        dtype's bounds (which leave room for the rounding of the norms and the scores), from
-        the largest norm of the tile's query rows (over the key head's query heads), of the
-        key head's keys and the largest magnitude of its values. One pass over the key heads
-        together: one pass per key head, as work items, made many short NumPy calls that took
-        turns on the GIL (about 1 ms of a causal `[1, 8, 1024, 64]` call's 10 on two
-        threads)."""
-        q, k, v = self.q[bi, h0 * self.rep:h1 * self.rep], self.k[bi, h0:h1], self.v[bi, h0:h1]
-        n, lk = h1 - h0, k.shape[1]
+    def query_norms(self) -> np.ndarray:
+        """The largest norm of each tile's scaled query rows over each key head's query heads,
+        `[batch, key heads, tiles]`."""
+        q, (b, hkv), r = self.q, self.k.shape[:2], self.q.shape[2]
+        with np.errstate(over="ignore", invalid="ignore"):
+            rows = np.einsum("bhrd,bhrd->bhr", q, q, dtype=self.f)
+            rows = rows.reshape(b, hkv, self.rep, r).max(axis=2)
+            starts = [r0 for r0, _ in self.tiles]
+            return abs(float(self.scale)) * np.sqrt(
+                np.maximum.reduceat(rows, starts, axis=2).astype(np.float64))
+
+    def key_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The largest norm of each key head's keys and magnitude of its values,
+        `[batch, key heads]` each."""
+        k, v = self.k, self.v
+        with np.errstate(over="ignore", invalid="ignore"):
+            knorm = np.sqrt(np.einsum("bhkd,bhkd->bhk", k, k).max(axis=2).astype(np.float64)) \
+                if k.size else np.zeros(k.shape[:2])
+            vtop = np.maximum(v.max(axis=(2, 3)), -v.min(axis=(2, 3))).astype(np.float64) \
+                if v.size else np.zeros(k.shape[:2])
+        return knorm, vtop
+
+    def settle(self, norms: np.ndarray, keys: tuple[np.ndarray, np.ndarray]) -> None:
+        """Whether each tile is bounded, into `heads`: whether its scores, and every sum of
+        `exp(score)·value`, stay finite and normal without subtracting the row maximum:
+        `|scale·q·k| <= |scale·q|·|k|` under the dtype's bounds (which leave room for the
+        rounding of the norms and the scores), from `query_norms` and `key_bounds`. Those
+        are two passes over every head at once: one pass per key head, as work items, made
+        many short NumPy calls that took turns on the GIL (about 1 ms of a causal
+        `[1, 8, 1024, 64]` call's 10 on two threads)."""
+        knorm, vtop = keys
         limit, total_limit = BOUNDS[np.dtype(self.f)]
-        starts = [r0 for r0, _ in self.tiles]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            rows = np.einsum("hrd,hrd->hr", q, q, dtype=self.f)
-            rows = rows.reshape(n, self.rep, q.shape[1]).max(axis=1)
-            norms = abs(float(self.scale)) * np.sqrt(
-                np.maximum.reduceat(rows, starts, axis=1).astype(np.float64))
-            knorm = np.sqrt(np.einsum("hkd,hkd->hk", k, k).max(axis=1).astype(np.float64)) \
-                if k.size else np.zeros(n)
-            vtop = np.maximum(v.max(axis=(1, 2)), -v.min(axis=(1, 2))).astype(np.float64) \
-                if v.size else np.zeros(n)
-            score = norms * knorm[:, None]
-            top = np.log(lk * np.maximum(vtop, 1.0))[:, None]
+            score = norms * knorm[..., None]
+            top = np.log(self.lk * np.maximum(vtop, 1.0))[..., None]
             ok = (score <= limit) & (score + top <= total_limit)
-        first = bi * self.k.shape[1] + h0
-        self.heads[first:first + n] = [tuple(tiles) for tiles in ok.tolist()]
+        self.heads = [tuple(tiles) for tiles in ok.reshape(len(self.heads), -1).tolist()]
 
     def chunk(self, s, first, values, sc, rows, top, sink) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
