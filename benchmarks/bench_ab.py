@@ -1,7 +1,7 @@
 """Two checkouts (or a checkout and NumPy) on the peer benchmark's workloads, taking turns.
 
 Run: python benchmarks/bench_ab.py A B [--workloads NAME ...] [--rounds R] [--calls N]
-[--processes P] [--cpu]
+[--processes P] [--cpu] [--compiled]
 
 A and B are `LIB:PATH` (LIB one of `bench_peers.py`'s libraries, `nuvec` when left out; PATH
 a checkout whose `benchmarks/bench_peers.py` builds the workloads, and whose `nuvec` is the one
@@ -16,8 +16,9 @@ of a side measured up to 15 % faster than another of the same side for its whole
 the best over several processes is the figure. It prints each side's best call and B / A.
 `--cpu` measures process CPU time on one thread (`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`
 and `NUVEC_NUM_THREADS` set to 1), which the other core's load moves much less than two-thread
-wall time: the figure for a change of a few per cent. Outputs are not checked here
-(`bench_peers.py` checks them).
+wall time: the figure for a change of a few per cent. `--compiled` builds nuvec's sides as
+`bench_peers.py --compiled` does (the MLP step and the tanh gradient under `mx.compile`).
+Outputs are not checked here (`bench_peers.py` checks them).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ lib, _, root = sys.argv[1].rpartition(":")
 sys.path[:0] = [root, os.path.join(root, "benchmarks")]
 import bench_peers
 clock = time.process_time if os.environ.get("BENCH_AB_CPU") else time.perf_counter
-build = getattr(bench_peers, (lib or "nuvec") + "_workloads")()
+make = getattr(bench_peers, (lib or "nuvec") + "_workloads")
+build = make(compiled=True) if os.environ.get("BENCH_AB_COMPILED") and not lib else make()
 runs = {name: build[name](bench_peers.inputs(False, name))[0] for name in sys.argv[2:]}
 for run in runs.values():
     run(); run()
@@ -80,8 +82,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3, help="calls a turn")
     parser.add_argument("--processes", type=int, default=3, help="worker pairs, in turn")
     parser.add_argument("--cpu", action="store_true", help="CPU time on one thread")
+    parser.add_argument("--compiled", action="store_true",
+                        help="nuvec's MLP step and tanh gradient compiled (bench_peers.py's)")
     args = parser.parse_args()
     env = dict(os.environ)
+    if args.compiled:
+        env["BENCH_AB_COMPILED"] = "1"
     if args.cpu:
         env.update(BENCH_AB_CPU="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                    NUVEC_NUM_THREADS="1")

@@ -99,7 +99,7 @@ class _Program:
         self.replays: dict[bool, tuple] = {}  # `_replay`'s plans, fused and unfused
         if fused:
             self.steps, self.outs = fuse(self.steps, self.outs, _ref_id, self._dtype_of,
-                                         _gpu_covers)
+                                         _gpu_covers, products=True)
 
     def same_graph(self, other: "_Program") -> bool:
         """Whether `other` (a trace of the same function at other shapes) has the same steps

@@ -9,6 +9,12 @@ never recomputed. Groups of fewer than two elementwise steps stay as they are; s
 non-elementwise steps. On a GPU stream only steps whose primitive and dtypes the generated CUDA
 kernel covers are fused. The evaluator fuses eagerly through `fused_groups` (see
 `nuvec.graph.evaluator`), admitting only steps with large outputs.
+
+With `products` (a compiled program's CPU steps), a group that is a scaled add by one value
+(`c - s * x`, an optimizer's update) whose `x` is a matrix product read by that group alone
+absorbs the product: one `ProductUpdate` step, which the CPU computes as one gemm
+accumulating into `c` (a `Depends` step waiting for the product, as a layer's input cotangent
+waits for its weight's gradient, no longer waits for it).
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nuvec.fast.fused import FusedElementwise, is_elementwise
+from nuvec.fast.fused import FusedElementwise, ProductUpdate, is_elementwise, scaled_add_refs
 from nuvec.graph import eager
 from nuvec.graph.device import DeviceType
-from nuvec.ops.shape import BroadcastTo
+from nuvec.ops.matmul import Matmul
+from nuvec.ops.shape import BroadcastTo, Transpose
+from nuvec.transforms.depends import Depends
 
 __all__ = ["fuse", "fused_groups"]
 
@@ -129,9 +137,57 @@ def fused_groups(steps: Sequence[ProgramStep], outs: Sequence[tuple],
     return fused
 
 
+def _readers(steps: Sequence[ProgramStep], j: int) -> list[tuple[int, Any, int]]:
+    """(step, its primitive, argument position) of every read of step `j`'s value."""
+    return [(k, other[0], n) for k, other in enumerate(steps)
+            for n, r in enumerate(other[2]) if r[0] == "op" and r[1] == j]
+
+
+def _waited_for(steps: Sequence[ProgramStep], readers: list[tuple[int, Any, int]]
+                ) -> list[int] | None:
+    """The transposes among `readers` if every read is a dependency of a `Depends` step,
+    directly or through a transpose read only so; else None."""
+    views = []
+    for k, p, n in readers:
+        if type(p) is Transpose and _waited_for(steps, _readers(steps, k)) == []:
+            views.append(k)
+        elif type(p) is not Depends or n < p.count:
+            return None
+    return views
+
+
+def _with_product(steps: Sequence[ProgramStep], outs: Sequence[tuple], step: ProgramStep,
+                  members: list[int]) -> tuple[ProgramStep, list[int], list[int]] | None:
+    """A CPU group's fused step and members with the matrix product its scaled add scales
+    absorbed (see the module docstring), and the steps it drops (the product, and
+    transposes of it only `Depends` steps wait for); None where there is none. Besides the
+    group, `Depends` steps may wait for the product (a layer's input cotangent waits for its
+    weight's gradient): they no longer do."""
+    update, stream, refs, shapes, dtypes = step
+    found = scaled_add_refs(update) if stream.device.type is DeviceType.cpu else None
+    if found is None:
+        return None
+    for x in found[1:3]:
+        ref = refs[x]
+        if ref[0] != "op" or any(r[0] == "op" and r[1] == ref[1] for r in outs):
+            continue
+        product = steps[ref[1]]
+        readers = _readers(steps, ref[1])
+        inside = [r for r in readers if r[0] in members]
+        views = _waited_for(steps, [r for r in readers if r[0] not in members])
+        if (type(product[0]) is Matmul and product[1] is stream and product[3] == shapes
+                and len(shapes[0]) == 2 and len(inside) == 1 and views is not None
+                and not any(r[0] == "op" and r[1] in views for r in outs)):
+            merged = ProductUpdate(update, x, product[0])
+            rest = refs[:x] + refs[x + 1:]
+            return ((merged, stream, (*product[2], *rest), shapes, dtypes),
+                    sorted([ref[1], *members]), [ref[1], *views])
+    return None
+
+
 def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[tuple], Any],
-         dtype_of: Callable[[tuple], Any], covered: Callable[[Any, Any], bool]
-         ) -> tuple[list[ProgramStep], list[tuple]]:
+         dtype_of: Callable[[tuple], Any], covered: Callable[[Any, Any], bool],
+         products: bool = False) -> tuple[list[ProgramStep], list[tuple]]:
     """The program with its elementwise chains fused (see the module docstring).
 
     Args:
@@ -140,11 +196,18 @@ def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[
         ref_id: a hashable identity of a ref (equal for the same value).
         dtype_of: the dtype of the value a ref names.
         covered: `(primitive, dtype) -> bool`, whether a GPU kernel can fuse that step.
+        products: whether CPU scaled adds absorb the matrix product they scale.
 
     Returns:
         The new steps and output refs.
     """
     groups = fused_groups(steps, outs, ref_id, dtype_of, covered)
+    absorbed: set[int] = set()  # products taken into a `ProductUpdate`, transposes of them
+    for g, (step, ms) in list(groups.items()) if products else ():
+        merged = _with_product(steps, outs, step, ms)
+        if merged is not None:
+            groups[g] = merged[:2]
+            absorbed.update(merged[2])
     fused = {g: step for g, (step, _) in groups.items()}
     dropped = {j for _, ms in groups.values() for j in ms}
     new_index: dict[int, int] = {}
@@ -154,10 +217,12 @@ def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[
         return ("op", new_index[r[1]], r[2]) if r[0] == "op" else r
 
     for j, step in enumerate(steps):
-        if j in dropped and j not in fused:
+        if (j in dropped and j not in fused) or j in absorbed:
             continue
         step = fused.get(j, step)
         primitive, stream, refs, shapes, dtypes = step
+        if type(primitive) is Depends:  # (a dependency on an absorbed product is dropped)
+            refs = tuple(r for r in refs if r[0] != "op" or r[1] not in absorbed)
         new_index[j] = len(out_steps)
         out_steps.append((primitive, stream, tuple(moved(r) for r in refs), shapes, dtypes))
     return out_steps, [moved(r) for r in outs]

@@ -12,7 +12,8 @@ import pytest
 
 import nuvec as mx
 from nuvec.backends.numpy import fused as cpu_fused
-from nuvec.fast.fused import FusedElementwise
+from nuvec.backends.numpy import blas
+from nuvec.fast.fused import FusedElementwise, ProductUpdate
 from nuvec.testing import assert_allclose
 
 UNARY = [
@@ -329,3 +330,128 @@ def test_steps_on_whole_arrays_write_into_the_values_they_read_last():
     assert peak < 1.5 * data.nbytes
     unfused = mx.tanh(mx.cos(mx.sin(mx.exp(mx.array(data)))))
     np.testing.assert_array_equal(out, np.asarray(unfused))
+
+
+# -- an optimizer's update absorbing its weight gradient's product -------------------------
+
+def _sgd_step(lr=0.1):
+    """A two-layer SGD step as MLX code compiles it, its model and optimizer."""
+    import nuvec.nn as nn
+    import nuvec.optimizers as optim
+
+    model = nn.Sequential(nn.Linear(96, 160), nn.ReLU(), nn.Linear(160, 128))
+    optimizer = optim.SGD(learning_rate=lr)
+    loss_and_grad = nn.value_and_grad(model, lambda m, x, y: mx.mean((m(x) - y) ** 2))
+
+    def step(x, y):
+        loss, grads = loss_and_grad(model, x, y)
+        optimizer.update(model, grads)
+        return loss
+    return step, model, optimizer
+
+
+def _recorded(arrays):
+    """The primitives of the graph behind `arrays` (walked as a tree: a small step)."""
+    stack, seen = list(arrays), []
+    while stack:
+        a = stack.pop()
+        if a.primitive is not None:
+            seen.append(a.primitive)
+            stack.extend(a.inputs)
+    return seen
+
+
+def test_sgd_updates_absorb_their_weight_gradients_products():
+    """Each weight's `w - lr * (g.T @ h)` is one `ProductUpdate` (the biases' updates stay
+    fused chains), and compiled steps follow the uncompiled ones to within the products'
+    rounding (one gemm accumulating into the weight)."""
+    rng = np.random.default_rng(4)
+    x = mx.array(rng.standard_normal((64, 96)).astype(np.float32))
+    y = mx.array(rng.standard_normal((64, 128)).astype(np.float32))
+    runs = []
+    for compiled in (False, True):
+        mx.random.seed(0)
+        step, model, optimizer = _sgd_step()
+        state = [model.state, optimizer.state]
+        if compiled:
+            step = mx.compile(step, inputs=state, outputs=state)
+        losses = []
+        for _ in range(4):
+            if compiled:
+                out = step(x, y)
+                updates = [p for p in _recorded([model.layers[0].weight, model.layers[2].weight])
+                           if isinstance(p, ProductUpdate)]
+            losses.append(step(x, y).item() if not compiled else out.item())
+            mx.eval(state)
+        runs.append((losses, [np.asarray(model.layers[i].weight) for i in (0, 2)]))
+    assert len(updates) == 2
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-5)
+    for compiled_w, plain_w in zip(runs[1][1], runs[0][1]):
+        np.testing.assert_allclose(compiled_w, plain_w, rtol=1e-5, atol=1e-6)
+
+
+def test_product_update_is_one_gemm_into_the_weight(monkeypatch):
+    """The CPU kernel calls the BLAS gemm once per weight, accumulating into the old weight's
+    buffer, and matches the float64 formula."""
+    calls = []
+    gemm = blas.gemm
+    monkeypatch.setattr(blas, "gemm", lambda *args: calls.append(args[4].shape) or gemm(*args))
+    rng = np.random.default_rng(5)
+    w_np, g_np, h_np = (rng.standard_normal(s).astype(np.float32)
+                        for s in ((256, 384), (128, 256), (128, 384)))
+    step = mx.compile(lambda w, g, h, lr: w - lr * (g.T @ h))
+    w, g, h, lr = mx.array(w_np), mx.array(g_np), mx.array(h_np), mx.array(0.25)
+    out = step(w, g, h, lr)
+    assert type(out.primitive) is ProductUpdate
+    mx.eval(out)
+    if not blas.available():
+        pytest.skip("no BLAS with known names: the fallback path ran")
+    assert calls == [(256, 384)]
+    want = w_np.astype(np.float64) - 0.25 * (g_np.T.astype(np.float64) @ h_np)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(w), w_np)  # the caller's weight is left as it was
+
+
+@pytest.mark.parametrize("case", ["per-element scale", "small", "float16", "held product",
+                                  "transposed weight"])
+def test_product_update_falls_back_or_is_not_formed(case):
+    """Where the gemm does not apply (a scale that is not one value, a small or half-type
+    update, a non-contiguous old value) the kernel computes the product and then the update,
+    as the unfused graph; a product read elsewhere is not absorbed. Values as uncompiled."""
+    rng = np.random.default_rng(6)
+    dtype = np.float16 if case == "float16" else np.float32
+    n = 8 if case == "small" else 192
+    w, g, h = (mx.array(rng.standard_normal(s).astype(dtype)) for s in ((n, 96), (64, n), (64, 96)))
+    lr = mx.array(rng.uniform(0.1, 0.2, (n, 96)).astype(dtype)) if case == "per-element scale" \
+        else mx.array(0.125, mx.float16 if case == "float16" else mx.float32)
+    if case == "transposed weight":
+        w = mx.array(np.asfortranarray(rng.standard_normal((n, 96)).astype(dtype)))
+
+    def f(w, g, h, lr):
+        product = g.T @ h
+        new = w - lr * product
+        return (new, product * 2) if case == "held product" else new
+
+    got, want = mx.compile(f)(w, g, h, lr), f(w, g, h, lr)
+    got, want = (got, want) if case == "held product" else ((got,), (want,))
+    kinds = {type(p).__name__ for p in _recorded(list(got))}
+    assert ("ProductUpdate" in kinds) == (case not in ("held product", "float16"))
+    for a, b in zip(got, want):
+        assert_allclose(a, b, dtype=mx.float16 if case == "float16" else mx.float32)
+
+
+def test_product_update_transforms_as_its_graph():
+    """`vmap` and `jvp` of a compiled update go through the node's fallback graph."""
+    rng = np.random.default_rng(7)
+    w, g, h = (mx.array(rng.standard_normal(s).astype(np.float32))
+               for s in ((3, 128, 160), (64, 128), (64, 160)))
+
+    def f(w):
+        return w - 0.5 * (g.T @ h)
+
+    assert_allclose(mx.vmap(mx.compile(f))(w), mx.vmap(f)(w), dtype=mx.float32)
+    tangent = mx.ones((128, 160))
+    got = mx.jvp(mx.compile(f), [w[0]], [tangent])
+    want = mx.jvp(f, [w[0]], [tangent])
+    for a, b in zip(got, want):
+        assert_allclose(a[0], b[0], dtype=mx.float32)

@@ -1,5 +1,5 @@
-"""BLAS level-1 calls NumPy has no ufunc for: `axpy` (`y += alpha * x` in one pass) and
-`axpby` (`y = alpha * x + beta * y`).
+"""BLAS calls NumPy has no function for: `axpy` (`y += alpha * x` in one pass), `axpby`
+(`y = alpha * x + beta * y`) and `gemm` (`c = alpha * a @ b + beta * c`, accumulating into `c`).
 
 NumPy links a BLAS for its products; `threadpoolctl` finds which library is loaded. When it is
 an OpenBLAS with 64-bit integers whose CBLAS names are known (NumPy's own wheels load
@@ -8,7 +8,8 @@ an OpenBLAS with 64-bit integers whose CBLAS names are known (NumPy's own wheels
 temporary. Where products go through MKL (`nuvec.backends.numpy.mkl`: the `mkl` package
 installed), they call MKL's instead, so that one library's threads run the BLAS calls. Any
 other BLAS, or a binding that fails its check on first use, leaves them returning False and
-callers compute with NumPy (so does `axpby` where the library has `axpy` only).
+callers compute with NumPy (so does `axpby` where the library has `axpy` only, and `gemm`
+where it has no `cblas_?gemm`).
 
 OpenBLAS's and MKL's vector loops use fused multiply-adds where the CPU has them: those
 elements are rounded once, where NumPy's two ufunc calls round the product and then the sum.
@@ -29,12 +30,13 @@ from threadpoolctl import threadpool_info
 
 from nuvec.backends.numpy import mkl
 
-__all__ = ["available", "axpby", "axpy"]
+__all__ = ["available", "axpby", "axpy", "gemm"]
 
 # (CBLAS name template, integer type): the names of 64-bit-integer OpenBLAS builds
 _NAMES = (("scipy_cblas_{}64_", ctypes.c_int64), ("cblas_{}64_", ctypes.c_int64))
 _MKL_NAMES = (("cblas_{}", ctypes.c_int),)  # `mkl_rt`'s default interface: 32-bit integers
 _REALS = ((np.float32, "s", ctypes.c_float), (np.float64, "d", ctypes.c_double))
+_ROW_MAJOR = 101  # CBLAS's row-major order (the transpose flags: `mkl.layout`)
 
 _lock = threading.Lock()
 _bound: list[Any] = []  # [] until first use, then [({(routine, dtype): function}, longest)
@@ -59,9 +61,32 @@ def _bind(lib: Any, names: tuple) -> tuple[dict[tuple[str, np.dtype], Any], int]
                 fn.restype = None
             if _works(routine, fns):
                 found.update({(routine, dtype): fn for dtype, fn in fns.items()})
+        found.update(_bind_gemm(lib, template, integer))
         if ("axpy", np.dtype(np.float32)) in found:
             return found, 2 ** (8 * ctypes.sizeof(integer) - 1) - 1
     return None
+
+
+def _bind_gemm(lib: Any, template: str, integer: Any) -> dict[tuple[str, np.dtype], Any]:
+    """`lib`'s row-major `cblas_?gemm` by dtype under `template`, each checked on a small
+    product with a transposed operand; {} where it has none or they fail."""
+    fns = {np.dtype(dtype): getattr(lib, template.format(letter + "gemm"), None)
+           for dtype, letter, _ in _REALS}
+    if None in fns.values():
+        return {}
+    p = ctypes.c_void_p
+    for (_, _, real), fn in zip(_REALS, fns.values()):
+        fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, integer, integer, integer,
+                       real, p, integer, p, integer, real, p, integer]
+        fn.restype = None
+    a = np.arange(12.0).reshape(3, 4)
+    b = np.arange(8.0).reshape(2, 4).T - 3.0  # (columns contiguous: read transposed)
+    for dtype, fn in fns.items():
+        c = np.ones((3, 2), dtype)
+        _gemm(fn, 2.0, a.astype(dtype), b.astype(dtype).T.copy().T, 1.0, c)
+        if not np.array_equal(c, 2.0 * (a @ b) + 1.0):
+            return {}
+    return {("gemm", dtype): fn for dtype, fn in fns.items()}
 
 
 def _find() -> tuple[dict[np.dtype, Any], int] | None:
@@ -168,3 +193,47 @@ def axpby(alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> bool:
     if x.size:
         fn(x.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
     return True
+
+
+def _gemm(fn: Any, alpha: float, a: np.ndarray, b: np.ndarray, beta: float,
+          c: np.ndarray) -> bool:
+    la, lb = mkl.layout(a), mkl.layout(b)
+    if la is None or lb is None:
+        return False
+    m, k = a.shape
+    fn(_ROW_MAJOR, la[0], lb[0], m, b.shape[1], k, alpha, a.ctypes.data, max(1, la[1]),
+       b.ctypes.data, max(1, lb[1]), beta, c.ctypes.data, max(1, b.shape[1]))
+    return True
+
+
+def gemm(alpha: float, a: np.ndarray, b: np.ndarray, beta: float, c: np.ndarray) -> bool:
+    """`c = alpha * (a @ b) + beta * c` in place through the BLAS, for 2-D float32 or float64
+    `a` and `b` whose rows or columns are contiguous and a writeable C-contiguous `c` of the
+    product's shape, all of one dtype, `c` overlapping neither; False (with `c` untouched)
+    where it cannot. The sums run in the BLAS's order, as NumPy's `matmul` of these operands
+    does, and `c` is added into them as the library blocks the product: the result may differ
+    from `beta * c + alpha * (a @ b)` in the last bits.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.numpy.blas import gemm
+        >>> c = np.ones((2, 2), np.float32)
+        >>> a = np.arange(4, dtype=np.float32).reshape(2, 2)
+        >>> done = gemm(-1.0, a, a.T, 1.0, c)
+        >>> c.tolist() if done else [[0.0, -2.0], [-2.0, -12.0]]
+        [[0.0, -2.0], [-2.0, -12.0]]
+    """
+    bound = _functions()
+    fn = None if bound is None else bound[0].get(("gemm", a.dtype))
+    if (fn is None or a.ndim != 2 or b.ndim != 2 or not a.dtype == b.dtype == c.dtype
+            or c.shape != (a.shape[0], b.shape[1]) or a.shape[1] != b.shape[0]
+            or max(*a.shape, b.shape[1]) > bound[1] or not c.flags.c_contiguous
+            or not c.flags.writeable or np.may_share_memory(a, c)
+            or np.may_share_memory(b, c)):
+        return False
+    if c.size == 0:
+        return True
+    if a.shape[1] == 0:  # (no sums: BLAS leaves such a `c` alone)
+        c *= beta
+        return True
+    return _gemm(fn, alpha, a, b, beta, c)

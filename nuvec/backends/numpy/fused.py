@@ -34,12 +34,12 @@ from nuvec.backends.numpy import blas
 from nuvec.backends.numpy.broadcast import broadcast
 from nuvec.backends.numpy.registry import kernel, table
 from nuvec.backends.threads import get_num_threads, parallel_rows
-from nuvec.fast.fused import FusedElementwise, fetcher
+from nuvec.fast.fused import FusedElementwise, ProductUpdate, fetcher, scaled_add_refs
 from nuvec.graph import eager
-from nuvec.ops.binary import Add, Multiply, Subtract
+from nuvec.ops.binary import Multiply
 
 __all__ = ["BLOCK", "MIN_AXPY", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise",
-           "is_scaled_add"]
+           "product_update"]
 
 
 # Elements per block, at most: `python benchmarks/bench_compile.py --blocks` on the 8-op chain
@@ -231,45 +231,6 @@ def _run_whole(p: FusedElementwise, values: list[Any], out: np.ndarray | None) -
     return result
 
 
-def is_scaled_add(p: FusedElementwise) -> bool:
-    """Whether `p` is `c + m`, `m + c` or `c - m` with `m` a product of two inputs and `c` a
-    third, of one float32 or float64 dtype: the form `axpy` computes when a factor is one
-    value.
-
-    Example:
-        >>> import nuvec as mx
-        >>> from nuvec.backends.numpy.fused import is_scaled_add
-        >>> from nuvec.fast.fused import FusedElementwise
-        >>> mul, sub = mx.multiply(mx.ones(1), 1).primitive, mx.subtract(mx.ones(1), 1).primitive
-        >>> steps = ((mul, (1, 2), mx.float32), (sub, (0, 3), mx.float32))  # c - a * b
-        >>> is_scaled_add(FusedElementwise(steps, (4,)))
-        True
-    """
-    return _scaled_add_refs(p) is not None
-
-
-def _scaled_add_refs(p: FusedElementwise) -> tuple[int, int, int, float] | None:
-    """(c, first factor, second factor, sign of the product) of a scaled add (see
-    `is_scaled_add`), as input positions; None for any other program."""
-    if len(p.steps) != 2:
-        return None
-    (product, factors, dtype), (total, terms, dtype_out) = p.steps
-    if (type(product) is not Multiply or dtype != dtype_out
-            or dtype.np not in (np.float32, np.float64) or max(factors) > 2):
-        return None
-    step = 3  # the product's ref: it follows the three inputs
-    if type(total) is Add and step in terms:
-        c = terms[1] if terms[0] == step else terms[0]
-        sign = 1.0
-    elif type(total) is Subtract and terms[1] == step:
-        c, sign = terms[0], -1.0
-    else:
-        return None
-    if sorted((c, *factors)) != [0, 1, 2]:
-        return None
-    return c, factors[0], factors[1], sign
-
-
 def _one_value(x: np.ndarray) -> bool:
     """Whether `x` holds one value (a size-1 array, or a broadcast of one)."""
     return x.size == 1 or not any(x.strides)
@@ -277,10 +238,10 @@ def _one_value(x: np.ndarray) -> bool:
 
 def _axpy_operands(p: FusedElementwise, inputs: list[Any]) -> tuple[int, Any, float] | None:
     """(position of `c`, `x`, `alpha`) where `p` on `inputs` is `c + alpha * x`: a scaled add
-    (`is_scaled_add`) of one value and two C-contiguous arrays of `p`'s shape, all of its
+    (`scaled_add_refs`) of one value and two C-contiguous arrays of `p`'s shape, all of its
     dtype; None otherwise (or where an input is None)."""
     complete = len(inputs) == 3 and all(v is not None for v in inputs)
-    refs = _scaled_add_refs(p) if complete else None
+    refs = scaled_add_refs(p) if complete else None
     if refs is None:
         return None
     c, i, j, sign = refs
@@ -342,6 +303,27 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray,
     parallel_rows(len(plan), lambda a, b: _run_blocks(p, views, flat, plan[a:b], block_shape),
                   row_bytes=work)
     return out
+
+
+@kernel(ProductUpdate, out=True)
+def product_update(p: ProductUpdate, a: np.ndarray, b: np.ndarray, *rest: np.ndarray,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """`c + alpha * (a @ b)` as one BLAS gemm accumulating into `c`'s buffer (given up: `out`)
+    or a copy of it, where the operands allow (see `blas.gemm`; `c` of the product's shape
+    and dtype, from `MIN_AXPY` elements, the scale one value); else the product, then the
+    update's own kernel."""
+    c, i, j, sign = scaled_add_refs(p.update)
+    factor = j if i == p.x else i
+    inputs = p.update_inputs([a, b, *rest], None)
+    scale, target = inputs[factor], inputs[c]
+    if (_one_value(scale) and scale.dtype == target.dtype == p.update.steps[-1][2].np
+            and target.shape == p.update.shape and target.flags.c_contiguous
+            and target.size >= MIN_AXPY and blas.available()):
+        into = out if out is target else target.copy()
+        if blas.gemm(sign * float(scale.item(0)), a, b, 1.0, into):
+            return into
+    x = table.kernels[type(p.product)](p.product, a, b)
+    return fused_elementwise(p.update, *p.update_inputs([a, b, *rest], np.asarray(x)), out=out)
 
 
 def _starts_scaled_add(inputs: list[np.ndarray]) -> bool:
