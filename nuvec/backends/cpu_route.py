@@ -8,6 +8,7 @@ to CuPy, or a GPU override); `tests/backends/test_tables.py` checks both halves.
 from __future__ import annotations
 
 from nuvec.fast.attention import AttentionRows
+from nuvec.fast.fused import ProductUpdate
 from nuvec.ops import quantized as q
 
 _ROWS = (
@@ -20,7 +21,14 @@ _PACKED = (
     "bit views (quantized_matmul has a CUDA kernel, nuvec/fast/kernels/gather_mm.cu)"
 )
 
+_UPDATE = (
+    "an SGD update fused with its weight gradient's product (one BLAS gemm accumulating into "
+    "the weight): compile forms it on CPU streams only, where a GPU stream's chains fuse into "
+    "one generated kernel after a cuBLAS product"
+)
+
 CPU_ROUTE: dict[type, str] = {
     AttentionRows: _ROWS,
+    ProductUpdate: _UPDATE,
     **{cls: _PACKED for cls in (q.Quantize, q.Dequantize)},
 }  # fmt: skip
