@@ -137,27 +137,35 @@ def fused_groups(steps: Sequence[ProgramStep], outs: Sequence[tuple],
     return fused
 
 
-def _readers(steps: Sequence[ProgramStep], j: int) -> list[tuple[int, Any, int]]:
-    """(step, its primitive, argument position) of every read of step `j`'s value."""
-    return [(k, other[0], n) for k, other in enumerate(steps)
-            for n, r in enumerate(other[2]) if r[0] == "op" and r[1] == j]
+Readers = dict[int, list[tuple[int, Any, int]]]
 
 
-def _waited_for(steps: Sequence[ProgramStep], readers: list[tuple[int, Any, int]]
-                ) -> list[int] | None:
-    """The transposes among `readers` if every read is a dependency of a `Depends` step,
+def _readers(steps: Sequence[ProgramStep]) -> Readers:
+    """{step: (reading step, its primitive, argument position) for every read of its
+    value}."""
+    found: Readers = {}
+    for k, (primitive, _, refs, _, _) in enumerate(steps):
+        for n, r in enumerate(refs):
+            if r[0] == "op":
+                found.setdefault(r[1], []).append((k, primitive, n))
+    return found
+
+
+def _waited_for(readers: Readers, reads: list[tuple[int, Any, int]]) -> list[int] | None:
+    """The transposes among `reads` if every read is a dependency of a `Depends` step,
     directly or through a transpose read only so; else None."""
     views = []
-    for k, p, n in readers:
-        if type(p) is Transpose and _waited_for(steps, _readers(steps, k)) == []:
+    for k, p, n in reads:
+        if type(p) is Transpose and _waited_for(readers, readers.get(k, [])) == []:
             views.append(k)
         elif type(p) is not Depends or n < p.count:
             return None
     return views
 
 
-def _with_product(steps: Sequence[ProgramStep], outs: Sequence[tuple], step: ProgramStep,
-                  members: list[int]) -> tuple[ProgramStep, list[int], list[int]] | None:
+def _with_product(steps: Sequence[ProgramStep], outs: Sequence[tuple], readers: Readers,
+                  step: ProgramStep, members: list[int]
+                  ) -> tuple[ProgramStep, list[int], list[int]] | None:
     """A CPU group's fused step and members with the matrix product its scaled add scales
     absorbed (see the module docstring), and the steps it drops (the product, and
     transposes of it only `Depends` steps wait for); None where there is none. Besides the
@@ -171,10 +179,9 @@ def _with_product(steps: Sequence[ProgramStep], outs: Sequence[tuple], step: Pro
         ref = refs[x]
         if ref[0] != "op" or any(r[0] == "op" and r[1] == ref[1] for r in outs):
             continue
-        product = steps[ref[1]]
-        readers = _readers(steps, ref[1])
-        inside = [r for r in readers if r[0] in members]
-        views = _waited_for(steps, [r for r in readers if r[0] not in members])
+        product, reads = steps[ref[1]], readers.get(ref[1], [])
+        inside = [r for r in reads if r[0] in members]
+        views = _waited_for(readers, [r for r in reads if r[0] not in members])
         if (type(product[0]) is Matmul and product[1] is stream and product[3] == shapes
                 and len(shapes[0]) == 2 and len(inside) == 1 and views is not None
                 and not any(r[0] == "op" and r[1] in views for r in outs)):
@@ -203,8 +210,9 @@ def fuse(steps: Sequence[ProgramStep], outs: Sequence[tuple], ref_id: Callable[[
     """
     groups = fused_groups(steps, outs, ref_id, dtype_of, covered)
     absorbed: set[int] = set()  # products taken into a `ProductUpdate`, transposes of them
+    readers = _readers(steps) if products else {}
     for g, (step, ms) in list(groups.items()) if products else ():
-        merged = _with_product(steps, outs, step, ms)
+        merged = _with_product(steps, outs, readers, step, ms)
         if merged is not None:
             groups[g] = merged[:2]
             absorbed.update(merged[2])
