@@ -322,8 +322,8 @@ def product_update(p: ProductUpdate, a: np.ndarray, b: np.ndarray, *rest: np.nda
         into = out if out is target else target.copy()
         if blas.gemm(sign * float(scale.item(0)), a, b, 1.0, into):
             return into
-    x = table.kernels[type(p.product)](p.product, a, b)
-    return fused_elementwise(p.update, *p.update_inputs([a, b, *rest], np.asarray(x)), out=out)
+    inputs[p.x] = np.asarray(table.kernels[type(p.product)](p.product, a, b))
+    return fused_elementwise(p.update, *inputs, out=out)
 
 
 def _starts_scaled_add(inputs: list[np.ndarray]) -> bool:
