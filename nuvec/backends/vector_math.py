@@ -1,38 +1,45 @@
 """`exp` and `tanh` of NumPy arrays through MKL's vector math (VML) where MKL is installed
-(`nuvec.backends.mkl_library`), else NumPy's ufuncs.
+(`nuvec.backends.mkl_library`), else float32 `exp` through nuvec's own C (`vector_math.c`,
+compiled on this machine by `nuvec.backends.native`), else NumPy's ufuncs.
 
 On the two-core AVX2 machine of docs/performance.md, one thread, 100K elements: float32 `exp`
 1.5 ns an element against NumPy's 3.7 and `tanh` 4.8 against 6.9; float64 `exp` 3.1 against
 8.7 and `tanh` 9.0 against 34. In VML's high-accuracy mode both are within 0.55 ulp of the
 exact value (NumPy's float32 `exp` within 2.2), so results differ from NumPy's in the last bit
-of some elements.
+of some elements. `vector_math.c`'s float32 `exp` is within 1 ulp (0.99 over a sweep of its
+whole range) at about 0.85 of NumPy's time on an AVX-512 Xeon; its results differ from NumPy's
+in the last bit of about a third of the elements. NumPy's own float32 `tanh` is vectorized and
+was faster than a C `tanh` of the same accuracy there, so `tanh` stays NumPy's without MKL.
 
-VML computes float32 and float64 arrays whose memory is one contiguous run (C or Fortran order)
+Either library computes float32 and float64 arrays (the C one float32) whose memory is one
+contiguous run (C or Fortran order)
 into a fresh array of that layout or an `out` of the same strides (`x` itself included), from
 `MIN_ELEMENTS` elements: an array of fewer is NumPy's unless it or `out` is a view of a larger
 one (or its caller names the size of the array it was cut from), so the pieces a kernel splits
 an array into (blocks, threads' chunks, tiles) take the path the whole array takes, and every
-element's bits are the same for every split. VML's one thread runs each call (its own threads
-would compete with the thread pool's, `nuvec.backends.threads`).
+element's bits are the same for every split. Each call runs on its caller's thread (VML's own
+threads would compete with the thread pool's, `nuvec.backends.threads`).
 
 VML computes arguments whose `exp` overflows, is subnormal, or is NaN or infinite on a slow
 path (20 to 200 ns an element). An array with elements outside `EXP_RANGE` (a mask's `-inf`,
 say) takes VML's fast path on the others clipped into the range, then a product with a 0/1 mask
-zeroes the ones whose `exp` is 0 in the dtype, and the rest (rare) are NumPy's `exp`. Each
-element's result depends on its own value only.
+zeroes the ones whose `exp` is 0 in the dtype, and the rest (rare) are NumPy's `exp`. The C
+`exp` has no slow path (every argument takes the same vector instructions). Each element's
+result depends on its own value only.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from nuvec.backends import mkl_library
+from nuvec.backends import mkl_library, native
 
-__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "available", "exp", "exp_of", "tanh"]
+__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "exp", "exp_of", "in_use", "tanh"]
 
 # Below this many elements NumPy's ufunc is used: a `ctypes` call and its checks cost about
 # 25 us on the slower Zen 3 machine of docs/performance.md (`ndarray.ctypes` 3 us an array,
@@ -50,13 +57,32 @@ _MODE = _HIGH_ACCURACY | _ERRORS_IGNORED
 _DOMAIN_VML = 3  # MKL_DOMAIN_VML
 _INT_MAX = 2**31 - 1  # `mkl_rt`'s default interface takes 32-bit integers
 
+_SOURCE = Path(__file__).with_name("vector_math.c")
+
+
+class _Library(NamedTuple):
+    """The functions of one library by (name, dtype), each called as `fn(n, x, out)` with the
+    arrays' addresses; `ranged`: its `exp` is fast only for arguments inside `EXP_RANGE`."""
+
+    functions: dict[tuple[str, np.dtype], Callable[[int, int, int], None]]
+    ranged: bool
+
+
 _lock = threading.Lock()
-_bound: list[Any] = []  # [] until first use, then [{(name, dtype): VML function} or None]
+_bound: list[Any] = []  # [] until first use, then [the `_Library` or None]
 
 
-def _bind(lib: Any) -> dict[tuple[str, np.dtype], Any] | None:
-    """VML's `exp` and `tanh` by (name, dtype), each checked against NumPy on a few values;
-    None where one is missing or wrong."""
+def _checked(fn: Callable[[int, int, int], None], name: str, dtype: Any) -> bool:
+    """Whether `fn` agrees with NumPy's `name` on a few values."""
+    x = np.linspace(-3, 3, 13, dtype=dtype)
+    y = np.empty_like(x)
+    fn(x.size, x.ctypes.data, y.ctypes.data)
+    return bool(np.allclose(y, getattr(np, name)(x), rtol=1e-6, atol=0))
+
+
+def _vml(lib: Any) -> _Library | None:
+    """VML's `exp` and `tanh`, each checked against NumPy; None where one is missing or
+    wrong."""
     found = {}
     for name, dtype, symbol in (("exp", np.float32, "vmsExp"), ("exp", np.float64, "vmdExp"),
                                 ("tanh", np.float32, "vmsTanh"), ("tanh", np.float64, "vmdTanh")):
@@ -65,23 +91,35 @@ def _bind(lib: Any) -> dict[tuple[str, np.dtype], Any] | None:
             return None
         fn.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         fn.restype = None
-        x = np.linspace(-3, 3, 13, dtype=dtype)
-        y = np.empty_like(x)
-        fn(x.size, x.ctypes.data, y.ctypes.data, _MODE)
-        if not np.allclose(y, getattr(np, name)(x), rtol=1e-6, atol=0):
+
+        def call(n: int, x: int, out: int, fn: Any = fn) -> None:
+            _one_thread()
+            fn(n, x, out, _MODE)
+
+        if not _checked(call, name, dtype):
             return None
-        found[(name, np.dtype(dtype))] = fn
-    return found
+        found[(name, np.dtype(dtype))] = call
+    return _Library(found, ranged=True)
 
 
-def _functions() -> dict[tuple[str, np.dtype], Any] | None:
-    lib = mkl_library.library()
-    if lib is None:  # (also in a process forked from another)
+def _own() -> _Library | None:
+    """`vector_math.c`'s float32 `exp`, where it builds (and agrees with NumPy)."""
+    lib = native.library(_SOURCE.name, _SOURCE.read_text())
+    if lib is None:
         return None
+    fn = lib.nuvec_exp_f32
+    fn.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+    fn.restype = None
+    return _Library({("exp", np.dtype(np.float32)): fn}, ranged=False) \
+        if _checked(fn, "exp", np.float32) else None
+
+
+def _library() -> _Library | None:
     if not _bound:
         with _lock:
             if not _bound:
-                _bound.append(_bind(lib))
+                lib = mkl_library.library()  # (None also in a process forked from another)
+                _bound.append((lib is not None and _vml(lib)) or _own())
     return _bound[0]
 
 
@@ -91,9 +129,12 @@ def _one_thread() -> None:
     mkl_library.library().MKL_Domain_Set_Num_Threads(1, _DOMAIN_VML)
 
 
-def available() -> bool:
-    """Whether `exp` and `tanh` may go through MKL's VML."""
-    return _functions() is not None
+def in_use() -> str | None:
+    """The library `exp` goes through for large arrays: "vml" (MKL's, with `tanh`), "c"
+    (`vector_math.c`'s float32 `exp`, whose function generated CPU chains inline), or None
+    (NumPy's ufuncs)."""
+    lib = _library()
+    return None if lib is None else "vml" if lib.ranged else "c"
 
 
 def _apart_or_same(x: np.ndarray, out: np.ndarray) -> bool:
@@ -106,8 +147,8 @@ def _apart_or_same(x: np.ndarray, out: np.ndarray) -> bool:
 def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
     """VML's `name` for `x` (a piece of an array of `whole` elements) and `out` (see the
     module docstring), or None."""
-    bound = _functions()  # (first: without MKL nothing else is looked at)
-    if bound is None or type(x) is not np.ndarray or not x.size or x.size > _INT_MAX:
+    lib = _library()  # (first: without a library nothing else is looked at)
+    if lib is None or type(x) is not np.ndarray or not x.size or x.size > _INT_MAX:
         return None
     if x.size < MIN_ELEMENTS and max(whole, getattr(x.base, "size", 0),
                                      getattr(getattr(out, "base", None), "size", 0)) < MIN_ELEMENTS:
@@ -118,14 +159,13 @@ def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
                             or out.shape != x.shape or out.strides != x.strides
                             or not out.flags.writeable or not _apart_or_same(x, out)):
         return None
-    return bound.get((name, x.dtype))
+    return lib.functions.get((name, x.dtype))
 
 
 def _apply(fn: Callable, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
         out = np.empty_like(x)  # (the layout of `x`)
-    _one_thread()
-    fn(x.size, x.ctypes.data, out.ctypes.data, _MODE)
+    fn(x.size, x.ctypes.data, out.ctypes.data)
     return out
 
 
@@ -146,7 +186,7 @@ def exp(x: Any, out: Any = None, *, in_range: bool = False, whole: int = 0) -> A
     if fn is None:
         return np.exp(x) if out is None else np.exp(x, out=out)
     low, high = EXP_RANGE[x.dtype]
-    if in_range or (x.min() >= low and x.max() <= high):  # (False where one is NaN)
+    if in_range or not _library().ranged or (x.min() >= low and x.max() <= high):  # (NaN: False)
         return _apply(fn, x, out)
     return _exp_outside(fn, x, out, low, high)
 
@@ -183,8 +223,7 @@ def _exp_outside(fn: Callable, x: np.ndarray, out: np.ndarray | None, low: float
         out = np.empty_like(x)
     result = out.ravel(order="K")
     np.clip(flat, low, high, out=result)
-    _one_thread()
-    fn(result.size, result.ctypes.data, result.ctypes.data, _MODE)
+    fn(result.size, result.ctypes.data, result.ctypes.data)
     np.logical_not(zero, out=zero)
     result *= zero
     if others is not None:

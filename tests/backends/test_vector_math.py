@@ -30,7 +30,7 @@ class FakeVml:
     def function(self, name, dtype):
         real = _REAL[np.dtype(dtype)]
 
-        def call(n, src, dst, mode):
+        def call(n, src, dst):
             self.calls.append(n)
             a = np.ctypeslib.as_array((real * n).from_address(src))
             b = np.ctypeslib.as_array((real * n).from_address(dst))
@@ -46,8 +46,7 @@ class FakeVml:
 @pytest.fixture
 def fake(monkeypatch):
     vml = FakeVml()
-    monkeypatch.setattr(vm, "_functions", vml.table)
-    monkeypatch.setattr(vm, "_one_thread", lambda: None)  # (MKL's thread setting)
+    monkeypatch.setattr(vm, "_library", lambda: vm._Library(vml.table(), ranged=True))
     return vml
 
 
@@ -123,7 +122,7 @@ def test_each_element_is_vml_zero_or_numpy_by_its_own_value(fake, dtype):
         np.testing.assert_array_equal(joined.view(np.uint8), got.view(np.uint8))
 
 
-needs_vml = pytest.mark.skipif(not vm.available(),
+needs_vml = pytest.mark.skipif(vm.in_use() != "vml",
                                reason="MKL's VML is not in use (no mkl package, or NUVEC_MKL=0)")
 
 
@@ -178,7 +177,7 @@ def test_kernels_through_vml_match_float64_and_every_thread_count():
 @needs_vml
 def test_nuvec_mkl_vml_keeps_the_vector_math_and_numpys_products():
     code = ("from nuvec.backends.numpy import mkl; from nuvec.backends import vector_math as vm;"
-            "print(mkl.available(), vm.available())")
+            "print(mkl.available(), vm.in_use() == 'vml')")
     found = {}
     for setting in ("vml", "0", "1"):
         env = {**os.environ, "NUVEC_MKL": setting}
@@ -191,7 +190,7 @@ def test_nuvec_mkl_vml_keeps_the_vector_math_and_numpys_products():
 @needs_vml
 def test_a_forked_child_computes_with_numpy():
     x = np.linspace(-3, 3, 1 << 14, dtype=np.float32)
-    assert vm.exp(x) is not None and vm.available()
+    assert vm.exp(x) is not None and vm.in_use() == "vml"
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(1) as pool:
         used, values = pool.apply(_child_exp, (x,))
@@ -200,4 +199,4 @@ def test_a_forked_child_computes_with_numpy():
 
 
 def _child_exp(x):
-    return vm.available(), vm.exp(x)
+    return vm.in_use() == "vml", vm.exp(x)

@@ -1,4 +1,5 @@
-"""The on-disk cache shared by the NVRTC loader and the emulator's builds.
+"""The on-disk cache shared by the NVRTC loader, the emulator's builds and the CPU's own C
+(`nuvec.backends.native`).
 
 Entries live under `cache_dir()`: `NUVEC_KERNEL_CACHE` when set, else `set_cache_dir`'s
 argument, else `~/.cache/nuvec/kernels`. An entry is a payload file and a JSON record holding
@@ -11,11 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_dir", "digest", "read_entry", "set_cache_dir", "write_entry"]
+__all__ = ["BuildError", "build_entry", "cache_dir", "digest", "read_entry", "set_cache_dir",
+           "write_entry"]
 
 ENV = "NUVEC_KERNEL_CACHE"
 _chosen: list[Path | None] = [None]
@@ -98,3 +102,34 @@ def read_entry(key: str, suffix: str) -> tuple[bytes, dict[str, Any]] | None:
     if not isinstance(record, dict) or record.get("sha256") != hashlib.sha256(payload).hexdigest():
         return None
     return payload, record
+
+
+class BuildError(RuntimeError):
+    """A compiler rejected a source; the message holds its diagnostics."""
+
+
+def build_entry(key: str, filename: str, text: str,
+                command: Callable[[Path, Path], list[str]]) -> Path:
+    """Compiles `text` into a shared library stored as entry `key` (`.so`); returns its path.
+
+    Args:
+        key: the entry's key (a `digest` of everything the library depends on).
+        filename: the source file's name (its suffix tells the compiler the language).
+        text: the source.
+        command: the compiler's command line for a source path and an output path.
+
+    Raises:
+        BuildError: when the compiler fails (its diagnostics as the message).
+    """
+    work = Path(tempfile.mkdtemp(dir=cache_dir(), prefix=f"{key}.build."))  # (one a process)
+    source, out = work / filename, work / (Path(filename).stem + ".so")
+    try:
+        source.write_text(text)
+        done = subprocess.run(command(source, out), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BuildError(done.stderr)
+        return write_entry(key, ".so", out.read_bytes(), {"name": Path(filename).stem})
+    finally:
+        for p in (source, out):
+            p.unlink(missing_ok=True)
+        work.rmdir()

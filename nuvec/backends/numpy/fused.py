@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.backends import vector_math
-from nuvec.backends.numpy import blas
+from nuvec.backends.numpy import blas, native_fused
 from nuvec.backends.numpy.broadcast import broadcast
 from nuvec.backends.numpy.registry import kernel, table
 from nuvec.backends.threads import get_num_threads, parallel_rows
@@ -283,6 +283,8 @@ def fused_elementwise(p: FusedElementwise, *inputs: np.ndarray,
     if not p.shape:  # a 0-d output is never large enough to be given a buffer
         out = None
     result = _axpy(p, views, out)
+    if result is None:
+        result = native_fused.run(p, views, out)  # (from native_fused.MIN_ELEMENTS elements)
     if result is not None:
         return result if p.shape else result.reshape(())
     if 0 < size <= WHOLE and (len(p.steps) <= 4 or size <= WHOLE // 4):  # (tests vary WHOLE)

@@ -1,6 +1,7 @@
 """CPU kernels of `nuvec.ops.unary` that only NumPy has: `erf` and `erfinv` to float64
-accuracy without SciPy (the GPU uses CuPy's special functions), and where the `mkl` package is
-installed, `exp` and `tanh` through MKL's vector math (`nuvec.backends.vector_math`)."""
+accuracy without SciPy (the GPU uses CuPy's special functions), and `exp` and `tanh` through
+`nuvec.backends.vector_math` where it may use a library (MKL's vector math where the `mkl`
+package is installed, else nuvec's own C `exp` where a C compiler is found)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 
 import numpy as np
 
-from nuvec.backends import mkl_library, vector_math
+from nuvec.backends import mkl_library, native, vector_math
 from nuvec.backends.common.unary import widen, widening
 from nuvec.backends.numpy.registry import kernel, table
 from nuvec.ops import unary as u
@@ -66,6 +67,6 @@ def erfinv_(p, x):
     return erfinv(x)
 
 
-if mkl_library.PATH is not None:  # otherwise the shared bodies stay, with nothing to check
+if mkl_library.PATH is not None or native.compiler() is not None:  # (else NumPy's ufuncs)
     table.add(u.Exp, widening(vector_math.exp), out=True, replace=True)
     table.add(u.Tanh, widening(vector_math.tanh), out=True, replace=True)

@@ -162,21 +162,14 @@ def built() -> list[EmulatedModule]:
 
 
 def _compile(key: str, name: str, unit: str, flags: list[str]) -> Path:
-    work = cache.cache_dir() / f"{key}.build"
-    work.mkdir(exist_ok=True)
-    cpp, out = work / f"{name}.cpp", work / f"{name}.so"
-    cpp.write_text(unit)
-    cmd = [compiler(), *flags, f"-I{PRELUDE.parent}", f"-I{KERNEL_DIR}", str(cpp), "-o", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        cpp.unlink()
-        work.rmdir()
-        raise EmulatorError(f"emulator: kernel {name} failed to compile:\n{done.stderr}")
-    path = cache.write_entry(key, ".so", out.read_bytes(), {"name": name})
-    for p in (cpp, out):
-        p.unlink()
-    work.rmdir()
-    return path
+    def command(source: Path, out: Path) -> list[str]:
+        return [compiler(), *flags, f"-I{PRELUDE.parent}", f"-I{KERNEL_DIR}", str(source), "-o",
+                str(out)]
+
+    try:
+        return cache.build_entry(key, f"{name}.cpp", unit, command)
+    except cache.BuildError as e:
+        raise EmulatorError(f"emulator: kernel {name} failed to compile:\n{e}") from None
 
 
 class EmulatedModule:

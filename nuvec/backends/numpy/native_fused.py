@@ -1,0 +1,242 @@
+"""`FusedElementwise` chains as generated C on the CPU: one pass over the output, each element
+read once from every input and written once, every step in registers.
+
+A chain of at least `MIN_ELEMENTS` elements whose inputs and steps are float32, float64 or bool
+and whose steps are all ones the generator covers (arithmetic, negation, `abs`, `square`,
+`sqrt`, `rsqrt`, `maximum`, `minimum`, comparisons, logical and/or/not, `where`, casts, the
+tanh and sigmoid derivative products, and float32 `exp` where `nuvec.backends.vector_math`
+computes it with `vector_math.c`) becomes one C function, compiled for this machine by
+`nuvec.backends.native` once per chain, input dtypes and input kinds (read along the last axis
+element by element, or one value per row), then cached in memory and on disk. Each step
+computes in its own dtype exactly as the step's NumPy kernel does (IEEE arithmetic without
+contraction, `maximum`'s NaN and tie rules, the same `exp`), so the values are the unfused
+graph's bit for bit. The output's shape and the inputs' strides are arguments, so one build
+serves every shape. The output is split into contiguous ranges over the thread pool; `ctypes`
+releases the GIL during each call.
+
+Chains it does not cover, or inputs read with other strides along the last axis (a transposed
+view), return None: `nuvec.backends.numpy.fused` computes them with NumPy in blocks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nuvec.backends import native, vector_math
+from nuvec.backends.cuda.launchers.fused import collapse, element_strides
+from nuvec.backends.threads import parallel_rows
+from nuvec.fast.fused import FusedElementwise
+from nuvec.graph.convert import AsType
+from nuvec.ops import binary as b
+from nuvec.ops import comparison as c
+from nuvec.ops import unary as u
+
+__all__ = ["MIN_ELEMENTS", "covers", "generate", "run"]
+
+# Below this many output elements NumPy's calls cost less than a `ctypes` call and its
+# arguments; it is also where `vector_math` starts taking `vector_math.c`'s `exp`, which the
+# chains inline (below it `exp` is NumPy's, whose bits differ).
+MIN_ELEMENTS = vector_math.MIN_ELEMENTS
+
+_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+          np.dtype(np.bool_): "unsigned char"}
+_FLOATS = ("float", "double")
+_VECTOR_MATH = Path(vector_math.__file__).with_name("vector_math.c")
+
+# Each covered step as a C expression over its operands `{0}`, `{1}`, `{2}`; `{T}` is the
+# step's C type, `{f}` the suffix of its math builtins ("f" for float)
+_FLOAT_UNARY: dict[type, str] = {
+    u.Negative: "-{0}", u.Abs: "__builtin_fabs{f}({0})", u.Square: "{0} * {0}",
+    u.Sqrt: "__builtin_sqrt{f}({0})", u.Rsqrt: "({T})1 / __builtin_sqrt{f}({0})",
+}
+_FLOAT_BINARY: dict[type, str] = {
+    b.Add: "{0} + {1}", b.Subtract: "{0} - {1}", b.Multiply: "{0} * {1}",
+    b.Divide: "{0} / {1}",
+    # NumPy's maximum and minimum: NaN propagates; of two equal values, the second
+    b.Maximum: "({0} > {1} || {0} != {0}) ? {0} : {1}",
+    b.Minimum: "({0} < {1} || {0} != {0}) ? {0} : {1}",
+}
+_COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+            "greater": ">", "greater_equal": ">="}
+# `DerivativeProduct` by (kind, scaled), in its NumPy kernel's order: the cotangent `{0}`,
+# the output last
+_DERIVATIVES = {
+    ("tanh", True): "(({T})1 - {1} * {1}) * {0}", ("tanh", False): "({T})1 - {0} * {0}",
+    ("sigmoid", True): "((({T})1 - {1}) * {1}) * {0}", ("sigmoid", False): "(({T})1 - {0}) * {0}",
+}
+
+
+def _expression(q: Any, step: str, operands: list[str]) -> str | None:
+    """The C expression of step `q` with a result of C type `step` over operands of C types
+    `operands`; None where the generator does not cover it."""
+    cls = type(q)
+    if cls is AsType or cls is u.StopGradient:
+        if cls is AsType and step == "unsigned char" and operands[0] in _FLOATS:
+            return "{0} != 0"  # (NaN is true, as NumPy casts it)
+        return "({T}){0}"
+    if cls is c.Compare:
+        same = operands[0] == operands[1] and operands[0] in _FLOATS
+        return f"{{0}} {_COMPARE[q.kind]} {{1}}" if same and q.kind in _COMPARE else None
+    if cls is c.Logical and all(o == "unsigned char" for o in operands):
+        return "{0} && {1}" if q.kind == "and" else "{0} || {1}" if q.kind == "or" else None
+    if cls is u.LogicalNot and operands == ["unsigned char"]:
+        return "!{0}"
+    if cls is c.Select:
+        return "{0} ? {1} : {2}" if operands[1:] == [step, step] else None
+    if step not in _FLOATS or any(o != step for o in operands):
+        return None
+    if cls is u.Exp:
+        return "exp_one({0})" if step == "float" and vector_math.in_use() == "c" else None
+    if cls is u.DerivativeProduct:
+        return _DERIVATIVES.get((q.kind, q.scaled))
+    return _FLOAT_UNARY.get(cls) or _FLOAT_BINARY.get(cls)
+
+
+def _expressions(p: FusedElementwise, inputs: list[str]) -> list[str] | None:
+    """Each step's C statement body, with its operands named `v<ref>`; None where a step or
+    dtype is not covered."""
+    types = list(inputs)
+    out = []
+    for q, refs, dtype in p.steps:
+        step = _TYPES.get(dtype.np)
+        text = None if step is None else _expression(q, step, [types[r] for r in refs])
+        if text is None:
+            return None
+        f = "f" if step == "float" else ""
+        out.append(text.format(*(f"v{r}" for r in refs), T=step, f=f))
+        types.append(step)
+    return out
+
+
+def covers(p: FusedElementwise, dtypes: list[np.dtype]) -> bool:
+    """Whether the generator computes `p` on inputs of `dtypes`.
+
+    Example:
+        >>> import numpy as np
+        >>> import nuvec as mx
+        >>> from nuvec.fast.fused import FusedElementwise
+        >>> from nuvec.backends.numpy.native_fused import covers
+        >>> mul, sin = mx.multiply(mx.ones(1), 2).primitive, mx.sin(mx.ones(1)).primitive
+        >>> float32 = np.dtype(np.float32)
+        >>> covers(FusedElementwise(((mul, (0, 1), mx.float32),), (4,)), [float32] * 2)
+        True
+        >>> covers(FusedElementwise(((sin, (0,), mx.float32),), (4,)), [float32])
+        False
+    """
+    types = [_TYPES.get(np.dtype(d)) for d in dtypes]
+    return None not in types and _expressions(p, types) is not None
+
+
+def generate(p: FusedElementwise, dtypes: list[np.dtype], along: list[bool]) -> tuple[str, str]:
+    """The name and C source of `p`'s function for inputs of `dtypes`, read element by element
+    along the last axis (`along`) or one value per row.
+
+    The function computes the C-order output elements `[start, stop)` of a collapsed output of
+    `ndim` axes `dims`, input `k` read at `in[k] + sum(index * strides[k * ndim + axis])`.
+    """
+    types = [_TYPES[np.dtype(d)] for d in dtypes]
+    statements = _expressions(p, types)
+    n, out_type = len(types), _TYPES[p.steps[-1][2].np]
+    lines = [f"  const {t} *x{k} = (const {t} *)in[{k}];" for k, t in enumerate(types)]
+    lines += [f"  {out_type} *out = ({out_type} *)out_;",
+              "  int64_t last = dims[ndim - 1];",
+              "  for (int64_t i = start; i < stop;) {",
+              "    int64_t col = i % last, rest = i / last;",
+              "    int64_t len = last - col < stop - i ? last - col : stop - i;"]
+    lines += [f"    const {t} *p{k} = x{k}{' + col' if along[k] else ''};"
+              for k, t in enumerate(types)]
+    lines += ["    for (int64_t axis = ndim - 2; axis >= 0; axis--) {",
+              "      int64_t index = rest % dims[axis];",
+              "      rest /= dims[axis];"]
+    lines += [f"      p{k} += index * strides[{k} * ndim + axis];" for k in range(n)]
+    lines += ["    }"]
+    lines += [f"    const {t} r{k} = p{k}[0];" for k, t in enumerate(types) if not along[k]]
+    lines += ["    " + f"{out_type} *o = out + i;",
+              "#pragma omp simd",
+              "    for (int64_t j = 0; j < len; j++) {"]
+    lines += [f"      const {t} v{k} = {'p%d[j]' % k if along[k] else 'r%d' % k};"
+              for k, t in enumerate(types)]
+    for j, text in enumerate(statements):
+        step = _TYPES[p.steps[j][2].np]
+        lines.append(f"      const {step} v{n + j} = ({step})({text});")
+    lines += [f"      o[j] = v{n + len(statements) - 1};", "    }", "    i += len;", "  }"]
+    body = "\n".join(lines)
+    name = "chain_" + hashlib.sha256(body.encode()).hexdigest()[:16]
+    source = "\n".join([
+        _VECTOR_MATH.read_text(),
+        f"void {name}(int64_t start, int64_t stop, int64_t ndim, const int64_t *dims,",
+        "        const int64_t *strides, void *const *in, void *out_) {",
+        body,
+        "}",
+        "",
+    ])
+    return name, source
+
+
+_functions: dict[tuple, Any] = {}  # (chain, dtypes, along) -> its C function, or None
+
+
+def _function(p: FusedElementwise, dtypes: list[np.dtype], along: list[bool]) -> Any:
+    key = (p, tuple(dtypes), tuple(along))
+    if key not in _functions:
+        fn = None
+        if covers(p, dtypes):
+            name, source = generate(p, dtypes, along)
+            lib = native.library(f"{name}.c", source)
+            if lib is not None:
+                fn = getattr(lib, name)
+                fn.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_void_p] * 4
+                fn.restype = None
+        if len(_functions) >= 1024:
+            _functions.clear()
+        _functions[key] = fn
+    return _functions[key]
+
+
+def _writable(out: np.ndarray | None, views: list[np.ndarray], shape: tuple[int, ...],
+              dtype: np.dtype) -> bool:
+    """Whether the chain may write into `out`: C-contiguous of its shape and dtype, and any
+    input sharing its memory is that very buffer (read at each element before it is written)."""
+    if out is None or out.shape != shape or out.dtype != dtype or not out.flags.c_contiguous:
+        return False
+    start = out.__array_interface__["data"][0]
+    return all(not np.may_share_memory(v, out)
+               or (v.__array_interface__["data"][0] == start and v.strides == out.strides)
+               for v in views)
+
+
+def run(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
+        ) -> np.ndarray | None:
+    """`p` on `views` (its inputs broadcast to its shape) through its generated function, into
+    `out` where it may write there; None where the generator does not take it (see the module
+    docstring)."""
+    shape = p.shape
+    size = math.prod(shape)
+    if size < MIN_ELEMENTS:
+        return None
+    dims, steps = collapse(shape, [element_strides(v, shape) for v in views])
+    if not dims or any(s[-1] not in (0, 1) for s in steps):
+        return None
+    along = [s[-1] == 1 for s in steps]
+    fn = _function(p, [v.dtype for v in views], along)
+    if fn is None:
+        return None
+    dtype = p.steps[-1][2].np
+    if not _writable(out, views, shape, dtype):
+        out = np.empty(shape, dtype)
+    ndim = len(dims)
+    dims_c = (ctypes.c_int64 * ndim)(*dims)
+    strides_c = (ctypes.c_int64 * (ndim * len(steps)))(*(x for s in steps for x in s))
+    inputs_c = (ctypes.c_void_p * len(views))(*(v.__array_interface__["data"][0] for v in views))
+    address = out.__array_interface__["data"][0]
+    # bytes an element moves or computes: a chunk is worth a thread from MIN_BYTES of them
+    work = sum(v.itemsize for v in views) + out.itemsize + 4 * len(p.steps)
+    parallel_rows(size, lambda a, z: fn(a, z, ndim, dims_c, strides_c, inputs_c, address),
+                  row_bytes=work, align=64)
+    return out

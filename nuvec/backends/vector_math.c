@@ -1,0 +1,76 @@
+/* float32 `exp` and `tanh` over contiguous arrays, for `nuvec.backends.vector_math`.
+ *
+ * Built on first use by `nuvec.backends.native` with the system C compiler for the machine it
+ * runs on (-O3 -march=native -fopenmp-simd), so that each loop is vectorized; no fast-math:
+ * every operation rounds as written. `y` may be `x` itself (in place) or memory apart from it,
+ * never a partial overlap (the caller checks). Each result depends on its argument alone.
+ *
+ * exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, so r is
+ * exact to float32), exp(r) = 1 + r + r^2 q(r) on |r| <= ln(2)/2 with q of degree 4 fitted
+ * to a relative error under 4e-9. 2^n is applied as two factors 2^(n/2) 2^(n - n/2), so that
+ * subnormal results are rounded once and n = 128 overflows to infinity. Arguments are clamped
+ * to [-104, 89] first: outside it the result is 0 or infinity either way; NaN passes through.
+ *
+ * tanh(x) = x + x^3 p(x^2) for |x| < 0.625 (p of degree 5, relative error under 3e-9), else
+ * sign(x) (1 - 2 / (exp(2|x|) + 1)), the argument of `exp` capped at 88 (tanh is 1 there).
+ */
+
+#include <stdint.h>
+#include <string.h>
+
+static inline float from_bits(int32_t b) {
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static inline int32_t to_bits(float f) {
+    int32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+#pragma omp declare simd notinbranch
+static inline float exp_one(float x) {
+    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    x = x < -104.0f ? -104.0f : x;     /* (NaN compares false and stays) */
+    x = x > 89.0f ? 89.0f : x;
+    float t = __builtin_fmaf(x, 1.44269502f, shifter);
+    float n = t - shifter;
+    int32_t k = to_bits(t) - to_bits(shifter); /* n as an integer (any value for NaN) */
+    float r = __builtin_fmaf(n, -0.693145752f, x);  /* ln 2 = 0.693145752 + 1.42860677e-6 */
+    r = __builtin_fmaf(n, -1.42860677e-6f, r);
+    float q = __builtin_fmaf(0.00137514074f, r, 0.00836891588f);
+    q = __builtin_fmaf(q, r, 0.0416695327f);
+    q = __builtin_fmaf(q, r, 0.166665182f);
+    q = __builtin_fmaf(q, r, 0.499999881f);
+    float p = __builtin_fmaf(q, r * r, r) + 1.0f;
+    int32_t half = k >> 1;
+    return p * from_bits((half + 127) << 23) * from_bits((k - half + 127) << 23);
+}
+
+#pragma omp declare simd notinbranch
+static inline float tanh_one(float x) {
+    float a = x < 0.0f ? -x : x;
+    float s = a * a;
+    float p = __builtin_fmaf(0.00213822629f, s, -0.00817178842f);
+    p = __builtin_fmaf(p, s, 0.0216982104f);
+    p = __builtin_fmaf(p, s, -0.0539462529f);
+    p = __builtin_fmaf(p, s, 0.133332014f);
+    p = __builtin_fmaf(p, s, -0.333333313f);
+    float small = __builtin_fmaf(p, s * a, a);
+    float e = exp_one(a + a > 88.0f ? 88.0f : a + a); /* (NaN stays) */
+    float large = 1.0f - 2.0f / (e + 1.0f);
+    float t = a < 0.625f ? small : large;
+    return from_bits(to_bits(t) | (to_bits(x) & INT32_MIN)); /* the sign of x, -0 included */
+}
+
+void nuvec_exp_f32(int64_t n, const float *x, float *y) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) y[i] = exp_one(x[i]);
+}
+
+void nuvec_tanh_f32(int64_t n, const float *x, float *y) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) y[i] = tanh_one(x[i]);
+}

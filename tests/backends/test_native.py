@@ -1,0 +1,240 @@
+"""The CPU's own C (`nuvec.backends.native`): the build and its fallbacks, `vector_math.c`'s
+float32 `exp` against the exact value, and generated elementwise chains
+(`nuvec.backends.numpy.native_fused`) bit for bit against the unfused graph and NumPy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nuvec as mx
+from nuvec.backends import native
+from nuvec.backends import vector_math as vm
+from nuvec.backends.numpy import native_fused
+from nuvec.fast.fused import FusedElementwise
+from nuvec.graph.array import record1
+from nuvec.graph.device import to_stream
+from nuvec.ops.unary import DerivativeProduct
+
+needs_cc = pytest.mark.skipif(native.compiler() is None,
+                              reason="no C compiler on the PATH: nuvec computes with NumPy")
+F32, F64, BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
+DTYPES = {F32: mx.float32, F64: mx.float64, BOOL: mx.bool_}
+
+
+@needs_cc
+def test_a_library_builds_once_and_loads():
+    source = "int twice(int x) { return 2 * x; }\n"
+    lib = native.library("twice.c", source)
+    assert lib.twice(21) == 42
+    assert native.library("twice.c", source) is lib
+
+
+@needs_cc
+def test_a_failing_build_warns_and_gives_none():
+    with pytest.warns(RuntimeWarning, match="broken.c failed to build"):
+        assert native.library("broken.c", "int broken(void) { return }\n") is None
+
+
+def test_nuvec_native_0_keeps_numpy():
+    code = ("from nuvec.backends import native, vector_math as vm;"
+            "print(native.compiler(), vm.in_use())")
+    env = {**os.environ, "NUVEC_NATIVE": "0", "NUVEC_MKL": "0"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.split() == ["None", "None"]
+
+
+own_exp = pytest.mark.skipif(vm.in_use() != "c",
+                             reason="float32 exp is MKL's (mkl installed) or NumPy's (no compiler)")
+
+
+@own_exp
+def test_exp_is_within_an_ulp_over_the_whole_range():
+    x = np.concatenate([np.linspace(-104, 89, 1 << 21, dtype=np.float32),
+                        np.linspace(-1, 1, 1 << 16, dtype=np.float32)])
+    got = vm.exp(x).astype(np.float64)
+    exact = np.exp(x.astype(np.longdouble))
+    finite = exact <= np.finfo(np.float32).max
+    ulp = np.spacing(exact[finite].astype(np.float32)).astype(np.float64)
+    assert float((np.abs(got[finite] - exact[finite]) / ulp).max()) <= 1.0
+    assert np.isinf(got[~finite]).all()
+
+
+@own_exp
+def test_exp_special_values():
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, -87.34, -103.97,
+                        -103.98, -104.0, -1e30, 1e30, 1e-45, -1e-45], np.float32)
+    x = np.resize(special, vm.MIN_ELEMENTS)
+    with np.errstate(over="ignore"):
+        want = np.exp(special.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(vm.exp(x)[:special.size], want)
+
+
+def _fused(steps, shape):
+    return FusedElementwise(tuple(steps), shape)
+
+
+def _primitive(fn, *args):
+    return fn(*[mx.ones(1, a) if isinstance(a, mx.Dtype) else a for a in args]).primitive
+
+
+def _special(dtype, shape, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dtype) * 3
+    flat = x.reshape(-1)
+    picks = rng.integers(0, flat.size, 64)
+    flat[picks] = rng.choice(np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0], dtype), 64)
+    return x
+
+
+def _chains():
+    """(name, steps over inputs, input dtypes, NumPy formula of the inputs)."""
+    f32, f64, b = mx.float32, mx.float64, mx.bool_
+    add, sub = _primitive(mx.add, f32, f32), _primitive(mx.subtract, f32, f32)
+    mul, div = _primitive(mx.multiply, f32, f32), _primitive(mx.divide, f32, f32)
+    mx_, mn = _primitive(mx.maximum, f32, f32), _primitive(mx.minimum, f32, f32)
+    neg, ab = _primitive(mx.negative, f32), _primitive(mx.abs, f32)
+    sq, sqrt, rsqrt = _primitive(mx.square, f32), _primitive(mx.sqrt, f32), \
+        _primitive(mx.rsqrt, f32)
+    gt, le = _primitive(mx.greater, f32, f32), _primitive(mx.less_equal, f32, f32)
+    land, lnot = _primitive(mx.logical_and, b, b), _primitive(mx.logical_not, b)
+    where = _primitive(mx.where, b, f32, f32)
+    to64, to32 = _primitive(lambda x: x.astype(f64), f32), _primitive(lambda x: x.astype(f32), f64)
+    tobool, fromb = _primitive(lambda x: x.astype(b), f32), _primitive(lambda x: x.astype(f32), b)
+    with np.errstate(all="ignore"):
+        yield ("arithmetic", [(add, (0, 1), f32), (mul, (2, 1), f32), (sub, (3, 0), f32),
+                              (div, (4, 1), f32)], [F32, F32],
+               lambda x, y: ((x + y) * y - x) / y)
+        yield ("extrema", [(mx_, (0, 1), f32), (mn, (2, 0), f32), (mx_, (1, 3), f32)],
+               [F32, F32], lambda x, y: np.maximum(y, np.minimum(np.maximum(x, y), x)))
+        yield ("unary", [(neg, (0,), f32), (ab, (1,), f32), (sq, (2,), f32), (sqrt, (3,), f32),
+                         (rsqrt, (0,), f32), (add, (4, 5), f32)], [F32],
+               lambda x: np.sqrt(np.square(np.abs(-x))) + np.float32(1) / np.sqrt(x))
+        yield ("logic", [(gt, (0, 1), b), (le, (0, 1), b), (lnot, (3,), b), (land, (2, 4), b),
+                         (where, (5, 0, 1), f32)], [F32, F32],
+               lambda x, y: np.where((x > y) & ~(x <= y), x, y))
+        yield ("casts", [(to64, (0,), f64), (to32, (2,), f32), (tobool, (1,), b),
+                         (fromb, (4,), f32), (add, (3, 5), f32)], [F32, F32],
+               lambda x, y: x.astype(np.float64).astype(np.float32) + y.astype(bool)
+               .astype(np.float32))
+        yield ("float64", [(add, (0, 1), f64), (mul, (2, 0), f64)], [F64, F64],
+               lambda x, y: (x + y) * x)
+        one = np.float32(1)
+        yield ("derivatives", [(DerivativeProduct("tanh"), (0, 1), f32),
+                               (DerivativeProduct("sigmoid"), (2, 1), f32),
+                               (DerivativeProduct("tanh", scaled=False), (3,), f32),
+                               (DerivativeProduct("sigmoid", scaled=False), (4,), f32)],
+               [F32, F32], lambda g, y: (lambda a: (lambda b: (lambda c: (one - c) * c)(
+                   one - b * b))(((one - y) * y) * a))((one - y * y) * g))
+
+
+CHAINS = list(_chains())
+
+
+def _views(dtypes, shape, layout):
+    """Inputs for `shape` in a layout: all full, the last one a row broadcast, a column
+    broadcast (one value per row), or a strided slice of a larger array."""
+    views = [_special(d, shape, seed=k) for k, d in enumerate(dtypes)]
+    last = views[-1]
+    if layout == "row":
+        views[-1] = np.broadcast_to(last[:1], shape)
+    elif layout == "column":
+        views[-1] = np.broadcast_to(last[:, :1], shape)
+    elif layout == "slice":
+        wide = np.concatenate([last, last], axis=1)
+        views[-1] = wide[:, : shape[1]]
+    return views
+
+
+@needs_cc
+@pytest.mark.parametrize("layout", ["full", "row", "column", "slice"])
+@pytest.mark.parametrize("name, steps, dtypes, formula", CHAINS, ids=[c[0] for c in CHAINS])
+def test_chains_match_the_unfused_graph_and_numpy_bit_for_bit(name, steps, dtypes, formula,
+                                                             layout):
+    shape = (64, 1024)
+    p = _fused(steps, shape)
+    views = _views(dtypes, shape, layout)
+    got = native_fused.run(p, views, None)
+    assert got is not None and got.dtype == steps[-1][2].np and got.shape == shape
+    with np.errstate(all="ignore"):
+        want = np.asarray(formula(*views))
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    unfused = p.fallback([mx.array(v, DTYPES[v.dtype]) for v in views])[0]
+    unfused = np.ascontiguousarray(np.asarray(unfused))
+    np.testing.assert_array_equal(got.view(np.uint8), unfused.view(np.uint8))
+
+
+@needs_cc
+@own_exp
+def test_exp_in_a_chain_is_vector_maths_exp():
+    x = _special(np.float32, (64, 1024), seed=5)
+    w = _special(np.float32, (1024,), seed=6)
+    exp, mul = _primitive(mx.exp, mx.float32), _primitive(mx.multiply, mx.float32, mx.float32)
+    p = _fused([(exp, (0,), mx.float32), (mul, (2, 1), mx.float32)], x.shape)
+    got = native_fused.run(p, [x, np.broadcast_to(w, x.shape)], None)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, vm.exp(x) * w)
+
+
+@needs_cc
+def test_every_thread_count_and_an_out_buffer_give_the_same_bits():
+    name, steps, dtypes, formula = CHAINS[0]
+    shape = (96, 4096)
+    p = _fused(steps, shape)
+    views = _views(dtypes, shape, "row")
+    outs, saved = [], mx.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            mx.set_num_threads(threads)
+            outs.append(native_fused.run(p, views, None))
+    finally:
+        mx.set_num_threads(saved)
+    for other in outs[1:]:
+        np.testing.assert_array_equal(outs[0].view(np.uint8), other.view(np.uint8))
+    donor = views[0].copy()  # the first input's buffer given up: written in place
+    into = native_fused.run(p, [donor, *views[1:]], donor)
+    assert into is donor
+    np.testing.assert_array_equal(into.view(np.uint8), outs[0].view(np.uint8))
+
+
+@needs_cc
+def test_chains_it_does_not_take():
+    sin = _primitive(mx.sin, mx.float32)
+    add = _primitive(mx.add, mx.float32, mx.float32)
+    x = np.ones((64, 1024), np.float32)
+    assert native_fused.run(_fused([(sin, (0,), mx.float32)], x.shape), [x], None) is None
+    small = _fused([(add, (0, 0), mx.float32)], (8, 8))
+    assert native_fused.run(small, [x[:8, :8]], None) is None
+    transposed = _fused([(add, (0, 0), mx.float32)], (1024, 64))
+    assert native_fused.run(transposed, [x.T], None) is None
+    # the CPU kernel still computes them (in blocks, with NumPy)
+    y = record1(transposed, [mx.array(x).T], to_stream(None))
+    np.testing.assert_array_equal(np.asarray(y), x.T * 2)
+
+
+@needs_cc
+def test_eager_fusion_and_compile_run_generated_chains(monkeypatch):
+    calls = []
+    original = native_fused.run
+
+    def counting(p, views, out):
+        result = original(p, views, out)
+        calls.append(result is not None)
+        return result
+
+    monkeypatch.setattr(native_fused, "run", counting)
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal((256, 512)).astype(np.float32) for _ in range(2))
+    f = mx.compile(lambda x, w: mx.maximum(x * w - 0.5, 0) * 3)
+    got = np.asarray(f(mx.array(x), mx.array(w)))
+    np.testing.assert_array_equal(got, np.maximum(x * w - np.float32(0.5), 0) * np.float32(3))
+    assert calls == [True]
+    big = rng.standard_normal((2048, 1024)).astype(np.float32)
+    y = mx.array(big) * 2 - mx.array(big) / 3
+    np.testing.assert_array_equal(np.asarray(y), big * 2 - big / np.float32(3))
+    assert calls == [True, True]
