@@ -660,16 +660,21 @@ def blas_line() -> str:
 
 def mkl_line() -> str:
     """Whether nuvec's workers compute with MKL's products and vector math (the `mkl` extra,
-    `NUVEC_MKL`), asked of a process with this one's environment."""
-    code = ("from nuvec.backends.numpy import mkl; from nuvec.backends import vector_math as v;"
-            "print(mkl.available(), v.available())")
+    `NUVEC_MKL`) and with C compiled on this machine (`NUVEC_NATIVE`), asked of a process with
+    this one's environment."""
+    code = ("from nuvec.backends.numpy import mkl; from nuvec.backends import native;"
+            "from nuvec.backends import vector_math as v;"
+            "print(mkl.available(), v.in_use(), native.compiler() is not None)")
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if run.returncode != 0:
         return "nuvec's MKL use: unknown (the check failed)"
-    products, vml = run.stdout.split()
-    return (f"nuvec: MKL's products {'on' if products == 'True' else 'off'}, MKL's vector math "
-            f"{'on' if vml == 'True' else 'off'} (NUVEC_MKL={os.environ.get('NUVEC_MKL', '1')})")
+    products, vector_math, compiled = run.stdout.split()
+    exp = {"vml": "MKL's vector math", "c": "nuvec's C"}.get(vector_math, "NumPy's")
+    return (f"nuvec: MKL's products {'on' if products == 'True' else 'off'}, exp {exp}, "
+            f"generated C chains {'on' if compiled == 'True' else 'off'} "
+            f"(NUVEC_MKL={os.environ.get('NUVEC_MKL', '1')}, "
+            f"NUVEC_NATIVE={os.environ.get('NUVEC_NATIVE', '1')})")
 
 
 def main() -> None:
