@@ -14,7 +14,7 @@ import pytest
 import nuvec as mx
 from nuvec.backends import native
 from nuvec.backends import vector_math as vm
-from nuvec.backends.numpy import native_fused
+from nuvec.backends.numpy import native_fused, native_norms
 from nuvec.fast.fused import FusedElementwise
 from nuvec.graph.array import record1
 from nuvec.graph.device import to_stream
@@ -238,3 +238,72 @@ def test_eager_fusion_and_compile_run_generated_chains(monkeypatch):
     y = mx.array(big) * 2 - mx.array(big) / 3
     np.testing.assert_array_equal(np.asarray(y), big * 2 - big / np.float32(3))
     assert calls == [True, True]
+
+
+class _EPS:
+    eps = 1e-5
+
+
+def _norm_reference(x, w, b, eps, layer):
+    x = x.astype(np.float64)
+    if layer:
+        x = x - x.mean(-1, keepdims=True)
+    y = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    y = y if w is None else y * w
+    return y if b is None else y + b
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 1e-5), (np.float64, 1e-10)])
+@pytest.mark.parametrize("d", [4096, 1000, 3])
+@pytest.mark.parametrize("layer, weights", [(True, "both"), (True, "weight"), (True, "bias"),
+                                             (True, "none"), (False, "weight"), (False, "none")])
+def test_norm_rows_in_c_match_float64(dtype, tolerance, d, weights, layer):
+    rng = np.random.default_rng(d)
+    # a large mean: float32 rounds it (and the inputs) to within 2e-5 of their exact values
+    x = (rng.standard_normal((3, 40, d)) * 2 + 300 * (layer and d > 3)).astype(dtype)
+    w = rng.standard_normal(d).astype(dtype) if weights in ("both", "weight") else None
+    b = rng.standard_normal(d).astype(dtype) if weights in ("both", "bias") else None
+    xs = mx.array(x, DTYPES[np.dtype(dtype)])
+    ws = None if w is None else mx.array(w, DTYPES[np.dtype(dtype)])
+    if layer:
+        bs = None if b is None else mx.array(b, DTYPES[np.dtype(dtype)])
+        y = mx.fast.layer_norm(xs, ws, bs, 1e-5)
+    else:
+        y = mx.fast.rms_norm(xs, ws, 1e-5)
+    want = _norm_reference(x, w, b, 1e-5, layer)
+    got = np.asarray(y)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * np.abs(want).max())
+    # the C rows computed it (not the NumPy body)
+    none = [np.asarray(0.0, dtype)] * (2 if layer else 1)
+    assert native_norms._rows_in_c("layer_norm" if layer else "rms_norm",
+                                   _EPS, x, none) is not None
+
+
+@needs_cc
+def test_norm_rows_in_c_give_the_same_bits_on_every_thread_count_and_layout():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 2048)).astype(np.float32)
+    w, b = (mx.array(rng.standard_normal(2048).astype(np.float32)) for _ in range(2))
+    outs, saved = [], mx.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            mx.set_num_threads(threads)
+            outs.append(np.asarray(mx.fast.layer_norm(mx.array(x), w, b, 1e-5)))
+    finally:
+        mx.set_num_threads(saved)
+    for other in outs[1:]:
+        np.testing.assert_array_equal(outs[0].view(np.uint8), other.view(np.uint8))
+    transposed = mx.array(np.ascontiguousarray(x.T)).T  # rows read through a transposed view
+    np.testing.assert_array_equal(np.asarray(mx.fast.layer_norm(transposed, w, b, 1e-5)),
+                                  outs[0])
+
+
+@needs_cc
+def test_half_rows_take_the_numpy_body():
+    x = np.ones((4, 64), np.float16)
+    assert native_norms._rows_in_c("rms_norm", None, x, [np.asarray(0.0)]) is None
+    y = mx.fast.rms_norm(mx.array(x), None, 1e-5)
+    assert y.dtype == mx.float16
+    np.testing.assert_allclose(np.asarray(y).astype(np.float32), 1.0, rtol=1e-3)

@@ -2,7 +2,9 @@
 
 Its table holds the shared bodies (`nuvec.backends.common`) bound to NumPy, plus the kernels
 only NumPy has (`unary`: `erf`/`erfinv`; `quantized`; `fast`, `fast_attention` and
-`fast_packed`: fused ops through their fallback graphs or row blocks). Kernels receive NumPy
+`fast_packed`: fused ops through their fallback graphs or row blocks), and C compiled on this
+machine where a compiler is found (`native_norms`: the norms' rows; `native_fused`, through
+`fused`: elementwise chains). Kernels receive NumPy
 arrays of the node's input dtypes (bfloat16 as ml_dtypes) and may return views or NumPy
 scalars; the evaluator coerces results with `coerce`.
 """
@@ -23,6 +25,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     fast_packed,
     fused,
     mkl,
+    native_norms,
     quantized,
     user_kernels,
     unary,
