@@ -118,9 +118,12 @@ def _library() -> _Library | None:
     if not _bound:
         with _lock:
             if not _bound:
-                lib = mkl_library.library()  # (None also in a process forked from another)
+                lib = mkl_library.library()
                 _bound.append((lib is not None and _vml(lib)) or _own())
-    return _bound[0]
+    found = _bound[0]
+    if found is not None and found.ranged and mkl_library.library() is None:
+        return None  # a process forked from one that loaded MKL: NumPy's
+    return found
 
 
 def _one_thread() -> None:

@@ -22,6 +22,7 @@ __all__ = ["BuildError", "build_entry", "cache_dir", "digest", "read_entry", "se
            "write_entry"]
 
 ENV = "NUVEC_KERNEL_CACHE"
+BUILD_SECONDS = 600  # a compiler still running then is stopped: the build fails
 _chosen: list[Path | None] = [None]
 
 
@@ -125,7 +126,11 @@ def build_entry(key: str, filename: str, text: str,
     source, out = work / filename, work / (Path(filename).stem + ".so")
     try:
         source.write_text(text)
-        done = subprocess.run(command(source, out), capture_output=True, text=True)
+        try:
+            done = subprocess.run(command(source, out), capture_output=True, text=True,
+                                  timeout=BUILD_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"the compiler ran past {BUILD_SECONDS} s") from None
         if done.returncode != 0:
             raise BuildError(done.stderr)
         return write_entry(key, ".so", out.read_bytes(), {"name": Path(filename).stem})
