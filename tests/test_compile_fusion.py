@@ -12,7 +12,7 @@ import pytest
 
 import nuvec as mx
 from nuvec.backends.numpy import fused as cpu_fused
-from nuvec.backends.numpy import blas
+from nuvec.backends.numpy import blas, native_fused
 from nuvec.fast.fused import FusedElementwise, ProductUpdate
 from nuvec.testing import assert_allclose
 
@@ -77,8 +77,10 @@ def _fused_count(y):
 
 @pytest.fixture(params=["blocks", "whole"])
 def small_blocks(request, monkeypatch):
-    """The CPU kernel's two paths: many blocks with ragged tails (small arrays otherwise run
-    whole), or each step over the whole arrays."""
+    """The CPU kernel's two NumPy paths: many blocks with ragged tails (small arrays otherwise
+    run whole), or each step over the whole arrays; generated C kept out (its own random
+    chains are in `tests/backends/test_native.py`)."""
+    monkeypatch.setattr(native_fused, "MIN_ELEMENTS", 1 << 62)
     if request.param == "blocks":
         monkeypatch.setattr(cpu_fused, "BLOCK", 64)
         monkeypatch.setattr(cpu_fused, "WHOLE", 0)

@@ -307,3 +307,60 @@ def test_half_rows_take_the_numpy_body():
     y = mx.fast.rms_norm(mx.array(x), None, 1e-5)
     assert y.dtype == mx.float16
     np.testing.assert_allclose(np.asarray(y).astype(np.float32), 1.0, rtol=1e-3)
+
+
+@needs_cc
+@pytest.mark.parametrize("layer", [True, False], ids=["layer_norm", "rms_norm"])
+def test_norm_rows_in_c_agree_with_the_numpy_body(layer):
+    """The NumPy body still computes half types, CuPy's rows and machines without a
+    compiler: both paths within float32's rounding of each other and of float64."""
+    from nuvec.backends.common import fast as bodies
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((16, 512)).astype(np.float32) + 3
+    w, b = (rng.standard_normal(512).astype(np.float32) for _ in range(2))
+    if layer:
+        numpy_rows = bodies.layer_norm(np, _EPS, x, w, b)
+        c_rows = native_norms._rows_in_c("layer_norm", _EPS, x, [w, b])
+    else:
+        numpy_rows = bodies.rms_norm(np, _EPS, x, w)
+        c_rows = native_norms._rows_in_c("rms_norm", _EPS, x, [w])
+    want = _norm_reference(x, w, b if layer else None, _EPS.eps, layer)
+    for got in (numpy_rows, c_rows):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c_rows, numpy_rows, rtol=1e-5, atol=1e-5)
+
+
+COVERED = ("exp", "sqrt", "negative", "square", "add", "multiply", "subtract", "divide",
+           "maximum", "minimum", "scalar")
+
+
+@needs_cc
+@pytest.mark.parametrize("seed", range(16))
+def test_random_covered_chains_equal_the_unfused_graph(seed, monkeypatch):
+    from test_compile_fusion import BINARY, UNARY
+
+    built = []
+    original = native_fused.run
+    monkeypatch.setattr(native_fused, "run", lambda *a: built.append(original(*a)) or built[-1])
+    rng = np.random.default_rng(seed)
+    dtype = (np.float32, np.float64)[seed % 2]
+    ops = [op for op in UNARY + BINARY if op[0] in COVERED
+           and (op[0] != "exp" or (dtype == np.float32 and vm.in_use() == "c"))]
+    chain = [ops[k] for k in rng.integers(0, len(ops), rng.integers(3, 9))]
+    shape, others = ((130, 257), [(257,), (130, 1), ()]) if seed % 4 < 2 else \
+        ((20000,), [(20000,), (1,)])
+    data = [rng.standard_normal(s).astype(dtype) for s in [shape, *others]]
+    picks = rng.integers(0, 8, len(chain))
+
+    def f(x, *ys):
+        v = x
+        for (name, op), k in zip(chain, picks):
+            v = op(mx, v) if op.__code__.co_argcount == 2 else op(mx, v, ys[k % len(ys)])
+        return v
+
+    arrays = [mx.array(d, DTYPES[np.dtype(dtype)]) for d in data]
+    got = np.asarray(mx.compile(f)(*arrays))
+    want = np.asarray(f(*arrays))
+    np.testing.assert_array_equal(got, want, err_msg="-".join(n for n, _ in chain))
+    assert any(r is not None for r in built)  # a generated chain computed it
