@@ -88,7 +88,8 @@ def _special(dtype, shape, seed):
     x = rng.standard_normal(shape).astype(dtype) * 3
     flat = x.reshape(-1)
     picks = rng.integers(0, flat.size, 64)
-    flat[picks] = rng.choice(np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0], dtype), 64)
+    flat[picks] = rng.choice(np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, 0.5, -2.5], dtype),
+                             64)
     return x
 
 
@@ -101,6 +102,8 @@ def _chains():
     neg, ab = _primitive(mx.negative, f32), _primitive(mx.abs, f32)
     sq, sqrt, rsqrt = _primitive(mx.square, f32), _primitive(mx.sqrt, f32), \
         _primitive(mx.rsqrt, f32)
+    floor, ceil = _primitive(mx.floor, f32), _primitive(mx.ceil, f32)
+    trunc, rint = _primitive(mx.trunc, f32), _primitive(mx.round, f32)
     gt, le = _primitive(mx.greater, f32, f32), _primitive(mx.less_equal, f32, f32)
     land, lnot = _primitive(mx.logical_and, b, b), _primitive(mx.logical_not, b)
     where = _primitive(mx.where, b, f32, f32)
@@ -115,6 +118,10 @@ def _chains():
         yield ("unary", [(neg, (0,), f32), (ab, (1,), f32), (sq, (2,), f32), (sqrt, (3,), f32),
                          (rsqrt, (0,), f32), (add, (4, 5), f32)], [F32],
                lambda x: np.sqrt(np.square(np.abs(-x))) + np.float32(1) / np.sqrt(x))
+        yield ("rounding", [(floor, (0,), f32), (ceil, (0,), f32), (trunc, (1,), f32),
+                            (rint, (1,), f32), (add, (2, 3), f32), (add, (4, 5), f32),
+                            (add, (6, 7), f32)], [F32, F32],
+               lambda x, y: (np.floor(x) + np.ceil(x)) + (np.trunc(y) + np.rint(y)))
         yield ("logic", [(gt, (0, 1), b), (le, (0, 1), b), (lnot, (3,), b), (land, (2, 4), b),
                          (where, (5, 0, 1), f32)], [F32, F32],
                lambda x, y: np.where((x > y) & ~(x <= y), x, y))

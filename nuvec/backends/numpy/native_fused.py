@@ -3,9 +3,10 @@ read once from every input and written once, every step in registers.
 
 A chain of at least `MIN_ELEMENTS` elements whose inputs and steps are float32, float64 or bool
 and whose steps are all ones the generator covers (arithmetic, negation, `abs`, `square`,
-`sqrt`, `rsqrt`, `maximum`, `minimum`, comparisons, logical and/or/not, `where`, casts, the
-tanh and sigmoid derivative products, and float32 `exp` where `nuvec.backends.vector_math`
-computes it with `vector_math.c`) becomes one C function, compiled for this machine by
+`sqrt`, `rsqrt`, `floor`, `ceil`, `trunc`, `round`, `maximum`, `minimum`, comparisons, logical
+and/or/not, `where`, casts, the tanh and sigmoid derivative products, and float32 `exp` where
+`nuvec.backends.vector_math` computes it with `vector_math.c`) becomes one C function,
+compiled for this machine by
 `nuvec.backends.native` once per chain, input dtypes and input kinds (read along the last axis
 element by element, or one value per row), then cached in memory and on disk. Each step
 computes in its own dtype exactly as the step's NumPy kernel does (IEEE arithmetic without
@@ -35,6 +36,7 @@ from nuvec.fast.fused import FusedElementwise
 from nuvec.graph.convert import AsType
 from nuvec.ops import binary as b
 from nuvec.ops import comparison as c
+from nuvec.ops import rounding as rounding
 from nuvec.ops import unary as u
 
 __all__ = ["MIN_ELEMENTS", "covers", "generate", "run"]
@@ -54,6 +56,9 @@ _VECTOR_MATH = Path(vector_math.__file__).with_name("vector_math.c")
 _FLOAT_UNARY: dict[type, str] = {
     u.Negative: "-{0}", u.Abs: "__builtin_fabs{f}({0})", u.Square: "{0} * {0}",
     u.Sqrt: "__builtin_sqrt{f}({0})", u.Rsqrt: "({T})1 / __builtin_sqrt{f}({0})",
+    # exact in both (NumPy's `rint` rounds halves to even, as C's in the default mode)
+    rounding.Floor: "__builtin_floor{f}({0})", rounding.Ceil: "__builtin_ceil{f}({0})",
+    rounding.Trunc: "__builtin_trunc{f}({0})", rounding.Round: "__builtin_rint{f}({0})",
 }
 _FLOAT_BINARY: dict[type, str] = {
     b.Add: "{0} + {1}", b.Subtract: "{0} - {1}", b.Multiply: "{0} * {1}",
