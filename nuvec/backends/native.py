@@ -11,7 +11,9 @@ the GIL, so that the thread pool runs them on several cores. Its users: float32 
 
 Without a compiler on the PATH, or with `NUVEC_NATIVE=0` in the environment, `library`
 returns None and its users compute with NumPy; so they do where a build fails (a warning
-quotes the compiler, once per source).
+quotes the compiler, once per source). A tool chain that cannot build at all (no
+`-march=native`, an unwritable cache) is found by a probe built once a process, and warns
+once.
 """
 
 from __future__ import annotations
@@ -87,14 +89,26 @@ def library(filename: str, text: str) -> ctypes.CDLL | None:
         True
     """
     cc = compiler()
-    if cc is None:
+    if cc is None or not _works(cc):
         return None
+    return _library(cc, filename, text)
+
+
+def _library(cc: str, filename: str, text: str) -> ctypes.CDLL | None:
     key = cache.digest(_FORMAT, text, *FLAGS, _identity(cc))
     if key not in _libraries:
         with _lock:  # (one build per source, whichever threads ask)
             if key not in _libraries:
                 _libraries[key] = _load(key, filename, text, cc)
     return _libraries[key]
+
+
+@lru_cache(maxsize=None)
+def _works(cc: str) -> bool:
+    """Whether `cc` builds and this process loads a library at all (a compiler without
+    `-march=native`, an unwritable cache): checked once a process (its library cached like
+    any other), so that a broken tool chain warns once rather than once per chain."""
+    return _library(cc, "probe.c", "int nuvec_probe(void) { return 1; }\n") is not None
 
 
 def _load(key: str, filename: str, text: str, cc: str) -> ctypes.CDLL | None:

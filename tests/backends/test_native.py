@@ -49,6 +49,22 @@ def test_nuvec_native_0_keeps_numpy():
     assert run.stdout.split() == ["None", "None"]
 
 
+def test_a_broken_compiler_warns_once_and_numpy_computes():
+    code = ("import warnings, numpy as np, nuvec as mx\n"
+            "from nuvec.backends import vector_math as vm\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    warnings.simplefilter('always')\n"
+            "    x = mx.array(np.linspace(-2, 2, 1 << 16, dtype=np.float32))\n"
+            "    y = mx.compile(lambda a: mx.maximum(a * 2 - 1, 0))(x)\n"
+            "    ok = bool((np.asarray(y) == np.maximum(np.asarray(x) * 2 - 1, 0)).all())\n"
+            "    ok &= bool((np.asarray(mx.exp(x)) == np.exp(np.asarray(x))).all())\n"
+            "print(ok, vm.in_use(), sum('failed to build' in str(w.message) for w in seen))\n")
+    env = {**os.environ, "CC": "false", "NUVEC_MKL": "0"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.split() == ["True", "None", "1"]
+
+
 own_exp = pytest.mark.skipif(vm.in_use() != "c",
                              reason="float32 exp is MKL's (mkl installed) or NumPy's (no compiler)")
 
