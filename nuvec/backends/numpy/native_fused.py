@@ -36,7 +36,7 @@ from nuvec.fast.fused import FusedElementwise
 from nuvec.graph.convert import AsType
 from nuvec.ops import binary as b
 from nuvec.ops import comparison as c
-from nuvec.ops import rounding as rounding
+from nuvec.ops import rounding
 from nuvec.ops import unary as u
 
 __all__ = ["MIN_ELEMENTS", "covers", "generate", "run"]
