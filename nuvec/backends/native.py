@@ -27,10 +27,11 @@ import threading
 import warnings
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from nuvec.backends.cuda import cache
 
-__all__ = ["FLAGS", "compiler", "library"]
+__all__ = ["FLAGS", "address", "compiler", "library"]
 
 FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno",
          "-shared", "-fPIC")
@@ -42,6 +43,19 @@ _PROCESSOR_LINES = ("vendor_id", "model name", "flags", "Features", "CPU impleme
 
 _lock = threading.Lock()
 _libraries: dict[str, ctypes.CDLL | None] = {}
+
+
+def address(a: Any) -> int | None:
+    """The address of a NumPy array's first element, as a C function takes it (None: None).
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.native import address
+        >>> x = np.zeros(4)
+        >>> address(x[1:]) - address(x), address(None)
+        (8, None)
+    """
+    return None if a is None else a.__array_interface__["data"][0]
 
 
 @lru_cache(maxsize=None)

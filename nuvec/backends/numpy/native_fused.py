@@ -220,9 +220,9 @@ def _writable(out: np.ndarray | None, views: list[np.ndarray], shape: tuple[int,
     input sharing its memory is that very buffer (read at each element before it is written)."""
     if out is None or out.shape != shape or out.dtype != dtype or not out.flags.c_contiguous:
         return False
-    start = out.__array_interface__["data"][0]
+    start = native.address(out)
     return all(not np.may_share_memory(v, out)
-               or (v.__array_interface__["data"][0] == start and v.strides == out.strides)
+               or (native.address(v) == start and v.strides == out.strides)
                for v in views)
 
 
@@ -248,10 +248,10 @@ def run(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
     ndim = len(dims)
     dims_c = (ctypes.c_int64 * ndim)(*dims)
     strides_c = (ctypes.c_int64 * (ndim * len(steps)))(*(x for s in steps for x in s))
-    inputs_c = (ctypes.c_void_p * len(views))(*(v.__array_interface__["data"][0] for v in views))
-    address = out.__array_interface__["data"][0]
+    inputs_c = (ctypes.c_void_p * len(views))(*map(native.address, views))
+    target = native.address(out)
     # bytes an element moves or computes: a chunk is worth a thread from MIN_BYTES of them
     work = sum(v.itemsize for v in views) + out.itemsize + 4 * len(p.steps)
-    parallel_rows(size, lambda a, z: fn(a, z, ndim, dims_c, strides_c, inputs_c, address),
+    parallel_rows(size, lambda a, z: fn(a, z, ndim, dims_c, strides_c, inputs_c, target),
                   row_bytes=work, align=64)
     return out

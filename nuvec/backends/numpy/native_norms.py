@@ -49,10 +49,6 @@ def _functions() -> dict[tuple[str, np.dtype], Any] | None:
     return _bound[0]
 
 
-def _address(a: np.ndarray | None) -> int | None:
-    return None if a is None else a.__array_interface__["data"][0]
-
-
 def _rows_in_c(name: str, p: Any, x: np.ndarray, weights: list[np.ndarray]) -> np.ndarray | None:
     """`name`'s C function over the rows of `x` with `weights` (each 0-d, meaning none, or one
     row of `x`'s last axis); None where it does not apply."""
@@ -66,8 +62,8 @@ def _rows_in_c(name: str, p: Any, x: np.ndarray, weights: list[np.ndarray]) -> n
     rows, itemsize = x2.shape[0], x.itemsize
     ws = [np.ascontiguousarray(w, dtype=x.dtype) if w.ndim else None for w in weights]
     out = np.empty_like(x2)
-    base, target = _address(x2), _address(out)
-    addresses = [_address(w) for w in ws]
+    base, target = native.address(x2), native.address(out)
+    addresses = [native.address(w) for w in ws]
 
     def chunk(start: int, stop: int) -> None:
         offset = start * d * itemsize
