@@ -30,8 +30,9 @@ KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
 CPU_SCORE_BYTES = 1 << 22
 CPU_TILE_BYTES = 1 << 19
 # Stacked query rows per CPU tile (the query heads of one key head times the tile's rows),
-# and the fewest keys per chunk before the tile takes fewer rows instead.
-CPU_TILE_ROWS = 128
+# and the fewest keys per chunk before the tile takes fewer rows instead. 256 rows make wider
+# score products and half the items of 128 (docs/performance.md, "Tile height").
+CPU_TILE_ROWS = 256
 CPU_MIN_KEYS = 128
 # A tile takes at most this share of the budget, so that a capped call still runs this many
 # tiles at once (on as many cores).

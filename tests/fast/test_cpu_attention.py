@@ -11,6 +11,7 @@ import nuvec as mx
 from fast_refs import TOL, nodes, reference, sample
 from nuvec.backends.numpy.fast_attention import Tiles
 from nuvec.fast.attention import AttentionRows, plan_attention
+from nuvec.fast.planner import CPU_TILE_ROWS
 from nuvec.testing import assert_allclose
 
 sdpa = mx.fast.scaled_dot_product_attention
@@ -175,18 +176,19 @@ def test_each_tile_of_a_key_head_has_its_own_bound():
     """The middle tile's queries score up to about 100 (the exact path), the others' stay
     small (bounded): the bound is decided per tile, from its own rows, and every tile matches
     the formula (a tile taken as bounded with such scores would overflow `exp`)."""
-    qs = (1, 2, 300, 8)
+    qs = (1, 2, 2 * CPU_TILE_ROWS + 44, 8)
     plan = plan_attention(qs, qs, qs, mx.float32, mask="causal")
     tiles = plan.kernel
-    assert tiles.rows == 128
+    r = tiles.rows
+    assert r == CPU_TILE_ROWS
     rng = np.random.default_rng(13)
     q, k = (rng.standard_normal(qs).astype(np.float32) for _ in range(2))
-    q[:, :, 128:256] *= 40.0
+    q[:, :, r:2 * r] *= 40.0
     op = AttentionRows(0.5, True, False, False, 0, None, tiles)
     call = Tiles(op, q, k, k, ())
     out = call.run()
     assert call.prepare(0, 0) == (True, False, True) == call.prepare(0, 1)
     want = reference(q.astype(np.float64), k.astype(np.float64), k.astype(np.float64), 0.5,
                      "causal")
-    assert np.max(np.abs(q[..., 128:256, :] @ np.swapaxes(k, -1, -2))) * 0.5 > 100
+    assert np.max(np.abs(q[..., r:2 * r, :] @ np.swapaxes(k, -1, -2))) * 0.5 > 100
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)

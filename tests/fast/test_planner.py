@@ -67,19 +67,19 @@ TABLE = {
                       ("empty sequences",) * 2),
     "float64_on_gpu_is_cpu": ((1, 8, 1, 128), (1, 8, 64, 128), mx.float64, GPU, {},
                               CpuTiles(1, 64, 8), NO_KERNEL),
-    # 128 rows of 1024 float32 scores: 512 KiB a tile, 8 tiles in 4 MiB.
+    # 256 rows of 512 float32 scores: 512 KiB a tile, 8 tiles in 4 MiB.
     "cpu_causal_tiles": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU, dict(mask="causal"),
-                         CpuTiles(128, 1024, 8), NO_KERNEL),
+                         CpuTiles(256, 512, 8), NO_KERNEL),
     # Two tiles of half the cap each: fewer rows, 128-key chunks.
     "cpu_capped": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU,
                    dict(mask="causal", max_score_bytes=1 << 16), CpuTiles(64, 128, 2), NO_KERNEL),
     "cpu_small_whole": ((1, 8, 16, 64), (1, 8, 16, 64), F32, CPU, {}, CpuTiles(16, 16, 8),
                         NO_KERNEL),
-    # Four query heads per key head stacked: 32 rows of each make a tile's 128 rows.
+    # Four query heads per key head stacked: 64 rows of each make a tile's 256 rows.
     "cpu_gqa_stacks_heads": ((1, 32, 512, 64), (1, 8, 512, 64), F32, CPU, dict(mask="causal"),
-                             CpuTiles(32, 512, 16), NO_KERNEL),
+                             CpuTiles(64, 512, 8), NO_KERNEL),
     "cpu_window_keys": ((1, 8, 1024, 64), (1, 8, 1024, 64), F32, CPU,
-                        dict(mask="causal", window=100), CpuTiles(128, 227, 36), NO_KERNEL),
+                        dict(mask="causal", window=100), CpuTiles(256, 355, 11), NO_KERNEL),
     # Long keys: chunks of 32768 keys (512 KiB of scores for 4 rows), an online softmax.
     "cpu_long_keys": ((1, 8, 4, 64), (1, 8, 100000, 64), F32, CPU, {}, CpuTiles(4, 32768, 8),
                       NO_KERNEL),
