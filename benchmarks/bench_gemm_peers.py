@@ -1,6 +1,6 @@
 """The GEMMs of the peer benchmark's MLP step and tanh gradient: nuvec against PyTorch and NumPy.
 
-Run: python benchmarks/bench_gemm_peers.py [--repeats N] [--only LIB ...]
+Run: python benchmarks/bench_gemm_peers.py [--repeats N] [--only LIB ...] [--threads T]
 
 `bench_peers.py` finds nuvec slower than PyTorch eager on the MLP 784-512-512-10 training step
 (batch 256) and on the gradient of `sum(tanh(tanh(tanh(x @ W))))`, two workloads whose time is
@@ -9,7 +9,12 @@ passes use (a transposed operand where a weight gradient or an input cotangent t
 library in its own process (this script started again with `--worker LIB`, so that one
 library's BLAS threads never wait on another's), on the same float32 inputs, and prints each
 product's best time, the ratio nuvec / peer and the totals per workload. nuvec's matmul runs
-NumPy's BLAS (the header names it); PyTorch's runs its own (MKL on x86).
+NumPy's BLAS (the header names it); PyTorch's runs its own (MKL on x86). The 1024³ matmul
+workload and one causal attention tile's two products (256 stacked query rows against a
+chunk of 512 keys, head size 64, as the CPU kernel computes them on one thread) are timed
+too. `--threads T` gives every library T threads (`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`,
+`MKL_NUM_THREADS` and `NUVEC_NUM_THREADS` in the workers' environment): `--threads 1` against
+the default shows how each BLAS gains from a second core.
 """
 
 from __future__ import annotations
@@ -41,7 +46,13 @@ CASES = (
     ("mlp", "g1.T @ x (grad W1)", (256, 512), (256, 784), True, False),
     ("tanh", "x @ W (forward)", (256, 512), (512, 512), False, False),
     ("tanh", "x.T @ g (grad W)", (256, 512), (256, 512), True, False),
+    ("matmul", "a @ b (1024³)", (1024, 1024), (1024, 1024), False, False),
+    ("attention", "k @ q.T (scores, 512 x 64 x 256)", (512, 64), (256, 64), False, True),
+    ("attention", "s.T @ v (256 x 512 x 64)", (512, 256), (512, 64), True, False),
 )
+WORKLOADS = ("mlp", "tanh", "matmul", "attention")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUVEC_NUM_THREADS")
 
 
 def operands(i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -85,11 +96,15 @@ def run_worker(lib: str, repeats: int) -> None:
     print(json.dumps({"times": [best_of(fn, repeats) for fn in fns]}))
 
 
-def measure(lib: str, repeats: int) -> list[float] | str:
-    """`lib`'s best time per case from a worker process, or why it has none."""
+def measure(lib: str, repeats: int, threads: int | None) -> list[float] | str:
+    """`lib`'s best time per case from a worker process (on `threads` threads where given),
+    or why it has none."""
+    env = dict(os.environ)
+    if threads is not None:
+        env.update({name: str(threads) for name in THREAD_VARIABLES})
     done = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--worker", lib, "--repeats", str(repeats)],
-        capture_output=True, text=True, cwd=ROOT, check=False)
+        capture_output=True, text=True, cwd=ROOT, check=False, env=env)
     if done.returncode:
         return f"failed: {done.stderr.strip().splitlines()[-1:]}"
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -100,15 +115,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--only", nargs="+", choices=LIBRARIES, default=list(LIBRARIES))
+    parser.add_argument("--threads", type=int, help="threads of every library (default: theirs)")
     parser.add_argument("--worker", choices=LIBRARIES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         run_worker(args.worker, args.repeats)
         return
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
     libs = ["nuvec"] + [lib for lib in args.only if lib != "nuvec"]
-    times = {lib: measure(lib, args.repeats) for lib in libs}
+    times = {lib: measure(lib, args.repeats, args.threads) for lib in libs}
     print(blas_line())
-    print(f"best of {args.repeats}, in ms; ratios nuvec / peer (lower is better)")
+    threads = "each library's own thread count" if args.threads is None else \
+        f"{args.threads} thread(s) each"
+    print(f"best of {args.repeats}, in ms, {threads}; ratios nuvec / peer (lower is better)")
     for lib, t in times.items():
         if isinstance(t, str):
             print(f"{lib}: {t}")
@@ -117,7 +137,7 @@ def main() -> None:
     print(f"{'product':34s}" + "".join(f"{lib:>9s}" for lib in ok)
           + "".join(f"{'/' + lib:>9s}" for lib in peers if "nuvec" in ok))
     rows = [(w, name, [times[lib][i] for lib in ok]) for i, (w, name, *_) in enumerate(CASES)]
-    for workload in ("mlp", "tanh"):
+    for workload in WORKLOADS:
         totals = [0.0] * len(ok)
         for w, name, ts in rows:
             if w == workload:
