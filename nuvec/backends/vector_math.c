@@ -1,4 +1,5 @@
-/* float32 `exp` and `tanh` over contiguous arrays, for `nuvec.backends.vector_math`.
+/* float32 `exp` and `tanh` over contiguous arrays, for `nuvec.backends.vector_math`, and `exp`
+ * over a chunk of attention scores with its causal mask and column sums.
  *
  * Built on first use by `nuvec.backends.native` with the system C compiler for the machine it
  * runs on (-O3 -march=native -fopenmp-simd), so that each loop is vectorized; no fast-math:
@@ -73,4 +74,32 @@ void nuvec_exp_f32(int64_t n, const float *x, float *y) {
 void nuvec_tanh_f32(int64_t n, const float *x, float *y) {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++) y[i] = tanh_one(x[i]);
+}
+
+/* `exp` in place over a chunk of attention scores: `keys` rows of `cols` floats, rows `ld`
+ * floats apart; column j is a query row at position `shift + j % n` counted from the chunk's
+ * first key (the columns are `cols / n` stacked query heads of `n` rows each). A column's
+ * entries for keys after its position, and with `window > 0` for keys `window` or more before
+ * it, become 0 without their `exp` taken; the others become their `exp` (the bits of
+ * `nuvec_exp_f32`). sums[j] is set to column j's results added in key order. */
+void nuvec_exp_visible_f32(int64_t keys, int64_t cols, int64_t n, int64_t shift,
+                           int64_t window, float *s, int64_t ld, float *sums) {
+    for (int64_t j = 0; j < cols; j++) sums[j] = 0.0f;
+    for (int64_t r = 0; r < keys; r++) {
+        float *row = s + r * ld;
+        int64_t lo = r - shift, hi = window > 0 ? r - shift + window : n;
+        lo = lo < 0 ? 0 : lo > n ? n : lo;
+        hi = hi < lo ? lo : hi > n ? n : hi;
+        for (int64_t b = 0; b < cols; b += n) {
+            float *seg = row + b, *sum = sums + b;
+            for (int64_t i = 0; i < lo; i++) seg[i] = 0.0f;
+#pragma omp simd
+            for (int64_t i = lo; i < hi; i++) {
+                float e = exp_one(seg[i]);
+                seg[i] = e;
+                sum[i] += e;
+            }
+            for (int64_t i = hi; i < n; i++) seg[i] = 0.0f;
+        }
+    }
 }

@@ -39,7 +39,8 @@ import numpy as np
 
 from nuvec.backends import mkl_library, native
 
-__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "exp", "exp_of", "in_use", "tanh"]
+__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "exp", "exp_of", "exp_visible", "in_use",
+           "tanh"]
 
 # Below this many elements NumPy's ufunc is used: a `ctypes` call and its checks cost about
 # 25 us on the slower Zen 3 machine of docs/performance.md (`ndarray.ctypes` 3 us an array,
@@ -62,10 +63,12 @@ _SOURCE = Path(__file__).with_name("vector_math.c")
 
 class _Library(NamedTuple):
     """The functions of one library by (name, dtype), each called as `fn(n, x, out)` with the
-    arrays' addresses; `ranged`: its `exp` is fast only for arguments inside `EXP_RANGE`."""
+    arrays' addresses; `ranged`: its `exp` is fast only for arguments inside `EXP_RANGE`;
+    `visible`: the C library's `nuvec_exp_visible_f32` (`exp_visible`), else None."""
 
     functions: dict[tuple[str, np.dtype], Callable[[int, int, int], None]]
     ranged: bool
+    visible: Any = None
 
 
 _lock = threading.Lock()
@@ -110,7 +113,10 @@ def _own() -> _Library | None:
     fn = lib.nuvec_exp_f32
     fn.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
     fn.restype = None
-    return _Library({("exp", np.dtype(np.float32)): fn}, ranged=False) \
+    visible = lib.nuvec_exp_visible_f32
+    visible.argtypes = [ctypes.c_int64] * 5 + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    visible.restype = None
+    return _Library({("exp", np.dtype(np.float32)): fn}, ranged=False, visible=visible) \
         if _checked(fn, "exp", np.float32) else None
 
 
@@ -192,6 +198,36 @@ def exp(x: Any, out: Any = None, *, in_range: bool = False, whole: int = 0) -> A
     if in_range or not _library().ranged or (x.min() >= low and x.max() <= high):  # (NaN: False)
         return _apply(fn, x, out)
     return _exp_outside(fn, x, out, low, high)
+
+
+def exp_visible(s: np.ndarray, n: int, shift: int, window: int | None, sums: np.ndarray) -> bool:
+    """`exp` in place of a chunk of attention scores `s` (keys x stacked query rows, float32,
+    its rows contiguous), with the causal mask applied and the column sums taken in the same
+    pass, through `vector_math.c` (where it is the `exp` in use, see `in_use`); False, with
+    nothing done, elsewhere.
+
+    Column `j` of `s` is a query row at position `shift + j % n` counted from the chunk's
+    first key. Its entries for later keys, and with a `window` for keys `window` or more
+    before it, become 0; the others become their `exp` (the bits `exp` gives). `sums` (one
+    float32 per column, contiguous) receives each column's results added in key order.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.vector_math import exp_visible
+        >>> s, sums = np.zeros((3, 2), np.float32), np.empty(2, np.float32)
+        >>> done = exp_visible(s, 2, 0, None, sums)  # rows at keys 0 and 1
+        >>> not done or (s.tolist(), sums.tolist()) == ([[1, 1], [0, 1], [0, 0]], [1, 2])
+        True
+    """
+    lib = _library()
+    if (lib is None or lib.visible is None or s.dtype != np.float32 or sums.dtype != np.float32
+            or s.ndim != 2 or s.strides[1] != 4 or not sums.flags.c_contiguous
+            or sums.size != s.shape[1] or not s.flags.writeable or s.shape[1] % max(n, 1)):
+        return False
+    keys, cols = s.shape
+    lib.visible(keys, cols, n, shift, window or 0, s.ctypes.data, s.strides[0] // 4,
+                sums.ctypes.data)
+    return True
 
 
 def exp_of(xp: Any, x: Any, out: Any = None, *, whole: int = 0) -> Any:

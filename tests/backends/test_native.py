@@ -91,6 +91,38 @@ def test_exp_special_values():
     np.testing.assert_array_equal(vm.exp(x)[:special.size], want)
 
 
+@own_exp
+@pytest.mark.parametrize("n, shift, window", [(7, 0, None), (7, 3, None), (7, -2, 3),
+                                              (5, 40, None), (5, 2, 1), (1, 0, 4)])
+def test_exp_visible_masks_and_sums_a_chunk_of_scores(n, shift, window):
+    """Each column `j` of a keys x stacked-rows chunk is a query row at position
+    `shift + j % n`: later keys (and with a window, keys `window` or more before it) give 0,
+    the others `exp` with `vm.exp`'s bits, and the sums are the columns' float64 sums."""
+    rng = np.random.default_rng(n + shift)
+    keys, cols = 12, 3 * n
+    padded = rng.uniform(-5, 5, (keys, cols + 4)).astype(np.float32)
+    s = padded[:, :cols]  # rows `cols + 4` floats apart
+    x = s.copy()
+    sums = np.full(cols, np.nan, np.float32)
+    assert vm.exp_visible(s, n, shift, window, sums)
+    position = shift + np.arange(cols) % n
+    key = np.arange(keys)[:, None]
+    seen = (key <= position) & ((key > position - window) if window else True)
+    want = np.where(seen, vm.exp(np.resize(x, vm.MIN_ELEMENTS))[:x.size].reshape(x.shape), 0)
+    np.testing.assert_array_equal(s, want)
+    np.testing.assert_allclose(sums, want.astype(np.float64).sum(axis=0), rtol=1e-6)
+    assert (padded[:, cols:] != 0).all()  # the padding columns untouched
+
+
+@own_exp
+def test_exp_visible_refuses_what_it_does_not_take():
+    sums = np.empty(4, np.float32)
+    assert not vm.exp_visible(np.zeros((2, 4)), 2, 0, None, sums)  # float64
+    assert not vm.exp_visible(np.zeros((4, 2), np.float32).T, 2, 0, None, sums)  # columns
+    assert not vm.exp_visible(np.zeros((2, 4), np.float32), 3, 0, None, sums)  # 4 % 3
+    assert not vm.exp_visible(np.zeros((2, 4), np.float32), 2, 0, None, np.empty(3, np.float32))
+
+
 def _fused(steps, shape):
     return FusedElementwise(tuple(steps), shape)
 

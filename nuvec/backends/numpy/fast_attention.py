@@ -14,7 +14,10 @@ array or sinks whose scores are bounded (`|scale·q·k| <= |scale·q|·|k|` smal
 of every score, and their sums with the values, stay finite and normal; the query norms taken
 per tile, the key norms and value magnitudes per key head) skips the row maximum: it takes
 `exp` of every score (`nuvec.backends.vector_math`, whose range check it skips) and zeroes the
-causal diagonal's hidden entries by a product with a 0/1 mask built once per call. Other tiles
+causal diagonal's hidden entries by a product with a 0/1 mask built once per call; where
+`vector_math.c`'s float32 `exp` is in use, one pass of `vector_math.exp_visible` does both and
+takes the row sums too (in key order, instead of the product with ones), skipping the `exp`
+of hidden scores. Other tiles
 add the mask's bias (the dtype's lowest value) before the maximum. Every tile's bound is
 taken before the items start, from two passes over all heads (a thread each), so the items
 make only their products and passes over their scores; nothing the size of the inputs is
@@ -178,10 +181,15 @@ class Tiles:
             c1 = min(k1, c0 + sc.width)
             st = sc.s[:rows * (c1 - c0)].reshape(c1 - c0, rows)
             np.matmul(kh[c0:c1], qt.T, out=st)  # keys x rows through BLAS
-            if top is None:  # bounded: `exp` of every score unchecked, then the masked zeroed
+            first = c0 == k0
+            if top is None:  # bounded: `exp` of every score unchecked, the masked ones zeroed
+                sums = (total if first else sc.psum[:rows]).reshape(-1)
+                if self.visible(st, n, r0, c0, sums):  # and the row sums, in one pass
+                    self.chunk(st.T, first, vh[c0:c1], sc, rows, None, sink, summed=True)
+                    continue
                 vector_math.exp(st, st, in_range=True)
             self.hide(st, bi, heads, r0, r1, c0, c1, after_exp=top is None)
-            self.chunk(st.T, c0 == k0, vh[c0:c1], sc, rows, top, sink)
+            self.chunk(st.T, first, vh[c0:c1], sc, rows, top, sink)
         if sink is not None:
             total += np.exp(sink - top)
         np.divide(acc.reshape(rep, n, -1), total.reshape(rep, n, 1),
@@ -229,9 +237,20 @@ class Tiles:
             ok = (score <= limit) & (score + top <= total_limit)
         self.heads = [tuple(tiles) for tiles in ok.reshape(len(self.heads), -1).tolist()]
 
-    def chunk(self, s, first, values, sc, rows, top, sink) -> None:
+    def visible(self, st, n, r0, c0, sums) -> bool:
+        """`exp` of a bounded tile's chunk of scores `st` (keys from `c0` x the stacked rows
+        of `n` rows from `r0`) in place, its hidden entries zeroed and its row sums into
+        `sums`, in one pass of `vector_math.exp_visible`; False where that does not run."""
+        p = self.p
+        if not p.causal:  # every key visible: positions past the chunk's last key
+            return vector_math.exp_visible(st, n, st.shape[0], None, sums)
+        return vector_math.exp_visible(st, n, p.offset + r0 - c0, p.window, sums)
+
+    def chunk(self, s, first, values, sc, rows, top, sink, summed: bool = False) -> None:
         """Adds a chunk of scores `s` to the tile's accumulator, row sums and (exact path)
-        running row maximum `top`; on the bounded path (`top` None) `s` holds their `exp`."""
+        running row maximum `top`; on the bounded path (`top` None) `s` holds their `exp`,
+        and with `summed` their row sums are already in the tile's sums (`first`) or in
+        `sc.psum`."""
         acc, total, w = sc.acc[:rows], sc.total[:rows], s.shape[1]
         if top is not None:
             m = top if first else sc.m[:rows]
@@ -251,10 +270,11 @@ class Tiles:
             vector_math.exp(s, s)
         if first:
             np.matmul(s, values, out=acc)
-            np.matmul(s, sc.unit[:w], out=total)
+            if not summed:
+                np.matmul(s, sc.unit[:w], out=total)
             return
         acc += np.matmul(s, values, out=sc.part[:rows])
-        total += np.matmul(s, sc.unit[:w], out=sc.psum[:rows])
+        total += sc.psum[:rows] if summed else np.matmul(s, sc.unit[:w], out=sc.psum[:rows])
 
     def hide(self, st, bi, heads, r0, r1, c0, c1, after_exp: bool = False) -> None:
         """Masks a chunk of scores (`st`: keys `c0..c1` x the tile's stacked rows): a blind
