@@ -209,7 +209,8 @@ def exp_visible(s: np.ndarray, n: int, shift: int, window: int | None, sums: np.
     Column `j` of `s` is a query row at position `shift + j % n` counted from the chunk's
     first key. Its entries for later keys, and with a `window` for keys `window` or more
     before it, become 0; the others become their `exp` (the bits `exp` gives). `sums` (one
-    float32 per column, contiguous) receives each column's results added in key order.
+    float32 per column, contiguous, of any shape) receives each column's results added in key
+    order.
 
     Example:
         >>> import numpy as np

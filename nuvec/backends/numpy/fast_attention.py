@@ -183,8 +183,7 @@ class Tiles:
             np.matmul(kh[c0:c1], qt.T, out=st)  # keys x rows through BLAS
             first = c0 == k0
             if top is None:  # bounded: `exp` of every score unchecked, the masked ones zeroed
-                sums = (total if first else sc.psum[:rows]).reshape(-1)
-                if self.visible(st, n, r0, c0, sums):  # and the row sums, in one pass
+                if self.visible(st, n, r0, c0, total if first else sc.psum[:rows]):
                     self.chunk(st.T, first, vh[c0:c1], sc, rows, None, sink, summed=True)
                     continue
                 vector_math.exp(st, st, in_range=True)
@@ -240,7 +239,8 @@ class Tiles:
     def visible(self, st, n, r0, c0, sums) -> bool:
         """`exp` of a bounded tile's chunk of scores `st` (keys from `c0` x the stacked rows
         of `n` rows from `r0`) in place, its hidden entries zeroed and its row sums into
-        `sums`, in one pass of `vector_math.exp_visible`; False where that does not run."""
+        `sums` (one per row, contiguous), in one pass of `vector_math.exp_visible`; False
+        where that does not run."""
         p = self.p
         if not p.causal:  # every key visible: positions past the chunk's last key
             return vector_math.exp_visible(st, n, st.shape[0], None, sums)
