@@ -92,6 +92,22 @@ def test_exp_special_values():
 
 
 @own_exp
+def test_exp_of_arguments_below_its_range_is_zero_and_leaves_the_others_alone():
+    # a causal mask's -inf or finfo.min next to ordinary scores, in every lane of a vector
+    rng = np.random.default_rng(8)
+    x = rng.normal(0, 3, vm.MIN_ELEMENTS).astype(np.float32)
+    hidden = rng.random(x.size) < 0.5
+    low = np.array([-np.inf, np.finfo(np.float32).min, -1e30, -104.5, -104.00001], np.float32)
+    masked = np.where(hidden, np.resize(low, x.size), x)
+    got = vm.exp(masked)
+    assert (got[hidden] == 0).all() and not np.signbit(got[hidden]).any()
+    np.testing.assert_array_equal(got[~hidden], vm.exp(x)[~hidden])
+    # just inside the range: subnormal results, as float64 rounds them
+    edge = np.resize(np.array([-104.0, -103.97, -100.0, -95.5, -87.5], np.float32), x.size)
+    np.testing.assert_array_equal(vm.exp(edge), np.exp(edge.astype(np.float64)).astype(np.float32))
+
+
+@own_exp
 @pytest.mark.parametrize("n, shift, window", [(7, 0, None), (7, 3, None), (7, -2, 3),
                                               (5, 40, None), (5, 2, 1), (1, 0, 4)])
 def test_exp_visible_masks_and_sums_a_chunk_of_scores(n, shift, window):
@@ -384,6 +400,90 @@ def test_norm_rows_in_c_agree_with_the_numpy_body(layer):
     for got in (numpy_rows, c_rows):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(c_rows, numpy_rows, rtol=1e-5, atol=1e-5)
+
+
+def _rms_norm_grads(x, w, g, eps):
+    """float64 `dx` and `dw` of `sum(g * rms_norm(x, w))`."""
+    x, g = x.astype(np.float64), g.astype(np.float64)
+    w = np.ones(x.shape[-1]) if w is None else w.astype(np.float64)
+    n = 1 / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    wg = g * w
+    dx = wg * n - x * (wg * x).mean(-1, keepdims=True) * n**3
+    return dx, (g * x * n).reshape(-1, x.shape[-1]).sum(0)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 2e-5), (np.float64, 1e-11)])
+@pytest.mark.parametrize("d, weighted", [(128, True), (1000, True), (3, True), (64, False)])
+def test_rms_norm_gradient_rows_in_c_match_float64(dtype, tolerance, d, weighted):
+    rng = np.random.default_rng(d)
+    x = (rng.standard_normal((2, 300, d)) * 2).astype(dtype)
+    w = rng.standard_normal(d).astype(dtype) if weighted else None
+    g = rng.standard_normal(x.shape).astype(dtype)
+    kind = DTYPES[np.dtype(dtype)]
+    ws = None if w is None else mx.array(w, kind)
+
+    def loss(x, w):
+        return mx.sum(mx.fast.rms_norm(x, w, 1e-5) * mx.array(g, kind))
+
+    dx, dw = mx.grad(loss, argnums=(0, 1) if weighted else 0)(mx.array(x, kind), ws) \
+        if weighted else (mx.grad(loss)(mx.array(x, kind), ws), None)
+    want_dx, want_dw = _rms_norm_grads(x, w, g, 1e-5)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=tolerance,
+                               atol=tolerance * np.abs(want_dx).max())
+    if weighted:
+        np.testing.assert_allclose(np.asarray(dw), want_dw, rtol=tolerance * 10,
+                                   atol=tolerance * 10 * np.abs(want_dw).max())
+    # the C rows computed it (not the NumPy body)
+    calls = []
+    original = native_norms._functions()[("rms_norm_vjp", np.dtype(dtype))]
+    try:
+        native_norms._functions()[("rms_norm_vjp", np.dtype(dtype))] = \
+            lambda *a: calls.append(1) or original(*a)
+        native_norms.rms_norm_vjp(_EPS, x, np.asarray(1.0, dtype) if w is None else w, g)
+    finally:
+        native_norms._functions()[("rms_norm_vjp", np.dtype(dtype))] = original
+    assert calls
+
+
+@needs_cc
+def test_rms_norm_gradient_rows_in_c_give_the_same_bits_on_every_thread_count_and_layout():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((96, 512)).astype(np.float32)
+    w = mx.array(rng.standard_normal(512).astype(np.float32))
+    g = mx.array(rng.standard_normal((96, 512)).astype(np.float32))
+    grad = mx.grad(lambda x, w: mx.sum(mx.fast.rms_norm(x, w, 1e-5) * g), argnums=(0, 1))
+    outs, saved = [], mx.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            mx.set_num_threads(threads)
+            outs.append([np.asarray(a) for a in grad(mx.array(x), w)])
+    finally:
+        mx.set_num_threads(saved)
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    transposed = mx.array(np.ascontiguousarray(x.T)).T  # rows read through a transposed view
+    for a, b in zip(grad(transposed, w), outs[0]):
+        np.testing.assert_array_equal(np.asarray(a), b)
+
+
+@needs_cc
+def test_rms_norm_gradient_rows_in_c_agree_with_the_numpy_body():
+    from nuvec.backends.common import fast as bodies
+
+    rng = np.random.default_rng(5)
+    x, g = (rng.standard_normal((16, 512)).astype(np.float32) + 1 for _ in range(2))
+    w = rng.standard_normal(512).astype(np.float32)
+    numpy_rows = bodies.rms_norm_vjp(np, _EPS, x, w, g)
+    c_rows = native_norms.rms_norm_vjp(_EPS, x, w, g)
+    want = _rms_norm_grads(x, w, g, _EPS.eps)
+    for got in (numpy_rows, c_rows):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(b).max())
+    half = native_norms.rms_norm_vjp(_EPS, x.astype(np.float16), w.astype(np.float16),
+                                     g.astype(np.float16))  # the NumPy body's half rows
+    np.testing.assert_allclose(half[0], want[0], rtol=2e-2, atol=2e-2 * np.abs(want[0]).max())
 
 
 COVERED = ("exp", "sqrt", "negative", "square", "add", "multiply", "subtract", "divide",

@@ -38,6 +38,27 @@ def test_rope_with_freqs_and_per_row_offsets(dtype, traditional):
     close(y, ref.rope(xr, 8, traditional, None, 1.0, offset, freqs), dtype, TOL)
 
 
+@pytest.mark.parametrize("traditional", [False, True], ids=["halves", "traditional"])
+def test_rope_over_many_batches_of_a_transposed_view_on_every_thread_count(traditional):
+    # the CPU kernel rotates whole batches of heads at once, threads splitting them anywhere
+    rng = np.random.default_rng(9)
+    stored = rng.standard_normal((64, 128, 3, 32)).astype(np.float32)  # [batch, T, heads, D]
+    x = mx.array(stored).transpose(0, 2, 1, 3)
+    want = ref.rope(stored.transpose(0, 2, 1, 3).astype(np.float64), 32, traditional, 500.0,
+                    1.0, 2)
+    outs, saved = [], mx.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            mx.set_num_threads(threads)
+            outs.append(np.asarray(mx.fast.rope(x, 32, traditional=traditional, base=500.0,
+                                                scale=1.0, offset=2)))
+    finally:
+        mx.set_num_threads(saved)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4)  # (float32 angles)
+    for other in outs[1:]:
+        np.testing.assert_array_equal(outs[0], other)
+
+
 @pytest.mark.parametrize("offset", [mx.array(4, mx.int64), mx.array([4], mx.uint8), 4],
                          ids=["int64", "uint8-1d", "int"])
 def test_rope_offset_kinds(offset):

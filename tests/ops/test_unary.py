@@ -412,3 +412,22 @@ def test_imag_gradient_sign():
     gx, gy = mx.grad(lambda x, y: mx.imag(x + 1j * y), argnums=(0, 1))(mx.array(0.5),
                                                                         mx.array(2.0))
     assert (gx.item(), gy.item()) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("d", [dt.float32, dt.float64], ids=lambda d: d.name)
+def test_sigmoid_is_relative_accurate_on_both_tails_and_keeps_specials(d):
+    # large arrays (the vector-math path too), random signs, both tails and the specials
+    rng = np.random.default_rng(6)
+    x = rng.normal(0, 30, 1 << 16).astype(d.np)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 88.0, -88.0,
+                        -103.9, -104.5, 745.0, -745.0], d.np)
+    x[:special.size] = special
+    got = np.asarray(mx.sigmoid(mx.array(x, d)))
+    with np.errstate(over="ignore"):
+        want = 1.0 / (1.0 + np.exp(-x.astype(np.longdouble)))
+    finite = want > np.finfo(d.np).tiny  # (below it, subnormal results: absolute error)
+    rel = np.abs(got[finite] - want[finite]) / want[finite]
+    assert float(rel.max()) < 8 * np.finfo(d.np).eps
+    assert (np.abs(got[~finite & ~np.isnan(x)] - want[~finite & ~np.isnan(x)])
+            <= np.finfo(d.np).smallest_subnormal * 2).all()
+    assert np.isnan(got[0]) and got[1] == 1 and got[2] == 0 and got[3] == got[4] == 0.5

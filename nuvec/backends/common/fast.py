@@ -365,7 +365,7 @@ def _angles(xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
 
 
 def _rotate(xp, p, xb: Any, ob: Any, c: Any, s: Any) -> None:
-    """Writes the rotation of the heads `xb` (`[heads, T, D]`) into `ob` (contiguous): per pair
+    """Writes the rotation of the heads `xb` (`[..., T, D]`) into `ob` (contiguous): per pair
     `(x1 c - x2 s, x1 s + x2 c)`; for the halves layout as `(x1 c + x2 (-s), x2 c + x1 s)`,
     the same bits in two contiguous products and one sum."""
     dims, half = p.dims, p.dims // 2
@@ -404,12 +404,18 @@ def rope_kernel(xp, p, x, offset, *freqs):
     step = max(1, _BLOCK // (t * d))
 
     def chunk(start: int, stop: int) -> None:  # units `b * heads + h`
-        for b in range(start // heads, (stop - 1) // heads + 1):
+        u = start
+        while u < stop:
+            b, h = divmod(u, heads)
+            if h == 0 and not per_batch and stop - u >= heads:  # whole batches in one block
+                nb = max(1, min(step // heads, (stop - u) // heads))
+                _rotate(xp, p, _wide(xv[b:b + nb]), out[b:b + nb], c, s)
+                u += nb * heads
+                continue
+            e = min(heads, h + step, stop - b * heads)
             cb, sb = (c[b], s[b]) if per_batch else (c, s)
-            lo, hi = max(start - b * heads, 0), min(stop - b * heads, heads)
-            for h in range(lo, hi, step):
-                e = min(hi, h + step)
-                _rotate(xp, p, _wide(xv[b, h:e]), out[b, h:e], cb, sb)
+            _rotate(xp, p, _wide(xv[b, h:e]), out[b, h:e], cb, sb)
+            u = b * heads + e
 
     _each_rows(xp, batch * heads, t * d * out.itemsize, chunk)
     return out.reshape(shape)

@@ -1,4 +1,5 @@
-/* RMSNorm and LayerNorm over rows, for `nuvec.backends.numpy.native_norms`.
+/* RMSNorm and LayerNorm over rows, and RMSNorm's backward, for
+ * `nuvec.backends.numpy.native_norms`.
  *
  * Built by `nuvec.backends.native` (-O3 -march=native -fopenmp-simd, no fast-math). `x` and
  * `out` are `rows` C-contiguous rows of `d` elements; `w` and `b` are `d` elements or NULL (no
@@ -86,7 +87,53 @@
         }                                                                                     \
     }
 
+/* RMSNorm's backward over rows: `dx = (g w) inv - x (t inv^3)` with `t = sum(g w x) / d`, and
+ * each row's part of `dw`, `g (x inv)`, into `part` (NULL: no weight; the caller sums the
+ * rows in order). Steps in the NumPy kernel's order, the sums in double as the forward's. */
+#define NORM_VJPS(T, SUFFIX)                                                                  \
+    void nuvec_rms_norm_vjp_##SUFFIX(int64_t rows, int64_t d, const T *x, const T *w,         \
+                                     const T *g, double eps, T *dx, T *part) {                \
+        for (int64_t r = 0; r < rows; r++) {                                                  \
+            const T *xr = x + r * d, *gr = g + r * d;                                         \
+            T *o = dx + r * d;                                                                \
+            if (r + 1 < rows) {                                                               \
+                ahead_##SUFFIX(xr + d, d);                                                    \
+                ahead_##SUFFIX(gr + d, d);                                                    \
+            }                                                                                 \
+            double squares = sum_##SUFFIX(xr, d, (T)0, 1);                                    \
+            const T inv = (T)(1.0 / __builtin_sqrt(squares / (double)d + eps));               \
+            if (w) {                                                                          \
+                _Pragma("omp simd")                                                           \
+                for (int64_t j = 0; j < d; j++) o[j] = gr[j] * w[j];                          \
+            } else {                                                                          \
+                _Pragma("omp simd")                                                           \
+                for (int64_t j = 0; j < d; j++) o[j] = gr[j];                                 \
+            }                                                                                 \
+            double acc[LANES] = {0};                                                          \
+            int64_t whole = d - d % LANES;                                                    \
+            for (int64_t j = 0; j < whole; j += LANES) {                                      \
+                _Pragma("omp simd")                                                           \
+                for (int k = 0; k < LANES; k++)                                               \
+                    acc[k] += (double)o[j + k] * (double)xr[j + k];                           \
+            }                                                                                 \
+            for (int64_t j = whole; j < d; j++) acc[j - whole] += (double)o[j] * (double)xr[j]; \
+            double dot = 0.0;                                                                 \
+            for (int k = 0; k < LANES; k++) dot += acc[k];                                    \
+            const T t = (T)(dot / (double)d);                                                 \
+            const T c = t * (T)((T)(inv * inv) * inv);                                        \
+            _Pragma("omp simd")                                                               \
+            for (int64_t j = 0; j < d; j++) o[j] = (T)(o[j] * inv) - (T)(xr[j] * c);          \
+            if (part) {                                                                       \
+                T *pr = part + r * d;                                                         \
+                _Pragma("omp simd")                                                           \
+                for (int64_t j = 0; j < d; j++) pr[j] = gr[j] * (T)(xr[j] * inv);             \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
 SUMS(float, f32)
 SUMS(double, f64)
 NORMS(float, f32)
 NORMS(double, f64)
+NORM_VJPS(float, f32)
+NORM_VJPS(double, f64)
