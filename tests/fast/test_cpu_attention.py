@@ -9,6 +9,7 @@ import pytest
 
 import nuvec as mx
 from fast_refs import TOL, nodes, reference, sample
+from nuvec.backends import vector_math
 from nuvec.backends.numpy.fast_attention import Tiles
 from nuvec.fast.attention import AttentionRows, plan_attention
 from nuvec.fast.planner import CPU_TILE_ROWS
@@ -192,3 +193,50 @@ def test_each_tile_of_a_key_head_has_its_own_bound():
                      "causal")
     assert np.max(np.abs(q[..., r:2 * r, :] @ np.swapaxes(k, -1, -2))) * 0.5 > 100
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+GROUPED = {
+    "causal": dict(qs=(3, 6, 40, 8), ks=(3, 6, 40, 8), mask="causal"),
+    "grouped_query_causal": dict(qs=(3, 6, 40, 8), ks=(3, 2, 40, 8), mask="causal"),
+    "plain": dict(qs=(3, 4, 30, 8), ks=(3, 4, 50, 8), mask=None),
+    "causal_longer_keys": dict(qs=(2, 4, 20, 8), ks=(2, 4, 60, 8), mask="causal"),
+    "causal_window": dict(qs=(2, 4, 60, 8), ks=(2, 4, 60, 8), mask="causal", window=7),
+    "large_scores": dict(qs=(2, 4, 30, 8), ks=(2, 4, 30, 8), mask="causal", scale=40.0),
+}
+
+
+@pytest.mark.parametrize("case", list(GROUPED), ids=str)
+def test_small_heads_computed_in_groups_match_float64(num_threads, case):
+    """A short sequence's heads are grouped, a batched product and one `exp_visible` pass
+    each; a group whose scores are not bounded takes every item's exact path."""
+    num_threads(1)
+    options = dict(GROUPED[case])
+    qs, ks, mask = options.pop("qs"), options.pop("ks"), options.pop("mask")
+    window, scale = options.pop("window", None), options.pop("scale", 1.0)
+    plan = plan_attention(qs, ks, ks, mx.float32, mask=mask, window=window)
+    rng = np.random.default_rng(len(case))
+    (q, k, v, _, _), (qr, kr, vr, _, _) = inputs(rng, mx.float32, qs, ks, scale=scale)
+    op = AttentionRows(0.4, mask == "causal", False, False,
+                       ks[2] - qs[2] if mask == "causal" else 0, window, plan.kernel)
+    call = Tiles(op, *(np.asarray(a) for a in (q, k, v)), ())
+    if vector_math.in_use() == "c":  # (the groups need `exp_visible`)
+        assert max(len(unit) for unit in call.units) > 1
+    assert sorted(i for unit in call.units for i in unit) == list(range(len(call.items)))
+    want = reference(qr, kr, vr, 0.4, mask, None, window)
+    np.testing.assert_allclose(call.run(), want, rtol=1e-5 * scale, atol=1e-5 * scale)
+
+
+def test_groups_give_the_numbers_of_one_thread_and_hold_the_live_tiles(num_threads):
+    qs = ks = (4, 8, 64, 16)
+    rng = np.random.default_rng(12)
+    (q, k, v, _, _), _ = inputs(rng, mx.float32, qs, ks)
+    results = []
+    for n in (1, 2, 3):
+        num_threads(n)
+        results.append(np.asarray(sdpa(q, k, v, scale=0.3, mask="causal")))
+        plan = plan_attention(qs, ks, ks, mx.float32, mask="causal")
+        op = AttentionRows(0.3, True, False, False, 0, None, plan.kernel)
+        call = Tiles(op, *(np.asarray(a) for a in (q, k, v)), ())
+        threads = min(n, plan.kernel.live)
+        assert max(len(unit) for unit in call.units) * threads <= max(plan.kernel.live, threads)
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])

@@ -34,7 +34,7 @@ import numpy as np
 
 from nuvec.backends import vector_math
 from nuvec.backends.numpy.registry import kernel
-from nuvec.backends.threads import one_blas_thread, parallel_items
+from nuvec.backends.threads import get_num_threads, one_blas_thread, parallel_items
 from nuvec.fast.attention import Attention, AttentionRows
 from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
@@ -49,6 +49,12 @@ BOUNDS = {np.dtype(np.float32): (80.0, 85.0), np.dtype(np.float64): (700.0, 705.
 # Below this many multiply-adds a call runs on the calling thread with BLAS left as it is:
 # waking workers and pinning BLAS (20-60 us) would cost more than the threads save.
 MIN_THREADED_WORK = 1 << 22
+# Items of at most this many scores (a short sequence's heads) are computed in groups of at
+# most `GROUP_SCORES` scores, a batched product and one `exp_visible` pass each: an item's
+# dozen NumPy and C calls cost more than its products there (64 heads of [128, 32] causal:
+# about 90 us an item, 20 of them products and `exp`).
+SMALL_ITEM = 1 << 15
+GROUP_SCORES = 1 << 18
 
 
 def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[int, np.ndarray]]:
@@ -108,6 +114,8 @@ class Tiles:
         self.heads = [(False,) * len(self.tiles)] * (b * hkv)
         self.out = np.empty((b, hq, r, dv), f)
         self.scratch: dict[int, Scratch] = {}
+        self.grouped: dict[int, Scratch] = {}  # (`group_buffers`)
+        self.lock, self.qkv = threading.Lock(), None  # (`stacked`)
         items = []  # (cost, batch, key head, tile, rows r0..r1, the keys k0..k1 they see)
         for t, (r0, r1) in enumerate(self.tiles):
             k0, k1 = causal_keys(p.offset, lk, p.window, r0, r1) if p.causal else (0, lk)
@@ -118,6 +126,7 @@ class Tiles:
         items.sort(key=lambda t: (t[1], t[2], -t[0]))
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
+        self.units = self.groups() if self.groupable() else [(i,) for i in range(len(items))]
 
     def buffers(self) -> Scratch:
         """This thread's scratch for the call (made on its first item)."""
@@ -136,8 +145,8 @@ class Tiles:
         if self.work < MIN_THREADED_WORK:
             if bounds:
                 self.settle(*(pass_() for pass_ in bounds))
-            for i in range(len(self.items)):
-                self.item(i)
+            for unit in self.units:
+                self.unit(unit)
             return self.out
         found: list = [None] * len(bounds)
         left, lock, ready = [len(bounds)], threading.Lock(), threading.Event()
@@ -147,7 +156,7 @@ class Tiles:
         def work(i: int) -> None:
             if i >= len(bounds):
                 ready.wait()  # (set once both passes are done, even if one failed)
-                self.item(i - len(bounds))
+                self.unit(self.units[i - len(bounds)])
                 return
             try:
                 found[i] = bounds[i]()
@@ -163,8 +172,105 @@ class Tiles:
                         ready.set()
 
         with one_blas_thread():
-            parallel_items(len(bounds) + len(self.items), work, threads=self.p.live)
+            parallel_items(len(bounds) + len(self.units), work, threads=self.p.live)
         return self.out
+
+    def groupable(self) -> bool:
+        """Whether small items may be grouped: no mask array, sinks or blind rows, and
+        `vector_math.exp_visible` in use (the bounded path's one pass)."""
+        return (not self.exact and vector_math.in_use() == "c" and self.f is np.float32
+                and len(self.items) > 1)
+
+    def groups(self) -> list[tuple[int, ...]]:
+        """The items as units of work: runs of consecutive items of one tile geometry, one
+        chunk of keys each and at most `SMALL_ITEM` scores, over consecutive heads (batch
+        `bi`, key head `h` as `bi * key heads + h`), in groups of at most `GROUP_SCORES`
+        scores; every other item alone. A group holds at most the plan's live tiles shared
+        among the threads, so the scores held at once stay under its cap."""
+        hkv, width = self.k.shape[1], min(self.p.tile_keys, max(1, self.lk))
+        most = max(1, self.p.live // max(1, min(get_num_threads(), self.p.live)))
+        units: list[tuple[int, ...]] = []
+        run: list[int] = []
+        for i, (cost, bi, h, t, r0, r1, k0, k1) in enumerate(self.items):
+            small = k1 - k0 <= width and cost * self.rep <= SMALL_ITEM
+            if run:
+                _, b0, h0, t0, *span = self.items[run[0]]
+                follows = (bi * hkv + h == b0 * hkv + h0 + len(run) and t == t0
+                           and span == [r0, r1, k0, k1])
+                if (small and follows and len(run) < most
+                        and (len(run) + 1) * cost * self.rep <= GROUP_SCORES):
+                    run.append(i)
+                    continue
+                units.append(tuple(run))
+                run = []
+            if small:
+                run = [i]
+            else:
+                units.append((i,))
+        if run:
+            units.append(tuple(run))
+        return units
+
+    def unit(self, unit: tuple[int, ...]) -> None:
+        """Computes a unit of `groups`: one item, or a group of small ones."""
+        if len(unit) == 1:
+            self.item(unit[0])
+            return
+        heads = [self.items[i][1:3] for i in unit]
+        t = self.items[unit[0]][3]
+        if not all(self.prepare(bi, h)[t] for bi, h in heads):  # (unbounded: the exact path)
+            for i in unit:
+                self.item(i)
+            return
+        self.group(unit)
+
+    def group(self, unit: tuple[int, ...]) -> None:
+        """A group of small bounded items of one geometry over consecutive heads: their
+        scaled query rows stacked per item, the scores of every item (keys x stacked rows)
+        through one batched product, an `exp_visible` pass each, one batched product with the
+        values."""
+        _, bi, h, _, r0, r1, k0, k1 = self.items[unit[0]]
+        b, hkv = self.k.shape[:2]
+        rep, n, g, keys = self.rep, r1 - r0, len(unit), k1 - k0
+        rows, d, dv = rep * n, self.q.shape[3], self.v.shape[3]
+        u0 = bi * hkv + h
+        q4, k3, v3 = self.stacked()
+        sc = self.group_buffers(g * rows, keys)
+        qt = sc.q[:g * rows * d].reshape(g, rep, n, d)
+        np.multiply(q4[u0:u0 + g, :, r0:r1], self.scale, out=qt)
+        st = sc.s[:g * keys * rows].reshape(g, keys, rows)
+        np.matmul(k3[u0:u0 + g, k0:k1], qt.reshape(g, rows, d).transpose(0, 2, 1), out=st)
+        total = sc.total[:g * rows].reshape(g, rows)
+        for j in range(g):
+            if not self.visible(st[j], n, r0, k0, total[j]):
+                for i in unit:  # (nothing done: `vector_math` fell back to NumPy meanwhile)
+                    self.item(i)
+                return
+        acc = sc.acc[:g * rows].reshape(g, rows, dv)
+        np.matmul(st.transpose(0, 2, 1), v3[u0:u0 + g, k0:k1], out=acc)
+        out4 = self.out.reshape(b * hkv, rep, -1, dv)
+        np.divide(acc.reshape(g, rep, n, dv), total.reshape(g, rep, n, 1),
+                  out=out4[u0:u0 + g, :, r0:r1])
+
+    def stacked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The queries as `[batch * key heads, query heads a key head, rows, D]`, the keys and
+        values as `[batch * key heads, keys, D]` (copies made once a call, where they are not
+        contiguous)."""
+        with self.lock:
+            if self.qkv is None:
+                (b, hkv, lk), r = self.k.shape[:3], self.q.shape[2]
+                self.qkv = (np.ascontiguousarray(self.q).reshape(b * hkv, self.rep, r, -1),
+                            np.ascontiguousarray(self.k).reshape(b * hkv, lk, -1),
+                            np.ascontiguousarray(self.v).reshape(b * hkv, lk, -1))
+            return self.qkv
+
+    def group_buffers(self, rows: int, keys: int) -> Scratch:
+        """This thread's scratch for groups of `rows` stacked rows over `keys` keys."""
+        mine = self.grouped.get(threading.get_ident())
+        if mine is None or mine.acc.shape[0] < rows or mine.width < keys:
+            mine = self.grouped[threading.get_ident()] = Scratch(
+                rows, keys, self.q.shape[3], self.v.shape[3], self.f)
+        return mine
 
     def item(self, i: int) -> None:
         _, bi, h, t, r0, r1, k0, k1 = self.items[i]
