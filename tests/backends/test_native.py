@@ -486,6 +486,57 @@ def test_rms_norm_gradient_rows_in_c_agree_with_the_numpy_body():
     np.testing.assert_allclose(half[0], want[0], rtol=2e-2, atol=2e-2 * np.abs(want[0]).max())
 
 
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("traditional", [False, True], ids=["halves", "pairs"])
+@pytest.mark.parametrize("dims", [32, 12])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "reversed"])
+def test_rope_in_c_gives_the_numpy_bodys_bits(dtype, traditional, dims, layout):
+    from nuvec.backends.numpy import native_rope
+
+    rng = np.random.default_rng(dims)
+    stored = rng.standard_normal((3, 20, 5, 32)).astype(dtype)  # [batch, T, heads, D]
+    x = {"contiguous": np.ascontiguousarray(stored.transpose(0, 2, 1, 3)),
+         "transposed": stored.transpose(0, 2, 1, 3),
+         "reversed": stored.transpose(0, 2, 1, 3)[::-1, :, ::-1]}[layout]
+    y = mx.fast.rope(mx.array(x, DTYPES[np.dtype(dtype)]), dims, traditional=traditional,
+                     base=500.0, scale=0.5, offset=4)
+    p = y.primitive
+    calls = []
+    functions = native_rope._functions()
+    original = functions[np.dtype(dtype)]
+    functions[np.dtype(dtype)] = lambda *a: calls.append(1) or original(*a)
+    try:
+        for offset in (np.array(4), np.array([0, 9, 2])):  # one offset, one per batch entry
+            got = native_rope.rope(p, x, offset)
+            np.testing.assert_array_equal(got, native_rope._SHARED(p, x, offset))
+    finally:
+        functions[np.dtype(dtype)] = original
+    assert calls
+    np.testing.assert_array_equal(np.asarray(y), native_rope.rope(p, x, np.array(4)))
+
+
+@needs_cc
+def test_rope_in_c_gives_the_same_bits_on_every_thread_count_and_leaves_half_types():
+    rng = np.random.default_rng(4)
+    x = mx.array(rng.standard_normal((8, 256, 6, 64)).astype(np.float32)).transpose(0, 2, 1, 3)
+    outs, saved = [], mx.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            mx.set_num_threads(threads)
+            outs.append(np.asarray(mx.fast.rope(x, 64, traditional=False, base=1e4, scale=1.0,
+                                                offset=0)))
+    finally:
+        mx.set_num_threads(saved)
+    for other in outs[1:]:
+        np.testing.assert_array_equal(outs[0], other)
+    half = mx.fast.rope(x.astype(mx.float16), 64, traditional=False, base=1e4, scale=1.0,
+                        offset=0)
+    assert half.dtype == mx.float16
+    np.testing.assert_allclose(np.asarray(half).astype(np.float32), outs[0], atol=4e-3,
+                               rtol=4e-3)
+
+
 COVERED = ("exp", "sqrt", "negative", "square", "add", "multiply", "subtract", "divide",
            "maximum", "minimum", "scalar")
 

@@ -343,6 +343,11 @@ class _AngleTables:
 _angle_tables = _AngleTables()
 
 
+def angle_tables(xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
+    """Rope's cosine and sine tables for `x` (see `_angles`), kept between calls (CPU)."""
+    return _angle_tables.get(xp, p, x, offset, freqs)
+
+
 def _angles(xp, p, x: Any, offset: Any, freqs: tuple) -> tuple[Any, Any]:
     """Rope's cosines and sines (negated for the inverse rotation): `[T, dims / 2]`, or
     `[B, 1, T, dims / 2]` for one offset per batch entry. For the halves layout they come as
@@ -396,7 +401,7 @@ def rope_kernel(xp, p, x, offset, *freqs):
     t, d = shape[-2], shape[-1]
     xv = x.reshape(shape[0], -1, t, d)
     batch, heads = xv.shape[:2]
-    c, s = _angle_tables.get(xp, p, x, offset, freqs)
+    c, s = angle_tables(xp, p, x, offset, freqs)
     per_batch = c.ndim == 4
     out = xp.empty(xv.shape, c.dtype)
     if out.size == 0:

@@ -23,7 +23,10 @@ taken before the items start, from two passes over all heads (a thread each), so
 make only their products and passes over their scores; nothing the size of the inputs is
 written but the output. Items run on the thread pool (at most the plan's live tiles at once)
 with BLAS kept to one thread meanwhile; the tiles are the plan's, never the thread count's, so
-a row's sums run in one order on any number of threads.
+a row's sums run in one order on any number of threads. A short sequence's items (one chunk of
+at most `SMALL_ITEM` scores each, bounded, `exp_visible` in use) run in groups over consecutive
+heads, a batched product each way and one `exp_visible` call per head: there the dozen calls an
+item makes cost more than its products.
 """
 
 from __future__ import annotations
