@@ -27,11 +27,11 @@ import threading
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from nuvec.backends.cuda import cache
 
-__all__ = ["FLAGS", "address", "compiler", "library"]
+__all__ = ["FLAGS", "address", "bound", "compiler", "library"]
 
 FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-ffp-contract=off", "-fno-math-errno",
          "-shared", "-fPIC")
@@ -106,6 +106,32 @@ def library(filename: str, text: str) -> ctypes.CDLL | None:
     if cc is None or not _works(cc):
         return None
     return _library(cc, filename, text)
+
+
+T = TypeVar("T")
+_bound: dict[str, Any] = {}  # source path -> what `bind` made of its library (`bound`)
+_bind_lock = threading.Lock()
+
+
+def bound(source: Path, bind: Callable[[ctypes.CDLL], T]) -> T | None:
+    """`bind(library)` for the C file `source` (built and loaded by `library`), made on first
+    use and kept for the process; None where it does not build.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from nuvec.backends.native import bound
+        >>> source = Path(__import__("nuvec").backends.__file__).with_name("vector_math.c")
+        >>> functions = bound(source, lambda lib: {"exp": lib.nuvec_exp_f32})
+        >>> functions is None or "exp" in functions
+        True
+    """
+    key = str(source)
+    if key not in _bound:
+        with _bind_lock:
+            if key not in _bound:
+                lib = library(source.name, source.read_text())
+                _bound[key] = None if lib is None else bind(lib)
+    return _bound[key]
 
 
 def _library(cc: str, filename: str, text: str) -> ctypes.CDLL | None:

@@ -1,17 +1,17 @@
-"""CPU kernels of `RmsNorm`, `LayerNorm` and `RmsNormVjp` in C (`norms.c`, compiled on this machine by
-`nuvec.backends.native`): each row read two or three times while it is in cache and written
-once, its sums accumulated in double, the rows split over the thread pool (`ctypes` releases
-the GIL). Rows of another dtype (half types), weights that are not one row of the input's
-last axis, and machines without a compiler take the shared NumPy bodies
+"""CPU kernels of `RmsNorm`, `LayerNorm` and `RmsNormVjp` in C (`norms.c`, compiled on this
+machine by `nuvec.backends.native`): each row read two or three times while it is in cache and
+written once, its sums accumulated in double, the rows split over the thread pool (`ctypes`
+releases the GIL). Rows of another dtype (half types), weights that are not one row of the
+input's last axis, and machines without a compiler take the shared NumPy bodies
 (`nuvec/backends/common/fast.py`), whose sums are NumPy's, so results may differ from those in
 the last bits (both within the fused ops' float64-referenced tolerances). A row's result
-depends on that row alone, so every thread count gives the same bits.
+depends on that row alone, so every thread count gives the same bits; `RmsNormVjp`'s weight
+gradient is the rows' parts summed by NumPy in order.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,28 +26,23 @@ __all__ = ["layer_norm", "rms_norm", "rms_norm_vjp"]
 
 _SOURCE = Path(__file__).with_name("norms.c")
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
-_lock = threading.Lock()
-_bound: list[Any] = []  # [] until first use, then [{(name, dtype): function} or None]
+
+
+def _bind(lib: Any) -> dict[tuple[str, np.dtype], Any]:
+    found = {}
+    for dtype, suffix in _SUFFIX.items():
+        for name, arrays, outs in (("layer_norm", 3, 1), ("rms_norm", 2, 1),
+                                   ("rms_norm_vjp", 3, 2)):
+            fn = getattr(lib, f"nuvec_{name}_{suffix}")
+            fn.argtypes = ([ctypes.c_int64] * 2 + [ctypes.c_void_p] * arrays
+                           + [ctypes.c_double] + [ctypes.c_void_p] * outs)
+            fn.restype = None
+            found[(name, dtype)] = fn
+    return found
 
 
 def _functions() -> dict[tuple[str, np.dtype], Any] | None:
-    if not _bound:
-        with _lock:
-            if not _bound:
-                lib = native.library(_SOURCE.name, _SOURCE.read_text())
-                found = None
-                if lib is not None:
-                    found = {}
-                    for dtype, suffix in _SUFFIX.items():
-                        for name, arrays, outs in (("layer_norm", 3, 1), ("rms_norm", 2, 1),
-                                                   ("rms_norm_vjp", 3, 2)):
-                            fn = getattr(lib, f"nuvec_{name}_{suffix}")
-                            fn.argtypes = ([ctypes.c_int64] * 2 + [ctypes.c_void_p] * arrays
-                                           + [ctypes.c_double] + [ctypes.c_void_p] * outs)
-                            fn.restype = None
-                            found[(name, dtype)] = fn
-                _bound.append(found)
-    return _bound[0]
+    return native.bound(_SOURCE, _bind)
 
 
 def _rows_in_c(name: str, p: Any, x: np.ndarray, weights: list[np.ndarray]) -> np.ndarray | None:

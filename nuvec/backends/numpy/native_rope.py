@@ -9,7 +9,6 @@ inputs whose last axis is not contiguous, and machines without a compiler take t
 from __future__ import annotations
 
 import ctypes
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +24,23 @@ __all__ = ["rope"]
 
 _SOURCE = Path(__file__).with_name("rope.c")
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
-_lock = threading.Lock()
-_bound: list[Any] = []  # [] until first use, then [{dtype: function} or None]
 _SHARED = table.kernels[Rope]
 
 
+def _bind(lib: Any) -> dict[np.dtype, Any]:
+    found = {}
+    for dtype, suffix in _SUFFIX.items():
+        fn = getattr(lib, f"nuvec_rope_{suffix}")
+        fn.argtypes = ([ctypes.c_int64] * 6 + [ctypes.c_int, ctypes.c_void_p]
+                       + [ctypes.c_int64] * 3 + [ctypes.c_void_p] * 2
+                       + [ctypes.c_int64, ctypes.c_void_p])
+        fn.restype = None
+        found[dtype] = fn
+    return found
+
+
 def _functions() -> dict[np.dtype, Any] | None:
-    if not _bound:
-        with _lock:
-            if not _bound:
-                lib = native.library(_SOURCE.name, _SOURCE.read_text())
-                found = None
-                if lib is not None:
-                    found = {}
-                    for dtype, suffix in _SUFFIX.items():
-                        fn = getattr(lib, f"nuvec_rope_{suffix}")
-                        fn.argtypes = ([ctypes.c_int64] * 6 + [ctypes.c_int, ctypes.c_void_p]
-                                       + [ctypes.c_int64] * 3 + [ctypes.c_void_p] * 2
-                                       + [ctypes.c_int64, ctypes.c_void_p])
-                        fn.restype = None
-                        found[dtype] = fn
-                _bound.append(found)
-    return _bound[0]
+    return native.bound(_SOURCE, _bind)
 
 
 def rope(p: Any, x: np.ndarray, offset: np.ndarray, *freqs: np.ndarray) -> np.ndarray:
