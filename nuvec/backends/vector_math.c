@@ -1,5 +1,5 @@
-/* float32 `exp` and `tanh` over contiguous arrays, for `nuvec.backends.vector_math`, and `exp`
- * over a chunk of attention scores with its causal mask and column sums.
+/* float32 `exp`, `tanh` and `sigmoid` over contiguous arrays, for `nuvec.backends.vector_math`,
+ * and `exp` over a chunk of attention scores with its causal mask and column sums.
  *
  * Built on first use by `nuvec.backends.native` with the system C compiler for the machine it
  * runs on (-O3 -march=native -fopenmp-simd), so that each loop is vectorized; no fast-math:
@@ -68,6 +68,21 @@ static inline float tanh_one(float x) {
     float large = 1.0f - 2.0f / (e + 1.0f);
     float t = a < 0.625f ? small : large;
     return from_bits(to_bits(t) | (to_bits(x) & INT32_MIN)); /* the sign of x, -0 included */
+}
+
+/* the shared sigmoid body's steps (nuvec/backends/common/unary.py), `exp` this file's:
+ * e = exp(-|x|), then 1 / (1 + e) for x >= 0 and e / (1 + e) below (NaN stays) */
+#pragma omp declare simd notinbranch
+static inline float sigmoid_one(float x) {
+    float a = x < 0.0f ? -x : x;
+    float e = exp_one(-a);
+    float top = x >= 0.0f ? 1.0f : e;
+    return top / (1.0f + e);
+}
+
+void nuvec_sigmoid_f32(int64_t n, const float *x, float *y) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) y[i] = sigmoid_one(x[i]);
 }
 
 void nuvec_exp_f32(int64_t n, const float *x, float *y) {

@@ -108,6 +108,21 @@ def test_exp_of_arguments_below_its_range_is_zero_and_leaves_the_others_alone():
 
 
 @own_exp
+def test_sigmoid_in_c_gives_the_bits_of_the_numpy_steps_with_its_exp():
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(3 * vm.MIN_ELEMENTS) * 20).astype(np.float32)
+    x[:9] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -104.5, 88.9, -87.5]
+    got = vm.sigmoid(x)
+    e = vm.exp(-np.abs(x))
+    want = np.maximum(e, (x >= 0).astype(np.float32)) / (e + np.float32(1))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.asarray(mx.sigmoid(mx.array(x))), want)
+    # a piece of a large array takes the whole array's path; other dtypes are not taken
+    np.testing.assert_array_equal(vm.sigmoid(x[:100], whole=x.size), want[:100])
+    assert vm.sigmoid(x.astype(np.float64)) is None and vm.sigmoid(x[:100].copy()) is None
+
+
+@own_exp
 @pytest.mark.parametrize("n, shift, window", [(7, 0, None), (7, 3, None), (7, -2, 3),
                                               (5, 40, None), (5, 2, 1), (1, 0, 4)])
 def test_exp_visible_masks_and_sums_a_chunk_of_scores(n, shift, window):
@@ -250,6 +265,18 @@ def test_exp_in_a_chain_is_vector_maths_exp():
     got = native_fused.run(p, [x, np.broadcast_to(w, x.shape)], None)
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(got, vm.exp(x) * w)
+
+
+@needs_cc
+@own_exp
+def test_sigmoid_in_a_chain_is_vector_maths_sigmoid():
+    x = _special(np.float32, (64, 1024), seed=7)
+    sig, mul = _primitive(mx.sigmoid, mx.float32), _primitive(mx.multiply, mx.float32, mx.float32)
+    p = _fused([(sig, (0,), mx.float32), (mul, (1, 0), mx.float32)], x.shape)  # silu
+    got = native_fused.run(p, [x], None)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, vm.sigmoid(x) * x)
+    np.testing.assert_array_equal(got, np.asarray(mx.sigmoid(mx.array(x)) * mx.array(x)))
 
 
 @needs_cc

@@ -90,6 +90,10 @@ def sigmoid(xp, p, x):
     x = widen(x)
     if x.dtype.kind == "c":
         return 1.0 / (1.0 + xp.exp(-x))
+    if xp is np:  # float32 through `vector_math.c` in one pass where it is in use
+        out = vector_math.sigmoid(x, whole=extent)
+        if out is not None:
+            return out
     # e**-|x| never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below; on NumPy through
     # MKL's vector math where installed, taking the path of the whole array. The numerator is
     # max(e, [x >= 0]): 1 or e as `where(x >= 0, 1, e)` gives them (e <= 1, NaN kept), without

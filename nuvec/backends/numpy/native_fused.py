@@ -4,8 +4,9 @@ read once from every input and written once, every step in registers.
 A chain of at least `MIN_ELEMENTS` elements whose inputs and steps are float32, float64 or bool
 and whose steps are all ones the generator covers (arithmetic, negation, `abs`, `square`,
 `sqrt`, `rsqrt`, `floor`, `ceil`, `trunc`, `round`, `maximum`, `minimum`, comparisons, logical
-and/or/not, `where`, casts, the tanh and sigmoid derivative products, and float32 `exp` where
-`nuvec.backends.vector_math` computes it with `vector_math.c`) becomes one C function,
+and/or/not, `where`, casts, the tanh and sigmoid derivative products, and float32 `exp` and
+`sigmoid` where `nuvec.backends.vector_math` computes them with `vector_math.c`) becomes one C
+function,
 compiled for this machine by
 `nuvec.backends.native` once per chain, input dtypes and input kinds (read along the last axis
 element by element, or one value per row), then cached in memory and on disk. Each step
@@ -96,8 +97,9 @@ def _expression(q: Any, step: str, operands: list[str]) -> str | None:
         return "{0} ? {1} : {2}" if operands[1:] == [step, step] else None
     if step not in _FLOATS or any(o != step for o in operands):
         return None
-    if cls is u.Exp:
-        return "exp_one({0})" if step == "float" and vector_math.in_use() == "c" else None
+    if cls is u.Exp or cls is u.Sigmoid:  # (the functions `vector_math` computes them with)
+        own = step == "float" and vector_math.in_use() == "c"
+        return ("exp_one({0})" if cls is u.Exp else "sigmoid_one({0})") if own else None
     if cls is u.DerivativeProduct:
         return _DERIVATIVES.get((q.kind, q.scaled))
     return _FLOAT_UNARY.get(cls) or _FLOAT_BINARY.get(cls)
