@@ -8,6 +8,7 @@ to CuPy, or a GPU override); `tests/backends/test_tables.py` checks both halves.
 from __future__ import annotations
 
 from nuvec.fast.attention import AttentionRows
+from nuvec.fast.attention_grad import AttentionRowsVjp
 from nuvec.fast.fused import ProductUpdate
 from nuvec.ops import quantized as q
 
@@ -15,6 +16,11 @@ _ROWS = (
     "the CPU attention kernel's node (the planner records it for CPU targets only, float64 on a "
     "GPU stream among them; for the GPU's dtypes it picks an attention kernel): its NumPy body "
     "runs tiles on the CPU thread pool with BLAS pinned to one thread"
+)
+_ROWS_VJP = (
+    "the CPU attention node's backward (AttentionRows' rule records it on CPU streams only; on "
+    "a GPU stream the rule differentiates the fallback graph): its NumPy body runs groups of "
+    "key heads on the CPU thread pool"
 )
 _PACKED = (
     "bit-stream packing of quantized weights: the NumPy body is written for NumPy's in-place "
@@ -29,6 +35,7 @@ _UPDATE = (
 
 CPU_ROUTE: dict[type, str] = {
     AttentionRows: _ROWS,
+    AttentionRowsVjp: _ROWS_VJP,
     ProductUpdate: _UPDATE,
     **{cls: _PACKED for cls in (q.Quantize, q.Dequantize)},
 }  # fmt: skip

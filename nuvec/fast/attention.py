@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Sequence
 
-from nuvec.fast.attention_grad import lse_graph, tiled_vjp
+from nuvec.fast.attention_grad import lse_graph, rows_vjp, tiled_vjp
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, wide
 from nuvec.fast.planner import (
     CPU_TILE_ROWS,
@@ -293,6 +293,13 @@ class AttentionRows(FastOp):
     def fallback(self, inputs):
         return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks,
                                 self.offset, self.window)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        if to_stream(None).device.type is DeviceType.cpu:
+            grads = rows_vjp(self, primals, cotangents, argnums, outputs)
+            if grads is not None:
+                return grads
+        return self.fallback_vjp(primals, cotangents, argnums)
 
 
 class Call:

@@ -1,6 +1,7 @@
 """The fused backward of the tiled attention kernel on GPU streams (FlashAttention-2): the row
 log-sum-exp a tiled `Attention` node saves, `AttentionVjp` (the gradients of q, k and v from
-it) and the rule recording it. Used by `nuvec.fast.attention`; imports nothing of it.
+it) and the rule recording it; and the CPU attention node's (`AttentionRowsVjp`, `rows_vjp`).
+Used by `nuvec.fast.attention`; imports nothing of it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from nuvec.fast.softmax import logsumexp_graph
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 
-__all__ = ["AttentionVjp", "lse_graph", "tiled_vjp"]
+__all__ = ["AttentionRowsVjp", "AttentionVjp", "lse_graph", "rows_vjp", "tiled_vjp"]
 
 OP = "scaled_dot_product_attention"
 
@@ -150,3 +151,62 @@ def tiled_vjp(op, primals, cotangents, argnums, outputs) -> list[Array | None]:
     if op.mask and 3 in argnums:
         found[3] = op.fallback_vjp(primals, cotangents, [3])[0]
     return [found.get(i) for i in argnums]
+
+
+class AttentionRowsVjp(FastOp):
+    """`(q, k, v, out, dout)`: the cotangents `(dq, dk, dv)` of a CPU attention node
+    (`AttentionRows`) without a mask array or sinks whose causal offset is `Lk − Lq`, in one
+    node: its CPU kernel recomputes each key head's scores and their softmax, then takes
+    `AttentionVjp`'s steps (its fallback, with the lse from `lse_graph`, off the CPU)."""
+
+    __slots__ = ("scale", "causal", "window")
+    op = OP
+    cpu_fused = True
+
+    def __init__(self, scale: float, causal: bool, window: int | None = None):
+        self.scale = as_f32_bits(scale)
+        self.causal = bool(causal)
+        self.window = None if window is None else int(window)
+
+    def params(self):
+        return (self.scale, self.causal, self.window)
+
+    def arity(self, inputs):
+        return 5
+
+    def valid(self, inputs):
+        q, k, v, out, dout = inputs
+        qs, ks = q.shape, k.shape
+        return (all(a.ndim == 4 and a.dtype is q.dtype for a in inputs)
+                and q.dtype in (dt.float32, dt.float64) and ks[0] == qs[0] and ks[1] > 0
+                and qs[1] % ks[1] == 0 and ks[3] == qs[3] and v.shape == ks
+                and out.shape == qs and dout.shape == qs
+                and (not self.causal or ks[2] >= qs[2])
+                and (self.window is None or (self.causal and self.window >= 1)))
+
+    def specs(self, inputs):
+        return [(a.shape, a.dtype) for a in inputs[:3]]
+
+    def fallback(self, inputs):
+        q, k, v, out, dout = inputs
+        lse = lse_graph([q, k, v], self.scale, self.causal, False, False, self.window)
+        back = AttentionVjp(self.scale, self.causal, False, self.window)
+        return back.fallback([q, k, v, out, lse, dout])
+
+
+def rows_vjp(op, primals, cotangents, argnums, outputs) -> list[Array | None] | None:
+    """The cotangents of q, k and v of a CPU attention node (`AttentionRows` as `op`) by one
+    `AttentionRowsVjp` node, where that node takes them (float32 or float64, no mask array,
+    no sinks, the causal offset `Lk − Lq`); None elsewhere (the fallback graph's rule)."""
+    q, k = primals[0], primals[1]
+    dout = cotangents[0]
+    if (op.mask or op.sinks or dout is None or q.dtype not in (dt.float32, dt.float64)
+            or (op.causal and op.offset != k.shape[2] - q.shape[2])
+            or not set(argnums) <= {0, 1, 2}):
+        return None
+    back = AttentionRowsVjp(op.scale, op.causal, op.window)
+    inputs = [*primals[:3], outputs[0], mx().astype(dout, q.dtype)]
+    if not back.valid(inputs):
+        return None
+    grads = record_or_fallback(back, inputs)
+    return [grads[i] for i in argnums]

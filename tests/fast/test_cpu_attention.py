@@ -12,6 +12,7 @@ from fast_refs import TOL, nodes, reference, sample
 from nuvec.backends import vector_math
 from nuvec.backends.numpy.fast_attention import Tiles
 from nuvec.fast.attention import AttentionRows, plan_attention
+from nuvec.fast.attention_grad import AttentionRowsVjp
 from nuvec.fast.planner import CPU_TILE_ROWS
 from nuvec.testing import assert_allclose
 
@@ -240,3 +241,82 @@ def test_groups_give_the_numbers_of_one_thread_and_hold_the_live_tiles(num_threa
         threads = min(n, plan.kernel.live)
         assert max(len(unit) for unit in call.units) * threads <= max(plan.kernel.live, threads)
     assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
+def _grads_reference(q, k, v, w, scale, causal, window=None):
+    """float64 `d/d(q, k, v) sum(attention(q, k, v) * w)` from the formula."""
+    rep = q.shape[1] // k.shape[1]
+    k2, v2 = np.repeat(k, rep, 1), np.repeat(v, rep, 1)
+    s = scale * q @ k2.swapaxes(-1, -2)
+    lq, lk = q.shape[2], k.shape[2]
+    if causal:
+        qi, ki = np.arange(lk - lq, lk)[:, None], np.arange(lk)[None]
+        keep = (ki <= qi) & ((ki > qi - window) if window else True)
+        s = np.where(keep, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    ds = p * (w @ v2.swapaxes(-1, -2) - (w * (p @ v2)).sum(-1, keepdims=True))
+    dq = scale * ds @ k2
+    dk = (scale * ds.swapaxes(-1, -2) @ q).reshape(*k.shape[:2], rep, *k.shape[2:]).sum(2)
+    dv = (p.swapaxes(-1, -2) @ w).reshape(*v.shape[:2], rep, *v.shape[2:]).sum(2)
+    return dq, dk, dv
+
+
+BACKWARD = {
+    "causal": dict(qs=(2, 4, 24, 8), ks=(2, 4, 24, 8), causal=True),
+    "grouped_query_longer_keys": dict(qs=(2, 4, 16, 8), ks=(2, 2, 40, 8), causal=True),
+    "window": dict(qs=(1, 2, 30, 8), ks=(1, 2, 30, 8), causal=True, window=5),
+    "plain": dict(qs=(2, 2, 12, 8), ks=(2, 1, 20, 8), causal=False),
+    "many_groups": dict(qs=(8, 8, 128, 16), ks=(8, 8, 128, 16), causal=True),
+    "large_scores": dict(qs=(2, 2, 20, 8), ks=(2, 2, 20, 8), causal=True, magnitude=12.0),
+}
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=str)
+@pytest.mark.parametrize("case", list(BACKWARD), ids=str)
+def test_the_cpu_backward_node_matches_float64(case, dtype):
+    """Under `grad`, a CPU attention node without a mask array or sinks differentiates through
+    one `AttentionRowsVjp` node (scores and softmax recomputed per key head)."""
+    options = BACKWARD[case]
+    rng = np.random.default_rng(len(case))
+    q, k, v = (rng.standard_normal(s) * options.get("magnitude", 1.0)
+               for s in (options["qs"], options["ks"], options["ks"]))
+    w = rng.standard_normal(options["qs"])
+    mask = "causal" if options["causal"] else None
+
+    def loss(q, k, v):
+        out = sdpa(q, k, v, scale=0.3, mask=mask, window=options.get("window"))
+        return mx.sum(out * mx.array(w, dtype))
+
+    grads = mx.grad(loss, argnums=(0, 1, 2))(*(mx.array(a, dtype) for a in (q, k, v)))
+    assert nodes(grads[0], AttentionRowsVjp) >= 1
+    scale = float(np.float32(0.3))
+    want = _grads_reference(q, k, v, w, scale, options["causal"], options.get("window"))
+    tol = (1e-5 if dtype is mx.float32 else 1e-12) * options.get("magnitude", 1.0) ** 2
+    for got, ref in zip(grads, want):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
+def test_the_cpu_backward_node_gives_the_numbers_of_one_thread(num_threads):
+    rng = np.random.default_rng(21)
+    q, k, v, w = (mx.array(rng.standard_normal((8, 8, 128, 16)).astype(np.float32))
+                  for _ in range(4))
+    grad = mx.grad(lambda q, k, v: mx.sum(sdpa(q, k, v, scale=0.25, mask="causal") * w),
+                   argnums=(0, 1, 2))
+    results = []
+    for n in (1, 2, 3):
+        num_threads(n)
+        results.append([np.asarray(g) for g in grad(q, k, v)])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert np.array_equal(a, b)
+
+
+def test_masks_and_sinks_keep_the_fallback_graphs_backward():
+    rng = np.random.default_rng(22)
+    q, k, v = (mx.array(rng.standard_normal((1, 2, 6, 4)).astype(np.float32)) for _ in range(3))
+    sinks = mx.array(rng.standard_normal(2).astype(np.float32))
+    boolean = mx.array(rng.random((1, 2, 6, 6)) < 0.7)
+    for options in (dict(mask=boolean), dict(mask="causal", sinks=sinks)):
+        g = mx.grad(lambda q: mx.sum(sdpa(q, k, v, scale=0.5, **options)))(q)
+        assert nodes(g, AttentionRowsVjp) == 0

@@ -8,7 +8,7 @@ import numpy as np
 
 import nuvec as mx
 from nuvec.fast.attention import Attention, AttentionRows
-from nuvec.fast.attention_grad import AttentionVjp
+from nuvec.fast.attention_grad import AttentionRowsVjp, AttentionVjp
 from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.graph.array import record
 from nuvec.graph.device import to_stream
@@ -76,6 +76,16 @@ SPECS = [
            args(normal(1, 2, 5, 64), normal(1, 1, 6, 64), normal(1, 1, 6, 64),
                 normal(1, 2, 5, 6), normal(1, 2, 5, 64), normal(1, 2, 5), normal(1, 2, 5, 64)),
            covers=[AttentionVjp]),
+    OpSpec("fast.attention_rows_vjp_node",
+           lambda q, k, v, o, do: record(AttentionRowsVjp(0.5, True, window=2), [
+               q, k, v, o, do], to_stream(None))[1],
+           args(normal(1, 2, 5, 3), normal(1, 1, 6, 3), normal(1, 1, 6, 3),
+                normal(1, 2, 5, 3), normal(1, 2, 5, 3)), covers=[AttentionRowsVjp]),
+    OpSpec("fast.attention_rows_vjp_plain_node",
+           lambda q, k, v, o, do: record(AttentionRowsVjp(0.5, False), [
+               q, k, v, o, do], to_stream(None))[0],
+           args(normal(2, 2, 3, 2), normal(2, 2, 4, 2), normal(2, 2, 4, 2),
+                normal(2, 2, 3, 2), normal(2, 2, 3, 2)), covers=[AttentionRowsVjp]),
     OpSpec("fast.paged_attention_node",
            lambda q, kc, vc: node(PagedAttention(0.125), q, kc, vc, _TABLES, _LENGTHS),
            args(normal(2, 2, 2, 64), normal(3, 1, 4, 64), normal(3, 1, 4, 64)),

@@ -39,7 +39,7 @@ from nuvec.backends import vector_math
 from nuvec.backends.numpy.registry import kernel
 from nuvec.backends.threads import get_num_threads, one_blas_thread, parallel_items
 from nuvec.fast.attention import Attention, AttentionRows
-from nuvec.fast.attention_grad import AttentionVjp
+from nuvec.fast.attention_grad import AttentionRowsVjp, AttentionVjp
 from nuvec.fast.base import cpu_fallback_kernel
 from nuvec.fast.paged import PagedAttention, PagedWrite
 from nuvec.fast.planner import causal_keys, split_rows
@@ -416,3 +416,131 @@ class Tiles:
 def attention_rows(p, q, k, v, *rest):
     """The CPU attention kernel over the node's query rows (see the module docstring)."""
     return Tiles(p, q, k, v, rest).run()
+
+
+def _keep_bias(p, lq: int, lk: int, rep: int, f) -> np.ndarray | None:
+    """0 where a stacked query row (`rep` heads of `lq` rows) sees a key, -inf elsewhere
+    (causal, offset `lk - lq`, and the window); None without a causal mask."""
+    if not p.causal:
+        return None
+    qi = np.arange(lk - lq, lk)[:, None]
+    ki = np.arange(lk)[None, :]
+    keep = ki <= qi
+    if p.window is not None:
+        keep &= ki > qi - p.window
+    return np.tile(np.where(keep, 0, -np.inf).astype(f), (rep, 1))
+
+
+class _Backward:
+    """One call of the CPU attention backward (`attention_rows_vjp`): the inputs stacked per
+    key head (its query heads' rows one after another) in the compute dtype, the outputs."""
+
+    def __init__(self, p, q, k, v, out, dout):
+        f = self.f = np.float64 if q.dtype == np.float64 else np.float32
+        b, hq, self.lq, d = q.shape
+        hkv, self.lk, dv = k.shape[1], k.shape[2], v.shape[3]
+        self.p, self.rep, self.units = p, hq // hkv, b * hkv
+        self.rows = rows = self.rep * self.lq
+
+        def stacked(a, n, width):
+            return np.ascontiguousarray(a, f).reshape(self.units, n, width)
+
+        self.q, self.k = stacked(q, rows, d), stacked(k, self.lk, d)
+        self.v = stacked(v, self.lk, dv)
+        self.o, self.do = stacked(out, rows, dv), stacked(dout, rows, dv)
+        self.dq = np.empty((self.units, rows, d), f)
+        self.dk = np.empty((self.units, self.lk, d), f)
+        self.dv = np.empty((self.units, self.lk, dv), f)
+        self.scale = f(p.scale)
+        size = max(1, GROUP_SCORES // max(1, rows * self.lk))
+        self.starts = list(range(0, self.units, size))
+        self.size = size
+        self.bounded = self.bounds()
+
+    def bounds(self) -> np.ndarray:
+        """Whether each key head's scores are bounded (`|scale·q·k| <= |scale·q|·|k|` under
+        `BOUNDS`) and `exp_visible` takes them: `exp` without the row maximum."""
+        if self.f is not np.float32 or vector_math.in_use() != "c":
+            return np.zeros(self.units, bool)
+        with np.errstate(over="ignore", invalid="ignore"):
+            qn = np.sqrt(np.einsum("urd,urd->ur", self.q, self.q).max(axis=1).astype(np.float64))
+            kn = np.sqrt(np.einsum("ukd,ukd->uk", self.k, self.k).max(axis=1).astype(np.float64))
+            return abs(float(self.scale)) * qn * kn <= BOUNDS[np.dtype(self.f)][0]
+
+    def group(self, i: int) -> None:
+        u0 = self.starts[i]
+        u1 = min(self.units, u0 + self.size)
+        if self.bounded[u0:u1].all() and self.visible_group(u0, u1):
+            return
+        self.exact_group(u0, u1)
+
+    def visible_group(self, u0: int, u1: int) -> bool:
+        """Key heads `u0..u1` with bounded scores, as keys x rows: `E = exp(S)` with the mask's
+        entries 0 and the row sums `l` in one `exp_visible` pass a head, then with
+        `dO' = dO / l`: `dV = E dO'`, `dS = E ⊙ (V dO'ᵀ − rowsum(dO' ⊙ O))` (keys x rows),
+        `dK = dS (scale·Q)`, `dQ = scale · dSᵀ K`. False, with nothing written, where
+        `exp_visible` does not run."""
+        g = u1 - u0
+        qs = np.multiply(self.q[u0:u1], self.scale)
+        st = np.matmul(self.k[u0:u1], qs.transpose(0, 2, 1))  # [g, keys, rows]
+        sums = np.empty((g, self.rows), self.f)
+        for j in range(g):
+            if not self.visible_head(st[j], sums[j]):
+                return False
+        do = self.do[u0:u1] / sums[..., None]
+        np.matmul(st, do, out=self.dv[u0:u1])
+        ds = np.matmul(self.v[u0:u1], do.transpose(0, 2, 1))  # [g, keys, rows]
+        ds -= np.einsum("gri,gri->gr", do, self.o[u0:u1])[:, None, :]
+        ds *= st
+        np.matmul(ds, qs, out=self.dk[u0:u1])
+        np.matmul(ds.transpose(0, 2, 1), self.k[u0:u1], out=self.dq[u0:u1])
+        self.dq[u0:u1] *= self.scale
+        return True
+
+    def visible_head(self, st: np.ndarray, sums: np.ndarray) -> bool:
+        """`exp_visible` of one key head's scores (keys x its stacked rows)."""
+        p = self.p
+        if not p.causal:
+            return vector_math.exp_visible(st, self.lq, st.shape[0], None, sums)
+        return vector_math.exp_visible(st, self.lq, self.lk - self.lq, p.window, sums)
+
+    def exact_group(self, u0: int, u1: int) -> None:
+        """Key heads `u0..u1` as rows x keys, the mask's bias added and each row's maximum
+        subtracted before `exp`; the same steps with `dO' = dO / l`."""
+        qs = np.multiply(self.q[u0:u1], self.scale)
+        s = np.matmul(qs, self.k[u0:u1].transpose(0, 2, 1))  # [g, rows, keys]
+        bias = _keep_bias(self.p, self.lq, self.lk, self.rep, self.f)
+        if bias is not None:
+            s += bias
+        s -= s.max(axis=-1, keepdims=True)
+        vector_math.exp(s, s)
+        do = self.do[u0:u1] / s.sum(axis=-1, keepdims=True)
+        np.matmul(s.transpose(0, 2, 1), do, out=self.dv[u0:u1])
+        ds = np.matmul(do, self.v[u0:u1].transpose(0, 2, 1))
+        ds -= np.einsum("gri,gri->gr", do, self.o[u0:u1])[..., None]
+        ds *= s
+        np.matmul(ds, self.k[u0:u1], out=self.dq[u0:u1])
+        self.dq[u0:u1] *= self.scale
+        np.matmul(ds.transpose(0, 2, 1), qs, out=self.dk[u0:u1])
+
+
+@kernel(AttentionRowsVjp)
+def attention_rows_vjp(p, q, k, v, out, dout):
+    """`AttentionRowsVjp` on the CPU: per key head, its query heads' rows stacked, the scores
+    recomputed and their `exp` taken (without the row maximum where bounded, as the forward
+    kernel's tiles), then `dV = Pᵀ dO`, `dS = P ⊙ (dO Vᵀ − rowsum(dO ⊙ O))`,
+    `dQ = scale · dS K`, `dK = dSᵀ (scale · Q)` with the softmax's sums folded into `dO`; key
+    heads in groups of at most `GROUP_SCORES` scores, one batched product per step, the groups
+    on the thread pool (BLAS on one thread meanwhile). A group's result does not depend on the
+    thread count."""
+    call = _Backward(p, q, k, v, out, dout)
+    work = call.units * call.rows * call.lk * (q.shape[3] + v.shape[3]) * 2
+    if work < MIN_THREADED_WORK or len(call.starts) == 1:
+        for i in range(len(call.starts)):
+            call.group(i)
+    else:
+        with one_blas_thread():
+            parallel_items(len(call.starts), call.group)
+    return (call.dq.reshape(q.shape).astype(q.dtype, copy=False),
+            call.dk.reshape(k.shape).astype(k.dtype, copy=False),
+            call.dv.reshape(v.shape).astype(v.dtype, copy=False))
