@@ -17,7 +17,9 @@ more than the tape and its consumers in the batch ends a chain (it must be compu
 a node made under a transform (`keep`), a node with several outputs, and a node under the size
 threshold (small arrays keep the per-node path, which is faster for them). A backend may name
 chains it computes in fewer passes than their nodes (`set_small_chains`: the CPU's scaled add
-`c - s * x`, one BLAS call): those are fused from `SMALL_CHAIN_ELEMENTS` on.
+`c - s * x`, one BLAS call): those are fused from `SMALL_CHAIN_ELEMENTS` on; and chains it
+computes in one generated pass (`set_covered_chains`: the CPU's generated C), fused from
+`COVERED_CHAIN_ELEMENTS` on.
 
 The rewritten root remembers its own primitive and inputs (`saved`) until it has run: if the
 fused kernel fails, or the batch fails before the root ran, the evaluator puts the chain back
@@ -33,8 +35,9 @@ from typing import Any, Callable
 
 from nuvec.graph.array import Node
 
-__all__ = ["FUSE_MIN_ELEMENTS", "SMALL_CHAIN_ELEMENTS", "enabled", "forget", "plan", "restore",
-           "plan_end", "saved", "set_planner", "set_small_chains", "starts_chain", "unfuse"]
+__all__ = ["COVERED_CHAIN_ELEMENTS", "FUSE_MIN_ELEMENTS", "SMALL_CHAIN_ELEMENTS", "enabled",
+           "forget", "plan", "restore", "plan_end", "saved", "set_covered_chains", "set_planner",
+           "set_small_chains", "starts_chain", "unfuse"]
 
 # Outputs from this many elements (8 MiB of float32) are fused: `python
 # benchmarks/bench_elementwise.py --fusion` (docs/performance.md) measured the per-node path as
@@ -48,6 +51,13 @@ FUSE_MIN_ELEMENTS = 1 << 21
 # (docs/performance.md); other chains this small are faster on the per-node path.
 SMALL_CHAIN_ELEMENTS = 1 << 16
 
+# Chains the backend computes in one generated pass (`set_covered_chains`) are fused from this
+# many elements: `python benchmarks/bench_elementwise.py --fusion` on the Intel Xeon of
+# docs/performance.md (2 MiB of L2 a core) measured `exp(x) * w + b` fused (generated C) at
+# 0.70 of the per-node path's time at 256K elements (1.6 at 128K), and chains of NumPy calls
+# in blocks (`tanh`, `sin`) at 1.0 to 1.3 up to 1M.
+COVERED_CHAIN_ELEMENTS = 1 << 18
+
 # (groups, elementwise): `groups(steps, outs)` as `nuvec.fusion.fused_groups` with the CPU's
 # arguments, `elementwise(primitive)` whether a primitive may be a chain's member
 _planner: list[Callable[..., Any] | None] = [None, None]
@@ -56,6 +66,10 @@ _planner: list[Callable[..., Any] | None] = [None, None]
 # whether a node of one (its input data given) does, `keeps(fused primitive, inputs)` whether
 # a fused chain is one (see `set_small_chains`)
 _small: list[Any] = [(), None, None]
+
+# [covered]: `covered(fused primitive, input dtypes)` whether the backend computes a chain in
+# one generated pass (see `set_covered_chains`), or None
+_covered: list[Callable[[Any, list[Any]], bool] | None] = [None]
 
 # id(root) -> (primitive, sources (a position among the fused node's inputs where it is one),
 # indices, absorbed members) of a rewritten root not yet run
@@ -77,6 +91,20 @@ def set_small_chains(kinds: tuple[type, ...], starts: Callable[[list[Any]], bool
     _small[0], _small[1], _small[2] = kinds, starts, keeps
 
 
+def set_covered_chains(covered: Callable[[Any, list[Any]], bool] | None) -> None:
+    """Installs the backend's test for chains it computes in one generated pass, fused from
+    `COVERED_CHAIN_ELEMENTS`: `covered(fused primitive, its inputs' NumPy dtypes)` (None:
+    none)."""
+    _covered[0] = covered
+
+
+def _large(size: int) -> bool:
+    """Whether an output of `size` elements may start or join a chain planned as large ones
+    are (the rest of the tape at once)."""
+    return size >= FUSE_MIN_ELEMENTS or (_covered[0] is not None
+                                         and size >= COVERED_CHAIN_ELEMENTS)
+
+
 def enabled() -> bool:
     """Whether a grouping is installed."""
     return _planner[0] is not None
@@ -88,7 +116,7 @@ def starts_chain(node: Node) -> bool:
     if elementwise is None or node.keep or len(node.shapes) != 1:
         return False
     size = prod(node.shapes[0])
-    if size >= FUSE_MIN_ELEMENTS:
+    if _large(size):
         return elementwise(node.primitive)
     if size < SMALL_CHAIN_ELEMENTS or type(node.primitive) not in _small[0]:
         return False
@@ -102,7 +130,7 @@ def plan_end(tape: list[Node], k: int) -> int:
     the whole rest from a large node; from a node that may begin a small chain, its first
     reader (the rest then runs as a tape of its own, which may start chains again)."""
     node = tape[k]
-    if prod(node.shapes[0]) >= FUSE_MIN_ELEMENTS:
+    if _large(prod(node.shapes[0])):
         return len(tape)
     for j in range(k + 1, len(tape)):
         if node in tape[j].sources:
@@ -112,9 +140,13 @@ def plan_end(tape: list[Node], k: int) -> int:
 
 def _may_join(node: Node) -> bool:
     """Whether `node` may be a chain's member: not kept, one output, at least
-    `FUSE_MIN_ELEMENTS` elements (`SMALL_CHAIN_ELEMENTS` with `set_small_chains`)."""
-    least = FUSE_MIN_ELEMENTS if _small[2] is None else min(FUSE_MIN_ELEMENTS,
-                                                             SMALL_CHAIN_ELEMENTS)
+    `FUSE_MIN_ELEMENTS` elements (`SMALL_CHAIN_ELEMENTS` with `set_small_chains`,
+    `COVERED_CHAIN_ELEMENTS` with `set_covered_chains`)."""
+    least = FUSE_MIN_ELEMENTS
+    if _small[2] is not None:
+        least = min(least, SMALL_CHAIN_ELEMENTS)
+    if _covered[0] is not None:
+        least = min(least, COVERED_CHAIN_ELEMENTS)
     return not node.keep and len(node.shapes) == 1 and prod(node.shapes[0]) >= least
 
 
@@ -154,6 +186,17 @@ def _kept_small(step: tuple, outer: dict[int, Node]) -> bool:
     return keeps(step[0], inputs)
 
 
+def _kept_covered(step: tuple, rest: list[Node], outer: dict[int, Node]) -> bool:
+    """Whether a fused chain from `COVERED_CHAIN_ELEMENTS` is one the backend computes in one
+    generated pass (`set_covered_chains`), given its inputs' dtypes."""
+    covered = _covered[0]
+    if covered is None or prod(step[3][0]) < COVERED_CHAIN_ELEMENTS:
+        return False
+    dtypes = [(outer[ref[1]] if ref[0] == "outer" else rest[ref[1]]).dtypes[ref[2]].np
+              for ref in step[2]]
+    return covered(step[0], dtypes)
+
+
 def plan(rest: list[Node]) -> tuple[list[Node], list[int]]:
     """The nodes of `rest` (a batch's tape from its first fusable node on, the only list
     holding them) to run, with each chain's root rewritten to compute the chain (the absorbed
@@ -167,7 +210,8 @@ def plan(rest: list[Node]) -> tuple[list[Node], list[int]]:
     # (a handle, an outside node, an `eval` root) makes its value an output of the batch
     outs = [("op", j, 0) for j in range(len(rest)) if getrefcount(rest[j]) != uses[j] + 2]
     fused = {g: chain for g, chain in groups(steps, outs).items()
-             if prod(chain[0][3][0]) >= FUSE_MIN_ELEMENTS or _kept_small(chain[0], outer)}
+             if prod(chain[0][3][0]) >= FUSE_MIN_ELEMENTS or _kept_small(chain[0], outer)
+             or _kept_covered(chain[0], rest, outer)}
     if not fused:
         return rest, []
     absorbed: set[int] = set()

@@ -327,3 +327,29 @@ def test_comparisons_where_and_integer_chains_fuse_bit_identically(monkeypatch, 
     fused, unfused = _both(monkeypatch, build)
     _same(fused, unfused)
     assert sum(fusing) >= 3
+
+
+needs_cc = pytest.mark.skipif(__import__("nuvec.backends.native", fromlist=["x"]).compiler()
+                              is None, reason="no C compiler: no generated chains")
+
+
+@needs_cc
+def test_chains_computed_as_generated_c_fuse_from_their_own_threshold(plans):
+    """From `COVERED_CHAIN_ELEMENTS` a chain the CPU computes as generated C is fused (one pass
+    instead of a temporary per node); a chain of NumPy calls waits for `FUSE_MIN_ELEMENTS`."""
+    n = eager.COVERED_CHAIN_ELEMENTS
+    rng = np.random.default_rng(3)
+    x, w = (mx.array(rng.standard_normal(n).astype(np.float32)) for _ in range(2))
+    mx.eval(x, w)
+    covered = (x * w + 1.5) * x  # arithmetic: covered
+    mx.eval(covered)
+    assert plans == [1]
+    want = (np.asarray(x) * np.asarray(w) + np.float32(1.5)) * np.asarray(x)
+    np.testing.assert_array_equal(np.asarray(covered), want)
+    numpy_calls = mx.sin(x * w) + 1.5  # `sin` is NumPy's: not covered
+    mx.eval(numpy_calls)
+    assert plans[1:] == [0]
+    half = mx.array(np.ones(n // 2, np.float32))
+    mx.eval(half)
+    mx.eval((half + 1) * half)  # below the threshold: the per-node path, no plan
+    assert len(plans) == 2

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from nuvec.backends import vector_math
+from nuvec.backends import native, vector_math
 from nuvec.backends.numpy import blas, native_fused
 from nuvec.backends.numpy.broadcast import broadcast
 from nuvec.backends.numpy.registry import kernel, table
@@ -340,4 +340,11 @@ def _keeps_scaled_add(p: FusedElementwise, inputs: list[Any]) -> bool:
     return _axpy_operands(p, inputs) is not None
 
 
+def _covered(p: FusedElementwise, dtypes: list[np.dtype]) -> bool:
+    """Whether a chain is computed as generated C (a compiler found, its steps and dtypes
+    covered: see `native_fused`)."""
+    return native.compiler() is not None and native_fused.covers(p, dtypes)
+
+
 eager.set_small_chains((Multiply,), _starts_scaled_add, _keeps_scaled_add)
+eager.set_covered_chains(_covered)
