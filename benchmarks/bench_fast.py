@@ -1,7 +1,8 @@
 """Fused-op benchmarks on the CPU: nuvec.fast against the same formula written directly in
 NumPy, and against PyTorch eager when it is importable (never a dependency of nuvec).
 
-Run: python benchmarks/bench_fast.py [--repeats N]
+Run: python benchmarks/bench_fast.py [--repeats N] [--only SECTION ...] (`transformer`: the
+shapes of `examples/transformer_lm.py`'s training step)
 Times are medians of N runs (recording and evaluation included), all interleaved in one run;
 ratios are nuvec / NumPy and nuvec / PyTorch (lower is better; the target is <= 1 for NumPy).
 nuvec runs with its default thread count (`mx.get_num_threads()`) and, for the "1 thread"
@@ -150,14 +151,109 @@ def bench_cross_entropy(rng: np.random.Generator, repeats: int) -> None:
     assert math.isfinite(float(np.asarray(mx.fast.cross_entropy(c, t)).sum()))
 
 
+def bench_transformer_shapes(rng: np.random.Generator, repeats: int) -> None:
+    """The shapes of `examples/transformer_lm.py`'s training step (16 x 128 tokens, 4 heads of
+    32, a SwiGLU of 352): its gate's sigmoid, a causal softmax's masked scores, rope of the
+    view an attention layer makes, and the backward passes of rms_norm and attention."""
+    g_np = rng.standard_normal((16, 128, 352), dtype=np.float32) * 3
+    g, gt = mx.array(g_np), to_torch(g_np)
+    run("sigmoid [16,128,352]", lambda: mx.eval(mx.sigmoid(g)), lambda: 1 / (1 + np.exp(-g_np)),
+        lambda: torch.sigmoid(gt), repeats)
+
+    keep = np.tril(np.ones((128, 128), bool))
+    m_np = np.where(keep, rng.standard_normal((16, 4, 128, 128), dtype=np.float32), -np.inf)
+    m_np = m_np.astype(np.float32)
+    m, mt = mx.array(m_np), to_torch(m_np)
+
+    def np_masked_softmax():
+        e = np.exp(m_np - m_np.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    run("masked softmax [16,4,128,128]", lambda: mx.eval(mx.softmax(m, axis=-1)),
+        np_masked_softmax, lambda: torch.softmax(mt, -1), repeats)
+
+    stored = rng.standard_normal((16, 128, 4, 32), dtype=np.float32)
+    view_np = stored.transpose(0, 2, 1, 3)
+    view = mx.array(stored).transpose(0, 2, 1, 3)
+    mx.eval(view)
+
+    def torch_rope():
+        theta = torch.arange(128, dtype=torch.float32)[:, None] * \
+            (10000.0 ** (-torch.arange(16, dtype=torch.float32) / 16))
+        c, sn = torch.cos(theta), torch.sin(theta)
+        vt = to_torch(stored).permute(0, 2, 1, 3)
+        x1, x2 = vt[..., :16], vt[..., 16:]
+        return torch.cat([x1 * c - x2 * sn, x1 * sn + x2 * c], dim=-1)
+
+    run("rope of a view [16,4,128,32]",
+        lambda: mx.eval(mx.fast.rope(view, 32, traditional=False, base=10000.0, scale=1.0,
+                                     offset=0)),
+        lambda: rope_numpy(view_np, 32, 10000.0, 0), torch_rope, repeats)
+
+    h_np = rng.standard_normal((16, 128, 128), dtype=np.float32)
+    w_np = rng.standard_normal(128, dtype=np.float32)
+    d_np = rng.standard_normal((16, 128, 128), dtype=np.float32)
+    h, w, d = mx.array(h_np), mx.array(w_np), mx.array(d_np)
+    norm_grad = mx.grad(lambda h, w: mx.sum(mx.fast.rms_norm(h, w, EPS) * d), argnums=(0, 1))
+
+    def np_norm_grad():
+        n = 1 / np.sqrt((h_np * h_np).mean(-1, keepdims=True) + EPS)
+        wg = d_np * w_np
+        dx = wg * n - h_np * ((wg * h_np).mean(-1, keepdims=True) * n ** 3)
+        return dx, (d_np * h_np * n).reshape(-1, 128).sum(0)
+
+    def torch_norm_grad():
+        ht, wt = (to_torch(a).clone().requires_grad_(True) for a in (h_np, w_np))
+        out = torch.nn.functional.rms_norm(ht, (128,), wt, EPS)
+        return torch.autograd.grad((out * to_torch(d_np)).sum(), [ht, wt])
+
+    run("rms_norm grad [16,128,128]", lambda: mx.eval(norm_grad(h, w)), np_norm_grad,
+        torch_norm_grad, repeats)
+
+    q_np, k_np, v_np, o_np = (rng.standard_normal((16, 4, 128, 32), dtype=np.float32)
+                              for _ in range(4))
+    q, k, v, o = (mx.array(a) for a in (q_np, k_np, v_np, o_np))
+    scale = 32 ** -0.5
+    attention_grad = mx.grad(lambda q, k, v: mx.sum(mx.fast.scaled_dot_product_attention(
+        q, k, v, scale=scale, mask="causal") * o), argnums=(0, 1, 2))
+
+    def np_attention(backward: bool):
+        s = np.where(keep, scale * q_np @ k_np.swapaxes(-1, -2), -np.inf)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        if not backward:
+            return p @ v_np
+        ds = p * (o_np @ v_np.swapaxes(-1, -2) - (o_np * (p @ v_np)).sum(-1, keepdims=True))
+        return scale * ds @ k_np, scale * ds.swapaxes(-1, -2) @ q_np, p.swapaxes(-1, -2) @ o_np
+
+    def torch_attention(backward: bool):
+        qt, kt, vt = (to_torch(a).clone().requires_grad_(backward) for a in (q_np, k_np, v_np))
+        out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=True,
+                                                               scale=scale)
+        return torch.autograd.grad((out * to_torch(o_np)).sum(), [qt, kt, vt]) if backward \
+            else out
+
+    run("causal attention [16,4,128,32]", lambda: mx.eval(
+        mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask="causal")),
+        lambda: np_attention(False), lambda: torch_attention(False), repeats)
+    run("attention grad [16,4,128,32]", lambda: mx.eval(attention_grad(q, k, v)),
+        lambda: np_attention(True), lambda: torch_attention(True), repeats)
+
+
+SECTIONS = {"norms": bench_norms, "softmax": bench_softmax, "rope": bench_rope,
+            "cross_entropy": bench_cross_entropy, "transformer": bench_transformer_shapes}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=7)
-    repeats = parser.parse_args().repeats
+    parser.add_argument("--only", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
+    args = parser.parse_args()
     rng = np.random.default_rng(0)
     # one function per section, so that each section's arrays are freed before the next
-    for section in (bench_norms, bench_softmax, bench_rope, bench_cross_entropy):
-        section(rng, repeats)
+    for name in args.only:
+        SECTIONS[name](rng, args.repeats)
+
 
 if __name__ == "__main__":
     main()
