@@ -179,6 +179,7 @@ class AttentionRowsVjp(FastOp):
         qs, ks = q.shape, k.shape
         return (all(a.ndim == 4 and a.dtype is q.dtype for a in inputs)
                 and q.dtype in (dt.float32, dt.float64) and ks[0] == qs[0] and ks[1] > 0
+                and qs[2] > 0 and ks[2] > 0
                 and qs[1] % ks[1] == 0 and ks[3] == qs[3] and v.shape == ks
                 and out.shape == qs and dout.shape == qs
                 and (not self.causal or ks[2] >= qs[2])
