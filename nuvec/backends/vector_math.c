@@ -85,6 +85,40 @@ void nuvec_sigmoid_f32(int64_t n, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] = sigmoid_one(x[i]);
 }
 
+/* `exp` of `rows` rows of `d` elements (`x` and `y` rows `ldx` and `ldy` apart, elements
+ * contiguous) and each row's sum of its results into `sums`: the row's `exp` first (one
+ * vector loop), then its sum while it is in cache, accumulated in double over 16 lanes in a
+ * fixed order, then rounded to float. */
+void nuvec_exp_rows_f32(int64_t rows, int64_t d, const float *x, int64_t ldx, float *y,
+                        int64_t ldy, float *sums) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ldx;
+        float *yr = y + r * ldy;
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++) yr[j] = exp_one(xr[j]);
+        double acc[16] = {0};
+        int64_t whole = d - d % 16;
+        for (int64_t j = 0; j < whole; j += 16) {
+#pragma omp simd
+            for (int k = 0; k < 16; k++) acc[k] += (double)yr[j + k];
+        }
+        for (int64_t j = whole; j < d; j++) acc[j - whole] += (double)yr[j];
+        double total = 0.0;
+        for (int k = 0; k < 16; k++) total += acc[k];
+        sums[r] = (float)total;
+    }
+}
+
+/* each of `rows` rows of `d` elements (`ldy` apart, elements contiguous) times its factor */
+void nuvec_scale_rows_f32(int64_t rows, int64_t d, float *y, int64_t ldy, const float *factors) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * ldy;
+        const float f = factors[r];
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++) yr[j] *= f;
+    }
+}
+
 void nuvec_exp_f32(int64_t n, const float *x, float *y) {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++) y[i] = exp_one(x[i]);

@@ -41,8 +41,8 @@ import numpy as np
 
 from nuvec.backends import mkl_library, native
 
-__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "exp", "exp_of", "exp_visible", "in_use",
-           "sigmoid", "tanh"]
+__all__ = ["EXP_RANGE", "EXP_ZERO", "MIN_ELEMENTS", "exp", "exp_of", "exp_rows", "exp_visible",
+           "in_use", "scale_rows", "sigmoid", "tanh"]
 
 # Below this many elements NumPy's ufunc is used: a `ctypes` call and its checks cost about
 # 25 us on the slower Zen 3 machine of docs/performance.md (`ndarray.ctypes` 3 us an array,
@@ -66,11 +66,14 @@ _SOURCE = Path(__file__).with_name("vector_math.c")
 class _Library(NamedTuple):
     """The functions of one library by (name, dtype), each called as `fn(n, x, out)` with the
     arrays' addresses; `ranged`: its `exp` is fast only for arguments inside `EXP_RANGE`;
-    `visible`: the C library's `nuvec_exp_visible_f32` (`exp_visible`), else None."""
+    `visible`, `rows` and `scale`: the C library's `nuvec_exp_visible_f32` (`exp_visible`),
+    `nuvec_exp_rows_f32` (`exp_rows`) and `nuvec_scale_rows_f32` (`scale_rows`), else None."""
 
     functions: dict[tuple[str, np.dtype], Callable[[int, int, int], None]]
     ranged: bool
     visible: Any = None
+    rows: Any = None
+    scale: Any = None
 
 
 _lock = threading.Lock()
@@ -119,9 +122,18 @@ def _own() -> _Library | None:
     visible = lib.nuvec_exp_visible_f32
     visible.argtypes = [ctypes.c_int64] * 5 + [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     visible.restype = None
+    rows = lib.nuvec_exp_rows_f32
+    rows.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                     ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    rows.restype = None
+    scale = lib.nuvec_scale_rows_f32
+    scale.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                      ctypes.c_void_p]
+    scale.restype = None
     f32 = np.dtype(np.float32)
     return _Library({("exp", f32): fn, ("sigmoid", f32): sigmoid_fn}, ranged=False,
-                    visible=visible) if _checked(fn, "exp", np.float32) else None
+                    visible=visible, rows=rows, scale=scale) \
+        if _checked(fn, "exp", np.float32) else None
 
 
 def _library() -> _Library | None:
@@ -232,6 +244,58 @@ def exp_visible(s: np.ndarray, n: int, shift: int, window: int | None, sums: np.
     keys, cols = s.shape
     lib.visible(keys, cols, n, shift, window or 0, s.ctypes.data, s.strides[0] // 4,
                 sums.ctypes.data)
+    return True
+
+
+def exp_rows(x: np.ndarray, out: np.ndarray, sums: np.ndarray, *, whole: int = 0) -> bool:
+    """`exp` of the rows of `x` (2-D float32, elements contiguous) into `out` (the same
+    shape, elements contiguous) with each row's sum of its results into `sums` (one float32 a
+    row, contiguous, any shape), in one pass of `vector_math.c` (where its `exp` is the one in
+    use and `x` qualifies as for `exp`; the sums accumulated in double); False, with nothing
+    done, elsewhere.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.vector_math import exp_rows
+        >>> x = np.zeros((2, 1 << 13), np.float32)
+        >>> out, sums = np.empty_like(x), np.empty(2, np.float32)
+        >>> not exp_rows(x, out, sums) or sums.tolist() == [8192.0, 8192.0]
+        True
+    """
+    lib = _library()
+    if (lib is None or lib.rows is None or type(x) is not np.ndarray or x.ndim != 2
+            or x.dtype != np.float32 or out.dtype != np.float32 or out.shape != x.shape
+            or x.strides[1] != 4 or out.strides[1] != 4 or sums.dtype != np.float32
+            or not sums.flags.c_contiguous or sums.size != x.shape[0] or not x.size
+            or max(x.size, whole, getattr(x.base, "size", 0)) < MIN_ELEMENTS
+            or not _apart_or_same(x, out)):
+        return False
+    lib.rows(x.shape[0], x.shape[1], x.ctypes.data, x.strides[0] // 4, out.ctypes.data,
+             out.strides[0] // 4, sums.ctypes.data)
+    return True
+
+
+def scale_rows(y: np.ndarray, factors: np.ndarray) -> bool:
+    """`y *= factors` in place for 2-D float32 `y` (elements contiguous) and one float32
+    factor a row (contiguous, any shape), through `vector_math.c` where its `exp` is the one
+    in use (a product of float32 values: NumPy's bits), from `MIN_ELEMENTS` elements; False,
+    with nothing done, elsewhere.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.vector_math import scale_rows
+        >>> y = np.ones((2, 1 << 13), np.float32)
+        >>> not scale_rows(y, np.array([2, 3], np.float32)) or y[:, 0].tolist() == [2.0, 3.0]
+        True
+    """
+    lib = _library()
+    if (lib is None or lib.scale is None or type(y) is not np.ndarray or y.ndim != 2
+            or y.dtype != np.float32 or y.strides[1] != 4 or not y.flags.writeable
+            or factors.dtype != np.float32 or not factors.flags.c_contiguous
+            or factors.size != y.shape[0] or max(y.size, getattr(y.base, "size", 0))
+            < MIN_ELEMENTS):
+        return False
+    lib.scale(y.shape[0], y.shape[1], y.ctypes.data, y.strides[0] // 4, factors.ctypes.data)
     return True
 
 

@@ -108,6 +108,38 @@ def test_exp_of_arguments_below_its_range_is_zero_and_leaves_the_others_alone():
 
 
 @own_exp
+@pytest.mark.parametrize("d", [512, 37, 1])
+def test_exp_rows_gives_exps_bits_and_the_row_sums(d):
+    rng = np.random.default_rng(d)
+    rows = max(1, 2 * vm.MIN_ELEMENTS // d)
+    x = (rng.standard_normal((rows, d + 3)) * 4).astype(np.float32)[:, :d]  # rows apart
+    x[0, 0], x[1 % rows, -1] = -np.inf, np.nan
+    out, sums = np.empty((rows, d), np.float32), np.empty((rows, 1), np.float32)
+    assert vm.exp_rows(x, out, sums)
+    np.testing.assert_array_equal(out, vm.exp(np.ascontiguousarray(x)))
+    with np.errstate(invalid="ignore"):
+        want = np.exp(x.astype(np.float64)).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(sums, want, rtol=1e-6)  # (NaN where NaN)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factors = (1 / sums).astype(np.float32)
+        want_scaled = out * factors
+    assert vm.scale_rows(out, factors)
+    np.testing.assert_array_equal(out, want_scaled)
+
+
+@own_exp
+def test_exp_rows_and_scale_rows_refuse_what_they_do_not_take():
+    x = np.zeros((4, vm.MIN_ELEMENTS), np.float32)
+    sums = np.empty(4, np.float32)
+    assert not vm.exp_rows(x.astype(np.float64), x.astype(np.float64), sums)
+    assert not vm.exp_rows(x, np.empty_like(x), np.empty(3, np.float32))
+    assert not vm.exp_rows(x[:, ::2], np.empty((4, vm.MIN_ELEMENTS // 2), np.float32), sums)
+    assert not vm.exp_rows(x[:, :8].copy(), np.empty((4, 8), np.float32), sums)  # small
+    assert not vm.scale_rows(x.astype(np.float64), sums.astype(np.float64))
+    assert not vm.scale_rows(x, np.empty(5, np.float32))
+
+
+@own_exp
 def test_sigmoid_in_c_gives_the_bits_of_the_numpy_steps_with_its_exp():
     rng = np.random.default_rng(11)
     x = (rng.standard_normal(3 * vm.MIN_ELEMENTS) * 20).astype(np.float32)

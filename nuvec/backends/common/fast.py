@@ -235,8 +235,10 @@ def _exp_rows(xp, xb: Any, eb: Any, whole: int) -> tuple[Any, Any]:
     if xp is not np or not xb.size:
         m = _exp_shifted(xp, xb, eb, whole)
         return eb.sum(axis=-1, keepdims=True), m
-    vector_math.exp(xb, eb, whole=whole)
-    sums = eb.sum(axis=-1, keepdims=True)
+    sums = np.empty((xb.shape[0], 1), eb.dtype)
+    if not vector_math.exp_rows(xb, eb, sums, whole=whole):  # (the C pass: `exp` and sums)
+        vector_math.exp(xb, eb, whole=whole)
+        sums = eb.sum(axis=-1, keepdims=True)
     if sums.min() >= 1 and sums.max() < np.inf:  # False where a sum is NaN
         return sums, None
     shifted = ~((sums >= 1) & (sums < np.inf))[:, 0]
@@ -268,7 +270,9 @@ def softmax_kernel(xp, p, x):
     def block(rows):
         ob = out[rows]
         sums, _ = _exp_rows(xp, _wide(x2[rows]), ob, x2.size)
-        ob *= 1.0 / sums
+        inv = 1.0 / sums
+        if xp is not np or not vector_math.scale_rows(ob, inv):  # (C: no broadcast loop)
+            ob *= inv
 
     _each_block(xp, x2, out, block)
     return out.reshape(x.shape)
