@@ -8,7 +8,7 @@ thread count and with `mx.set_num_threads(1)`, and the ratios nuvec / NumPy and 
 
 `--fusion` measures eager fusion instead: chains of elementwise ops on sizes from 4K to 4M
 elements evaluated with fusion (`nuvec.graph.eager.FUSE_MIN_ELEMENTS` at 1) and without (the
-per-node path), taking turns in one process; it prints both times and fused / unfused, which
+per-node path: no threshold, generated-C chains' included), taking turns in one process; it prints both times and fused / unfused, which
 places the fusion threshold.
 """
 
@@ -50,9 +50,12 @@ def fusion(repeats: int) -> None:
             for name, f in chains.items():
                 best = {}
                 for _ in range(repeats):
-                    for threshold in (1, 1 << 62):
+                    for threshold in (1, 1 << 62):  # every chain fused, or none
                         eager.FUSE_MIN_ELEMENTS = threshold
+                        covered = eager.set_covered_chains(None) if threshold > 1 else None
                         t = best_of(lambda: mx.eval(f(x, w, b)), 1)
+                        if threshold > 1:
+                            eager.set_covered_chains(covered)
                         best[threshold] = min(best.get(threshold, t), t)
                 fused, unfused = best[1] * 1e3, best[1 << 62] * 1e3
                 print(f"{1 << exponent:8d} elements  {name:16s} fused {fused:8.3f} ms   "

@@ -91,11 +91,13 @@ def set_small_chains(kinds: tuple[type, ...], starts: Callable[[list[Any]], bool
     _small[0], _small[1], _small[2] = kinds, starts, keeps
 
 
-def set_covered_chains(covered: Callable[[Any, list[Any]], bool] | None) -> None:
+def set_covered_chains(covered: Callable[[Any, list[Any]], bool] | None
+                       ) -> Callable[[Any, list[Any]], bool] | None:
     """Installs the backend's test for chains it computes in one generated pass, fused from
     `COVERED_CHAIN_ELEMENTS`: `covered(fused primitive, its inputs' NumPy dtypes)` (None:
-    none)."""
-    _covered[0] = covered
+    none); returns the test it replaces."""
+    previous, _covered[0] = _covered[0], covered
+    return previous
 
 
 def _large(size: int) -> bool:

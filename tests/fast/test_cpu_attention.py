@@ -320,3 +320,17 @@ def test_masks_and_sinks_keep_the_fallback_graphs_backward():
     for options in (dict(mask=boolean), dict(mask="causal", sinks=sinks)):
         g = mx.grad(lambda q: mx.sum(sdpa(q, k, v, scale=0.5, **options)))(q)
         assert nodes(g, AttentionRowsVjp) == 0
+
+
+def test_the_cpu_backward_node_without_exp_visible_takes_the_exact_path(monkeypatch):
+    """Bounded groups whose `exp_visible` does not run (a forked child of an MKL process, say)
+    subtract the row maximum and add the mask's bias instead: the same gradients."""
+    rng = np.random.default_rng(23)
+    q, k, v, w = (mx.array(rng.standard_normal((2, 2, 24, 8)).astype(np.float32))
+                  for _ in range(4))
+    grad = mx.grad(lambda q, k, v: mx.sum(sdpa(q, k, v, scale=0.3, mask="causal") * w),
+                   argnums=(0, 1, 2))
+    want = [np.asarray(g) for g in grad(q, k, v)]
+    monkeypatch.setattr(vector_math, "exp_visible", lambda *args: False)
+    for got, ref in zip(grad(q, k, v), want):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-6)

@@ -456,16 +456,20 @@ class _Backward:
         self.starts = list(range(0, self.units, size))
         self.size = size
         self.bounded = self.bounds()
+        self.bias: np.ndarray | None = None  # the mask's bias, made by the first exact group
 
     def bounds(self) -> np.ndarray:
-        """Whether each key head's scores are bounded (`|scale·q·k| <= |scale·q|·|k|` under
-        `BOUNDS`) and `exp_visible` takes them: `exp` without the row maximum."""
+        """Whether each key head's scores are bounded and `exp_visible` takes them (`exp`
+        without the row maximum): `|scale·q·k| <= |scale·q|·|k|` under `BOUNDS`' score limit,
+        and with `log(keys)` added under its sum limit, so each row's sum stays finite."""
         if self.f is not np.float32 or vector_math.in_use() != "c":
             return np.zeros(self.units, bool)
+        limit, total_limit = BOUNDS[np.dtype(self.f)]
         with np.errstate(over="ignore", invalid="ignore"):
             qn = np.sqrt(np.einsum("urd,urd->ur", self.q, self.q).max(axis=1).astype(np.float64))
             kn = np.sqrt(np.einsum("ukd,ukd->uk", self.k, self.k).max(axis=1).astype(np.float64))
-            return abs(float(self.scale)) * qn * kn <= BOUNDS[np.dtype(self.f)][0]
+            score = abs(float(self.scale)) * qn * kn
+            return (score <= limit) & (score + np.log(self.lk) <= total_limit)
 
     def group(self, i: int) -> None:
         u0 = self.starts[i]
@@ -509,9 +513,10 @@ class _Backward:
         subtracted before `exp`; the same steps with `dO' = dO / l`."""
         qs = np.multiply(self.q[u0:u1], self.scale)
         s = np.matmul(qs, self.k[u0:u1].transpose(0, 2, 1))  # [g, rows, keys]
-        bias = _keep_bias(self.p, self.lq, self.lk, self.rep, self.f)
-        if bias is not None:
-            s += bias
+        if self.bias is None and self.p.causal:  # (two threads may both make it: the same)
+            self.bias = _keep_bias(self.p, self.lq, self.lk, self.rep, self.f)
+        if self.bias is not None:
+            s += self.bias
         s -= s.max(axis=-1, keepdims=True)
         vector_math.exp(s, s)
         do = self.do[u0:u1] / s.sum(axis=-1, keepdims=True)
