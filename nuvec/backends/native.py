@@ -55,7 +55,12 @@ def address(a: Any) -> int | None:
         >>> address(x[1:]) - address(x), address(None)
         (8, None)
     """
-    return None if a is None else a.__array_interface__["data"][0]
+    if a is None:
+        return None
+    flags = a.flags
+    if flags.c_contiguous and flags.writeable and a.nbytes:  # 0.9 us, against 2-3 for the dict
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    return a.__array_interface__["data"][0]
 
 
 @lru_cache(maxsize=None)

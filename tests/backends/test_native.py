@@ -13,8 +13,10 @@ import pytest
 
 import nuvec as mx
 from nuvec.backends import native
+from nuvec.backends import threads as threads_module
 from nuvec.backends import vector_math as vm
-from nuvec.backends.numpy import native_fused, native_norms
+from nuvec.backends.common.unary import derivative_product
+from nuvec.backends.numpy import fused, native_fused, native_norms
 from nuvec.fast.fused import FusedElementwise
 from nuvec.graph.array import record1
 from nuvec.graph.device import to_stream
@@ -312,7 +314,9 @@ def test_sigmoid_in_a_chain_is_vector_maths_sigmoid():
 
 
 @needs_cc
-def test_every_thread_count_and_an_out_buffer_give_the_same_bits():
+def test_every_thread_count_and_an_out_buffer_give_the_same_bits(monkeypatch):
+    monkeypatch.setattr(threads_module, "MIN_BYTES", 1 << 12)  # split on every thread count
+    monkeypatch.setattr(threads_module, "MEMORY_BOUND_BYTES", 1 << 12)
     name, steps, dtypes, formula = CHAINS[0]
     shape = (96, 4096)
     p = _fused(steps, shape)
@@ -629,3 +633,49 @@ def test_random_covered_chains_equal_the_unfused_graph(seed, monkeypatch):
     want = np.asarray(f(*arrays))
     np.testing.assert_array_equal(got, want, err_msg="-".join(n for n, _ in chain))
     assert any(r is not None for r in built)  # a generated chain computed it
+
+
+@pytest.mark.parametrize("kind", ["tanh", "sigmoid"])
+@pytest.mark.parametrize("scaled", [True, False])
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_the_derivative_product_kernel_gives_numpys_bits(kind, scaled, dtype):
+    """One generated pass where a compiler is found, NumPy's calls elsewhere and on the
+    layouts the generator refuses: the bits of NumPy's three calls either way."""
+    p = DerivativeProduct(kind, scaled)
+    out = _special(dtype, (64, 512), seed=3)
+    if kind == "sigmoid":
+        out = np.abs(np.tanh(out)).astype(dtype)
+    inputs = [_special(dtype, out.shape, seed=4), out] if scaled else [out]
+    want = derivative_product(np, p, *inputs)
+    for layout in (inputs, [x.T for x in inputs], [x[:, ::2] for x in inputs]):
+        got = fused.one_pass_derivative(p, *layout)
+        np.testing.assert_array_equal(_bits(got), _bits(derivative_product(np, p, *layout)))
+    donor = inputs[0].copy()
+    got = fused.one_pass_derivative(p, donor, *inputs[1:], out=donor)
+    assert got is donor or native.compiler() is None
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def _bits(x):
+    return np.ascontiguousarray(x).view(np.uint8)
+
+
+def test_the_tanh_gradient_takes_the_derivative_kernel_with_the_compositions_values():
+    x = mx.array(_special(F32, (128, 256), seed=5) * 0.1)
+
+    def f(y):
+        return mx.sum(mx.tanh(mx.tanh(y)))
+
+    t1 = np.tanh(np.asarray(x))
+    t2 = np.tanh(t1)
+    want = (1 - t2 * t2) * (1 - t1 * t1)
+    np.testing.assert_allclose(np.asarray(mx.grad(f)(x)), want, rtol=1e-6, atol=1e-7)
+
+
+def test_address_is_the_first_elements_for_every_layout():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    for a in (x, x[1:], x.T, x[:, ::2], frozen, x[:0], np.ones(()),
+              np.broadcast_to(x[0], (4, 6))):
+        assert native.address(a) == a.__array_interface__["data"][0]

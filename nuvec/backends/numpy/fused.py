@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from nuvec.backends import native, vector_math
+from nuvec.backends.common.unary import derivative_product
 from nuvec.backends.numpy import blas, native_fused
 from nuvec.backends.numpy.broadcast import broadcast
 from nuvec.backends.numpy.registry import kernel, table
@@ -37,6 +38,7 @@ from nuvec.backends.threads import get_num_threads, parallel_rows
 from nuvec.fast.fused import FusedElementwise, ProductUpdate, fetcher, scaled_add_refs
 from nuvec.graph import eager
 from nuvec.ops.binary import Multiply
+from nuvec.ops.unary import DerivativeProduct
 
 __all__ = ["BLOCK", "MIN_AXPY", "MIN_BLOCK", "WHOLE", "blocks", "fused_elementwise",
            "product_update"]
@@ -326,6 +328,19 @@ def product_update(p: ProductUpdate, a: np.ndarray, b: np.ndarray, *rest: np.nda
             return into
     inputs[p.x] = np.asarray(table.kernels[type(p.product)](p.product, a, b))
     return fused_elementwise(p.update, *inputs, out=out)
+
+
+@kernel(DerivativeProduct, out=True, replace=True)
+def one_pass_derivative(p: DerivativeProduct, *inputs: np.ndarray,
+                        out: np.ndarray | None = None) -> np.ndarray:
+    """The tanh or sigmoid derivative product (the backward of `tanh` and `sigmoid`) in one
+    generated pass from `native_fused.MIN_ELEMENTS` elements (the gradient of
+    `sum(tanh(tanh(tanh(x @ W))))` on [256, 512]: 25 us a node against 79 as NumPy's three
+    calls); else, and where the generator does not take it, NumPy's calls."""
+    x = inputs[-1]
+    same = all(y.shape == x.shape and y.dtype == x.dtype for y in inputs)
+    result = native_fused.step(p, list(inputs), out) if same else None
+    return derivative_product(np, p, *inputs) if result is None else result
 
 
 def _starts_scaled_add(inputs: list[np.ndarray]) -> bool:

@@ -30,17 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from nuvec.backends import native, vector_math
+from nuvec.backends import native, threads, vector_math
 from nuvec.backends.cuda.launchers.fused import collapse, element_strides
 from nuvec.backends.threads import parallel_rows
 from nuvec.fast.fused import FusedElementwise
+from nuvec.graph import dtypes as dt
 from nuvec.graph.convert import AsType
 from nuvec.ops import binary as b
 from nuvec.ops import comparison as c
 from nuvec.ops import rounding
 from nuvec.ops import unary as u
 
-__all__ = ["MIN_ELEMENTS", "covers", "generate", "run"]
+__all__ = ["MIN_ELEMENTS", "covers", "generate", "run", "step"]
 
 # Below this many output elements NumPy's calls cost less than a `ctypes` call and its
 # arguments; it is also where `vector_math` starts taking `vector_math.c`'s `exp`, which the
@@ -50,6 +51,7 @@ MIN_ELEMENTS = vector_math.MIN_ELEMENTS
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
           np.dtype(np.bool_): "unsigned char"}
 _FLOATS = ("float", "double")
+_TRANSCENDENTAL = (u.Exp, u.Sigmoid)  # the steps that cost more than their memory traffic
 _VECTOR_MATH = Path(vector_math.__file__).with_name("vector_math.c")
 
 # Each covered step as a C expression over its operands `{0}`, `{1}`, `{2}`; `{T}` is the
@@ -237,10 +239,13 @@ def run(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
     size = math.prod(shape)
     if size < MIN_ELEMENTS:
         return None
-    dims, steps = collapse(shape, [element_strides(v, shape) for v in views])
-    if not dims or any(s[-1] not in (0, 1) for s in steps):
-        return None
-    along = [s[-1] == 1 for s in steps]
+    if all(v.flags.c_contiguous and v.shape == shape for v in views):  # (the common case)
+        dims, steps, along = [size], [[1]] * len(views), [True] * len(views)
+    else:
+        dims, steps = collapse(shape, [element_strides(v, shape) for v in views])
+        if not dims or any(s[-1] not in (0, 1) for s in steps):
+            return None
+        along = [s[-1] == 1 for s in steps]
     fn = _function(p, [v.dtype for v in views], along)
     if fn is None:
         return None
@@ -253,7 +258,42 @@ def run(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
     inputs_c = (ctypes.c_void_p * len(views))(*map(native.address, views))
     target = native.address(out)
     # bytes an element moves or computes: a chunk is worth a thread from MIN_BYTES of them
+    # where the chain takes `exp`, else from MEMORY_BOUND_BYTES (the tanh derivative product,
+    # one thread against two: 61 and 89 us at 128K elements, 144 and 156 at 256K, 249 and
+    # 219 at 512K)
     work = sum(v.itemsize for v in views) + out.itemsize + 4 * len(p.steps)
+    least = threads.MIN_BYTES if any(type(q) in _TRANSCENDENTAL for q, _, _ in p.steps) else \
+        threads.MEMORY_BOUND_BYTES
     parallel_rows(size, lambda a, z: fn(a, z, ndim, dims_c, strides_c, inputs_c, target),
-                  row_bytes=work, align=64)
+                  row_bytes=work, min_bytes=least, align=64)
     return out
+
+
+# (primitive's class and params, shape, dtype) -> its one-step chain: `_function` finds a
+# chain it has seen by identity, without hashing it
+_one_steps: dict[tuple, FusedElementwise] = {}
+
+
+def step(p: Any, inputs: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray | None:
+    """One elementwise node `p` on `inputs` (each of the output's shape, the node's dtype) as
+    a generated chain of one step: one pass where its NumPy kernel makes several (the tanh
+    derivative product: three). None where `run` does not take it.
+
+    Example:
+        >>> import numpy as np
+        >>> from nuvec.backends.numpy.native_fused import step
+        >>> from nuvec.ops.unary import DerivativeProduct
+        >>> g, t = np.ones(1 << 14, np.float32), np.full(1 << 14, 0.5, np.float32)
+        >>> r = step(DerivativeProduct("tanh"), [g, t])
+        >>> r is None or float(r[0]) == 0.75
+        True
+    """
+    x = inputs[0]
+    key = (type(p), p.params(), x.shape, x.dtype)
+    chain = _one_steps.get(key)
+    if chain is None:
+        if len(_one_steps) >= 256:
+            _one_steps.clear()
+        one = ((p, tuple(range(len(inputs))), dt.from_numpy_dtype(x.dtype)),)
+        chain = _one_steps[key] = FusedElementwise(one, x.shape)
+    return run(chain, inputs, out)
