@@ -20,7 +20,7 @@ from nuvec.ops import rounding as r
 from nuvec.ops import unary as u
 from nuvec.ops.arguments import as_array, broadcast_all, promote
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.families import Binary, apply, batch_inputs, times
+from nuvec.ops.families import Binary, apply, batch_inputs, is_ones, times
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "divmod", "power",
@@ -171,6 +171,21 @@ class Maximum(_SmoothBinary):
     def partial(self, i, a, b, out):
         mask = comparison.greater(out, b) if i == 0 else comparison.less_equal(out, b)
         return u.astype(mask, out.dtype)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        g, out = cotangents[0], outputs[0]
+        if (argnums != [0] or not out.dtype.is_inexact or g.shape != out.shape
+                or g.dtype is not out.dtype or not _is_zero(primals[1])):
+            return super().vjp(primals, cotangents, argnums, outputs)
+        # `maximum(x, 0)` (`nn.relu`): one node where the partial and its product are three
+        if is_ones(g):
+            return [apply(u.DerivativeProduct("relu", False), out)]
+        return [apply(u.DerivativeProduct("relu"), g, out)]
+
+
+def _is_zero(a: Array) -> bool:
+    """Whether `a` is the stored leaf of the integer 0 (`maximum(x, 0)`'s second input)."""
+    return a.primitive is None and a._node is scalar_node(0, a.dtype, a.shape)
 
 
 class Minimum(_SmoothBinary):

@@ -86,10 +86,12 @@ def _one_minus_square(x: Array) -> Array:
 
 
 class DerivativeProduct(Binary):
-    """`g · f'(x)` for `f` tanh or sigmoid, from `f`'s output (inputs `g`, `out`; with
+    """`g · f'(x)` for `f` tanh, sigmoid or relu, from `f`'s output (inputs `g`, `out`; with
     `scaled` False, `out` alone: a cotangent of ones, the seed of a gradient): 'tanh'
-    `g · (1 - out²)`, 'sigmoid' `g · out · (1 - out)`, one node where the composition records
-    three (as PyTorch's `tanh_backward` and `sigmoid_backward`), rounded as the composition."""
+    `g · (1 - out²)`, 'sigmoid' `g · out · (1 - out)`, 'relu' `g · (out > 0)` (`maximum(x,
+    0)`'s, whose derivative with respect to `out` is 0), one node where the composition
+    records three (as PyTorch's `tanh_backward`, `sigmoid_backward` and `threshold_backward`),
+    rounded as the composition."""
 
     __slots__ = ("kind", "scaled")
 
@@ -113,14 +115,17 @@ class DerivativeProduct(Binary):
     def vjp(self, primals, cotangents, argnums, outputs):
         c, out = cotangents[0], primals[-1]
         return [apply(self, c, out) if i == 0 and self.scaled else
-                self._through_out(c, primals) for i in argnums]
+                None if self.kind == "relu" else self._through_out(c, primals)
+                for i in argnums]
 
     def jvp(self, primals, tangents, outputs):
         parts = []
         if self.scaled and tangents[0] is not None:
             parts.append(apply(self, tangents[0], primals[1]))
-        if tangents[-1] is not None:
+        if tangents[-1] is not None and self.kind != "relu":
             parts.append(self._through_out(tangents[-1], primals))
+        if not parts:
+            return [None]
         return [parts[0] if len(parts) == 1 else binary.add(parts[0], parts[1])]
 
 

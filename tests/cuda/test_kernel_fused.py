@@ -22,12 +22,16 @@ CHAINS = {
     "extrema_sigmoid": lambda x, w, b: mx.maximum(mx.sigmoid(x), w) - mx.minimum(x, b) * 0.5,
     "log_cast": lambda x, w, b: mx.log(mx.abs(x) + 1).astype(mx.float32) * 3 - mx.square(w),
     "eight_ops": lambda x, w, b: mx.tanh(mx.exp(x * 0.5) * w + b) * 0.5 - mx.sin(x) / 3 + 1,
-    # the derivative rules of tanh and sigmoid, with a cotangent and from the output alone
+    # the derivative rules of tanh, sigmoid and relu, with a cotangent and from the output
+    # alone
     "derivatives": lambda x, w, b: (
         apply(DerivativeProduct("tanh"), x * w, mx.tanh(b))
         - apply(DerivativeProduct("sigmoid"), w, mx.sigmoid(x))
         + apply(DerivativeProduct("tanh", False), mx.tanh(x))
         * apply(DerivativeProduct("sigmoid", False), mx.sigmoid(w))),
+    "relu_derivatives": lambda x, w, b: (
+        apply(DerivativeProduct("relu"), x * 3, x + b)
+        - apply(DerivativeProduct("relu", False), x - w)),
 }
 
 

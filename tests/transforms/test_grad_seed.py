@@ -32,6 +32,26 @@ def test_tanh_chain_gradient_records_no_work_on_the_seed():
     assert_allclose(g, x_np.T @ ((1 - t2 ** 2) * (1 - t1 ** 2)))
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.float32, mx.float64])
+def test_relu_gradient_is_one_node_with_the_compositions_bits(dtype):
+    """`maximum(x, 0)`'s rule records one `DerivativeProduct` (the mask and its product as
+    one pass) with the bits of `g * (out > 0)`: NaN, -0.0 and the tie at 0 (to `b`)."""
+    x = np.array([[-1.0, 0.0, -0.0, 2.0], [np.nan, 3.0, -np.inf, np.inf]])
+    g = np.array([[2.0, -3.0, 1.0, -0.5], [4.0, np.nan, -1.0, -2.0]])
+    xa, ga = mx.array(x, dtype), mx.array(g, dtype)
+    _, (got,) = mx.vjp(lambda v: mx.maximum(v, 0), [xa], [ga])
+    seed = mx.grad(lambda v: mx.sum(mx.maximum(v, 0)))(xa)
+    assert _primitives(got).count("DerivativeProduct") == 1
+    assert {"Compare", "AsType", "Multiply"}.isdisjoint(_primitives(got))
+    gn, xn = np.asarray(ga), np.asarray(xa)
+    want = gn * (np.maximum(xn, 0) > 0).astype(gn.dtype)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(np.asarray(seed), (xn > 0).astype(gn.dtype))
+    # a maximum with anything but the integer 0 keeps the general rule
+    _, (other,) = mx.vjp(lambda v: mx.maximum(v, 0.5), [xa], [ga])
+    assert "DerivativeProduct" not in _primitives(other)
+
+
 def test_gradient_of_a_sum_and_mean_are_exact():
     x = mx.array([[1.0, -2.0, np.inf], [np.nan, 0.0, -0.0]])
     g = np.asarray(mx.grad(lambda v: mx.sum(v))(x))

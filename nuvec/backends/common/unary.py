@@ -122,6 +122,9 @@ for _cls, _name in (
 def derivative_product(xp, p, *inputs):
     # in the composition's order, each step rounded to the dtype: the same values
     out = inputs[-1]
+    if p.kind == "relu":  # (a product with the mask casts it: `g * 1` or `g * 0`)
+        mask = xp.greater(out, 0)
+        return xp.multiply(inputs[0], mask) if p.scaled else xp.asarray(mask).astype(out.dtype)
     if p.kind == "tanh":
         r = xp.asarray(xp.multiply(out, out))  # (NumPy gives 0-d inputs a scalar)
         xp.subtract(1, r, out=r)

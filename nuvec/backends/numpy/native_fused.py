@@ -77,6 +77,7 @@ _COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
 _DERIVATIVES = {
     ("tanh", True): "(({T})1 - {1} * {1}) * {0}", ("tanh", False): "({T})1 - {0} * {0}",
     ("sigmoid", True): "((({T})1 - {1}) * {1}) * {0}", ("sigmoid", False): "(({T})1 - {0}) * {0}",
+    ("relu", True): "{0} * ({T})({1} > ({T})0)", ("relu", False): "({T})({0} > ({T})0)",
 }
 
 
@@ -188,13 +189,18 @@ def generate(p: FusedElementwise, dtypes: list[np.dtype], along: list[bool]) -> 
     return name, source
 
 
-_functions: dict[tuple, Any] = {}  # (chain, dtypes, along) -> its C function, or None
-# (id(chain), dtypes, along) -> (chain, function): a compiled program replays the same
+# (chain, dtypes, along) -> (its C function or None, bytes an element, heavy: see `_function`)
+_functions: dict[tuple, Any] = {}
+# (id(chain), dtypes, along) -> (chain, entry): a compiled program replays the same
 # primitive at every call, whose hash (its steps') costs 0.1 ms for 256 steps
 _by_id: dict[tuple, tuple[FusedElementwise, Any]] = {}
+_flat: dict[tuple[int, int], tuple[Any, Any]] = {}  # (size, inputs) -> (dims, strides) of C
 
 
 def _function(p: FusedElementwise, dtypes: list[np.dtype], along: list[bool]) -> Any:
+    """`p`'s C function for inputs of `dtypes` read `along` the last axis or not (None where
+    not covered or not built), the bytes an element moves or computes, and whether a step
+    costs more than its memory traffic (see `run`)."""
     quick = (id(p), *dtypes, *along)
     found = _by_id.get(quick)
     if found is not None and found[0] is p:
@@ -209,25 +215,29 @@ def _function(p: FusedElementwise, dtypes: list[np.dtype], along: list[bool]) ->
                 fn = getattr(lib, name)
                 fn.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_void_p] * 4
                 fn.restype = None
+        work = sum(d.itemsize for d in dtypes) + p.steps[-1][2].np.itemsize + 4 * len(p.steps)
+        heavy = any(type(q) in _TRANSCENDENTAL for q, _, _ in p.steps)
         if len(_functions) >= 1024:
             _functions.clear()
-        _functions[key] = fn
+        _functions[key] = (fn, work, heavy)
     if len(_by_id) >= 1024:
         _by_id.clear()
     _by_id[quick] = (p, _functions[key])
     return _functions[key]
 
 
-def _writable(out: np.ndarray | None, views: list[np.ndarray], shape: tuple[int, ...],
-              dtype: np.dtype) -> bool:
-    """Whether the chain may write into `out`: C-contiguous of its shape and dtype, and any
-    input sharing its memory is that very buffer (read at each element before it is written)."""
+def _target(out: np.ndarray | None, views: list[np.ndarray], shape: tuple[int, ...],
+            dtype: np.dtype) -> int | None:
+    """The address of `out` where the chain may write there: C-contiguous of its shape and
+    dtype, and any input sharing its memory is that very buffer (read at each element before
+    it is written); else None."""
     if out is None or out.shape != shape or out.dtype != dtype or not out.flags.c_contiguous:
-        return False
+        return None
     start = native.address(out)
-    return all(not np.may_share_memory(v, out)
-               or (native.address(v) == start and v.strides == out.strides)
-               for v in views)
+    if all(not np.may_share_memory(v, out)
+           or (native.address(v) == start and v.strides == out.strides) for v in views):
+        return start
+    return None
 
 
 def run(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
@@ -239,31 +249,35 @@ def run(p: FusedElementwise, views: list[np.ndarray], out: np.ndarray | None
     size = math.prod(shape)
     if size < MIN_ELEMENTS:
         return None
+    n = len(views)
     if all(v.flags.c_contiguous and v.shape == shape for v in views):  # (the common case)
-        dims, steps, along = [size], [[1]] * len(views), [True] * len(views)
+        flat = _flat.get((size, n))
+        if flat is None:
+            if len(_flat) >= 256:
+                _flat.clear()
+            flat = _flat[(size, n)] = ((ctypes.c_int64 * 1)(size), (ctypes.c_int64 * n)(*[1] * n))
+        ndim, (dims_c, strides_c), along = 1, flat, [True] * n
     else:
         dims, steps = collapse(shape, [element_strides(v, shape) for v in views])
         if not dims or any(s[-1] not in (0, 1) for s in steps):
             return None
         along = [s[-1] == 1 for s in steps]
-    fn = _function(p, [v.dtype for v in views], along)
+        ndim = len(dims)
+        dims_c = (ctypes.c_int64 * ndim)(*dims)
+        strides_c = (ctypes.c_int64 * (ndim * n))(*(x for s in steps for x in s))
+    fn, work, heavy = _function(p, [v.dtype for v in views], along)
     if fn is None:
         return None
     dtype = p.steps[-1][2].np
-    if not _writable(out, views, shape, dtype):
+    target = _target(out, views, shape, dtype)
+    if target is None:
         out = np.empty(shape, dtype)
-    ndim = len(dims)
-    dims_c = (ctypes.c_int64 * ndim)(*dims)
-    strides_c = (ctypes.c_int64 * (ndim * len(steps)))(*(x for s in steps for x in s))
-    inputs_c = (ctypes.c_void_p * len(views))(*map(native.address, views))
-    target = native.address(out)
-    # bytes an element moves or computes: a chunk is worth a thread from MIN_BYTES of them
-    # where the chain takes `exp`, else from MEMORY_BOUND_BYTES (the tanh derivative product,
-    # one thread against two: 61 and 89 us at 128K elements, 144 and 156 at 256K, 249 and
-    # 219 at 512K)
-    work = sum(v.itemsize for v in views) + out.itemsize + 4 * len(p.steps)
-    least = threads.MIN_BYTES if any(type(q) in _TRANSCENDENTAL for q, _, _ in p.steps) else \
-        threads.MEMORY_BOUND_BYTES
+        target = native.address(out)
+    inputs_c = (ctypes.c_void_p * n)(*map(native.address, views))
+    # a chunk is worth a thread from MIN_BYTES of work where the chain takes `exp`, else from
+    # MEMORY_BOUND_BYTES (the tanh derivative product, one thread against two: 61 and 89 us
+    # at 128K elements, 144 and 156 at 256K, 249 and 219 at 512K)
+    least = threads.MIN_BYTES if heavy else threads.MEMORY_BOUND_BYTES
     parallel_rows(size, lambda a, z: fn(a, z, ndim, dims_c, strides_c, inputs_c, target),
                   row_bytes=work, min_bytes=least, align=64)
     return out
