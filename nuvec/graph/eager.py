@@ -35,9 +35,9 @@ from typing import Any, Callable
 
 from nuvec.graph.array import Node
 
-__all__ = ["COVERED_CHAIN_ELEMENTS", "FUSE_MIN_ELEMENTS", "SMALL_CHAIN_ELEMENTS", "enabled",
-           "forget", "plan", "restore", "plan_end", "saved", "set_covered_chains", "set_planner",
-           "set_small_chains", "starts_chain", "unfuse"]
+__all__ = ["COVERED_CHAIN_ELEMENTS", "FUSE_MIN_ELEMENTS", "REACH_GAP", "SMALL_CHAIN_ELEMENTS",
+           "enabled", "forget", "plan", "restore", "plan_end", "saved", "set_covered_chains",
+           "set_planner", "set_small_chains", "starts_chain", "unfuse"]
 
 # Outputs from this many elements (8 MiB of float32) are fused: `python
 # benchmarks/bench_elementwise.py --fusion` (docs/performance.md) measured the per-node path as
@@ -57,6 +57,11 @@ SMALL_CHAIN_ELEMENTS = 1 << 16
 # 0.70 of the per-node path's time at 256K elements (1.6 at 128K), and chains of NumPy calls
 # in blocks (`tanh`, `sin`) at 1.0 to 1.3 up to 1M.
 COVERED_CHAIN_ELEMENTS = 1 << 18
+
+# Nodes `plan_end` looks past the last one a chain of the generated chains' sizes reaches:
+# the plans stay short (a chain's nodes are recorded near one another) and a long tape of such
+# nodes is scanned a bounded number of times.
+REACH_GAP = 32
 
 # (groups, elementwise): `groups(steps, outs)` as `nuvec.fusion.fused_groups` with the CPU's
 # arguments, `elementwise(primitive)` whether a primitive may be a chain's member
@@ -128,12 +133,28 @@ def starts_chain(node: Node) -> bool:
 
 
 def plan_end(tape: list[Node], k: int) -> int:
-    """Where the part of `tape` to plan from `tape[k]` (a node `starts_chain` accepts) ends:
-    the whole rest from a large node; from a node that may begin a small chain, its first
-    reader (the rest then runs as a tape of its own, which may start chains again)."""
+    """Where the part of `tape` to plan from `tape[k]` (a node `starts_chain` accepts) ends
+    (the rest then runs as a tape of its own, which may start chains again): the whole rest
+    from a node of `FUSE_MIN_ELEMENTS`; from one of the generated chains' sizes, the last node
+    reading it or a node that may join its chain, transitively, looking at most `REACH_GAP`
+    nodes past the last one found (a chain reaches no further; planning a training step's
+    whole backward pass for its SGD update of 256K elements cost more than the fusion saved);
+    from a node that may begin a small chain, its first reader."""
     node = tape[k]
-    if _large(prod(node.shapes[0])):
+    size = prod(node.shapes[0])
+    if size >= FUSE_MIN_ELEMENTS:
         return len(tape)
+    if _large(size):
+        elementwise, reach, end = _planner[1], {id(node)}, k + 1
+        for j in range(k + 1, len(tape)):
+            if j >= end + REACH_GAP:
+                break
+            other = tape[j]
+            if any(id(source) in reach for source in other.sources):
+                end = j + 1
+                if _may_join(other) and elementwise(other.primitive):
+                    reach.add(id(other))
+        return end
     for j in range(k + 1, len(tape)):
         if node in tape[j].sources:
             return j + 1

@@ -353,3 +353,39 @@ def test_chains_computed_as_generated_c_fuse_from_their_own_threshold(plans):
     mx.eval(half)
     mx.eval((half + 1) * half)  # below the threshold: the per-node path, no plan
     assert len(plans) == 2
+
+
+@needs_cc
+def test_a_generated_chains_plan_ends_where_the_chain_can_reach(plans, monkeypatch):
+    """A plan from a node of the generated chains' sizes covers the nodes reaching it (and
+    what lies between), looking `REACH_GAP` nodes past the last one: two chains evaluated
+    together are planned one after the other, and a chain interrupted by more than the gap
+    is not joined across it."""
+    n = eager.COVERED_CHAIN_ELEMENTS
+    rng = np.random.default_rng(4)
+    x, w, y = (mx.array(rng.standard_normal(n).astype(np.float32)) for _ in range(3))
+    mx.eval(x, w, y)
+    first, second = (x * w + 1.5) * x, (y * 2.0 - w) * y
+    mx.eval(first, second)
+    assert plans == [1, 1]
+    xs, ws, ys = np.asarray(x), np.asarray(w), np.asarray(y)
+    np.testing.assert_array_equal(np.asarray(first), (xs * ws + np.float32(1.5)) * xs)
+    np.testing.assert_array_equal(np.asarray(second), (ys * np.float32(2.0) - ws) * ys)
+
+    def interrupted():
+        head = x * w  # its reader comes after the five small nodes of its other input
+        small = mx.ones(())
+        for _ in range(5):
+            small = small + 1.0
+        return [head + small]
+
+    monkeypatch.setattr(eager, "REACH_GAP", 4)
+    plans.clear()
+    mx.eval(interrupted())
+    assert sum(plans) == 0
+    monkeypatch.setattr(eager, "REACH_GAP", 8)
+    plans.clear()
+    out = interrupted()
+    mx.eval(out)
+    assert sum(plans) == 1
+    np.testing.assert_array_equal(np.asarray(out[0]), xs * ws + np.float32(6.0))
