@@ -58,7 +58,7 @@ def address(a: Any) -> int | None:
     if a is None:
         return None
     flags = a.flags
-    if flags.c_contiguous and flags.writeable and a.nbytes:  # 0.9 us, against 2-3 for the dict
+    if flags.c_contiguous and flags.writeable and a.nbytes:  # 0.6 us, against 2-3 for the dict
         return ctypes.addressof(ctypes.c_char.from_buffer(a))
     return a.__array_interface__["data"][0]
 

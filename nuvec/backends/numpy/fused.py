@@ -333,10 +333,10 @@ def product_update(p: ProductUpdate, a: np.ndarray, b: np.ndarray, *rest: np.nda
 @kernel(DerivativeProduct, out=True, replace=True)
 def one_pass_derivative(p: DerivativeProduct, *inputs: np.ndarray,
                         out: np.ndarray | None = None) -> np.ndarray:
-    """The tanh or sigmoid derivative product (the backward of `tanh` and `sigmoid`) in one
-    generated pass from `native_fused.MIN_ELEMENTS` elements (the gradient of
-    `sum(tanh(tanh(tanh(x @ W))))` on [256, 512]: 25 us a node against 79 as NumPy's three
-    calls); else, and where the generator does not take it, NumPy's calls."""
+    """The tanh, sigmoid or relu derivative product (their backward) in one generated pass
+    from `native_fused.MIN_ELEMENTS` elements (tanh's over 128K float32 elements, one thread:
+    61 us against 82 for NumPy's three calls); else, and where the generator does not take
+    it, NumPy's calls."""
     x = inputs[-1]
     same = all(y.shape == x.shape and y.dtype == x.dtype for y in inputs)
     result = native_fused.step(p, list(inputs), out) if same else None
