@@ -338,9 +338,12 @@ def one_pass_derivative(p: DerivativeProduct, *inputs: np.ndarray,
     61 us against 82 for NumPy's three calls); else, and where the generator does not take
     it, NumPy's calls."""
     x = inputs[-1]
-    same = all(y.shape == x.shape and y.dtype == x.dtype for y in inputs)
-    result = native_fused.step(p, list(inputs), out) if same else None
-    return derivative_product(np, p, *inputs) if result is None else result
+    if x.size >= native_fused.MIN_ELEMENTS and all(
+            y.shape == x.shape and y.dtype == x.dtype for y in inputs):
+        result = native_fused.step(p, list(inputs), out)
+        if result is not None:
+            return result
+    return derivative_product(np, p, *inputs)
 
 
 def _starts_scaled_add(inputs: list[np.ndarray]) -> bool:
