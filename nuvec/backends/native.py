@@ -58,7 +58,9 @@ def address(a: Any) -> int | None:
     if a is None:
         return None
     flags = a.flags
-    if flags.c_contiguous and flags.writeable and a.nbytes:  # 0.6 us, against 2-3 for the dict
+    # 0.6 us, against 2-3 for the dict; NumPy's own numeric dtypes only (it exports no buffer
+    # of ml_dtypes' bfloat16 or of datetimes)
+    if flags.c_contiguous and flags.writeable and a.nbytes and a.dtype.kind in "biufc":
         return ctypes.addressof(ctypes.c_char.from_buffer(a))
     return a.__array_interface__["data"][0]
 

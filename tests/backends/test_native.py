@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -683,5 +684,6 @@ def test_address_is_the_first_elements_for_every_layout():
     frozen = x.copy()
     frozen.flags.writeable = False
     for a in (x, x[1:], x.T, x[:, ::2], frozen, x[:0], np.ones(()),
-              np.broadcast_to(x[0], (4, 6))):
+              np.broadcast_to(x[0], (4, 6)), x.astype(ml_dtypes.bfloat16),
+              np.zeros(3, "datetime64[s]"), x > 3):
         assert native.address(a) == a.__array_interface__["data"][0]
