@@ -92,6 +92,12 @@ def scalar_node(value: Any, dtype: dt.Dtype, shape: Shape) -> Node:
     return node if node is not None else scalar_array(value, dtype, shape)._node
 
 
+def stored_scalar(value: Any, dtype: dt.Dtype, shape: Shape) -> Node | None:
+    """The cached leaf node of `scalar_array(value, dtype, shape)`, None where there is none
+    (nothing is made)."""
+    return _scalar_leaves.get((type(value), value, dtype, shape))
+
+
 def _infer_dtype(data: np.ndarray) -> dt.Dtype:
     """MLX's dtype for converted data: Python floats and float64 data become float32."""
     kind = data.dtype.kind

@@ -13,7 +13,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.caller import name_function
 from nuvec.graph.array import Array, record1, record_pair
-from nuvec.graph.convert import scalar_node
+from nuvec.graph.convert import scalar_node, stored_scalar
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import comparison, creation
 from nuvec.ops import rounding as r
@@ -185,7 +185,7 @@ class Maximum(_SmoothBinary):
 
 def _is_zero(a: Array) -> bool:
     """Whether `a` is the stored leaf of the integer 0 (`maximum(x, 0)`'s second input)."""
-    return a.primitive is None and a._node is scalar_node(0, a.dtype, a.shape)
+    return a.primitive is None and a._node is stored_scalar(0, a.dtype, a.shape)
 
 
 class Minimum(_SmoothBinary):

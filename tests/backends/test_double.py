@@ -3,6 +3,7 @@ devices, event waits across streams, async_eval, the CPU route, kernel failures,
 
 from __future__ import annotations
 
+import gc
 import threading
 from concurrent.futures import Future
 
@@ -152,6 +153,7 @@ def test_a_kernel_failure_surfaces_at_eval_and_the_engine_stays_usable(double):
 
 def test_memory_counters_count_device_buffers(double):
     mx.eval(mx.zeros((1,), stream=mx.gpu))
+    gc.collect()  # (an earlier test's cycle collected mid-measure would free its buffers)
     base = mx.get_active_memory()
     y = mx.exp(mx.ones((1024,)), stream=mx.gpu)
     mx.eval(y)
