@@ -84,7 +84,7 @@ def _checked(fn: Callable[[int, int, int], None], name: str, dtype: Any) -> bool
     """Whether `fn` agrees with NumPy's `name` on a few values."""
     x = np.linspace(-3, 3, 13, dtype=dtype)
     y = np.empty_like(x)
-    fn(x.size, x.ctypes.data, y.ctypes.data)
+    fn(x.size, native.address(x), native.address(y))
     return bool(np.allclose(y, getattr(np, name)(x), rtol=1e-6, atol=0))
 
 
@@ -166,7 +166,7 @@ def _apart_or_same(x: np.ndarray, out: np.ndarray) -> bool:
     """Whether `out` (of the strides of `x`) does not overlap `x` or is its very memory (a
     kernel writing in place through another view of its input)."""
     return (out is x or not np.may_share_memory(x, out)
-            or x.__array_interface__["data"][0] == out.__array_interface__["data"][0])
+            or native.address(x) == native.address(out))
 
 
 def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
@@ -190,7 +190,7 @@ def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
 def _apply(fn: Callable, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
         out = np.empty_like(x)  # (the layout of `x`)
-    fn(x.size, x.ctypes.data, out.ctypes.data)
+    fn(x.size, native.address(x), native.address(out))
     return out
 
 
@@ -242,8 +242,8 @@ def exp_visible(s: np.ndarray, n: int, shift: int, window: int | None, sums: np.
             or sums.size != s.shape[1] or not s.flags.writeable or s.shape[1] % max(n, 1)):
         return False
     keys, cols = s.shape
-    lib.visible(keys, cols, n, shift, window or 0, s.ctypes.data, s.strides[0] // 4,
-                sums.ctypes.data)
+    lib.visible(keys, cols, n, shift, window or 0, native.address(s), s.strides[0] // 4,
+                native.address(sums))
     return True
 
 
@@ -270,8 +270,8 @@ def exp_rows(x: np.ndarray, out: np.ndarray, sums: np.ndarray, *, whole: int = 0
             or max(x.size, whole, getattr(x.base, "size", 0)) < MIN_ELEMENTS
             or not _apart_or_same(x, out)):
         return False
-    lib.rows(x.shape[0], x.shape[1], x.ctypes.data, x.strides[0] // 4, out.ctypes.data,
-             out.strides[0] // 4, sums.ctypes.data)
+    lib.rows(x.shape[0], x.shape[1], native.address(x), x.strides[0] // 4, native.address(out),
+             out.strides[0] // 4, native.address(sums))
     return True
 
 
@@ -295,7 +295,7 @@ def scale_rows(y: np.ndarray, factors: np.ndarray) -> bool:
             or factors.size != y.shape[0] or max(y.size, getattr(y.base, "size", 0))
             < MIN_ELEMENTS):
         return False
-    lib.scale(y.shape[0], y.shape[1], y.ctypes.data, y.strides[0] // 4, factors.ctypes.data)
+    lib.scale(y.shape[0], y.shape[1], native.address(y), y.strides[0] // 4, native.address(factors))
     return True
 
 
@@ -331,7 +331,7 @@ def _exp_outside(fn: Callable, x: np.ndarray, out: np.ndarray | None, low: float
         out = np.empty_like(x)
     result = out.ravel(order="K")
     np.clip(flat, low, high, out=result)
-    fn(result.size, result.ctypes.data, result.ctypes.data)
+    fn(result.size, native.address(result), native.address(result))
     np.logical_not(zero, out=zero)
     result *= zero
     if others is not None:

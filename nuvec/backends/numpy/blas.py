@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_info
 
+from nuvec.backends import native
 from nuvec.backends.numpy import mkl
 
 __all__ = ["available", "axpby", "axpy", "gemm"]
@@ -114,7 +115,7 @@ def _works(routine: str, functions: dict[np.dtype, Any]) -> bool:
         x = np.arange(1, 6, dtype=dtype)
         y = np.full(5, 0.5, dtype=dtype)
         beta = (1.0,) if routine == "axpby" else ()
-        fn(5, 2.0, x.ctypes.data, 1, *beta, y.ctypes.data, 1)
+        fn(5, 2.0, native.address(x), 1, *beta, native.address(y), 1)
         if not np.array_equal(y, 2 * np.arange(1, 6, dtype=dtype) + 0.5):
             return False
     return True
@@ -171,7 +172,7 @@ def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> bool:
     if fn is None:
         return False
     if x.size:
-        fn(x.size, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
+        fn(x.size, alpha, native.address(x), 1, native.address(y), 1)
     return True
 
 
@@ -191,7 +192,7 @@ def axpby(alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> bool:
     if fn is None:
         return False
     if x.size:
-        fn(x.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
+        fn(x.size, alpha, native.address(x), 1, beta, native.address(y), 1)
     return True
 
 
@@ -201,8 +202,8 @@ def _gemm(fn: Any, alpha: float, a: np.ndarray, b: np.ndarray, beta: float,
     if la is None or lb is None:
         return False
     m, k = a.shape
-    fn(_ROW_MAJOR, la[0], lb[0], m, b.shape[1], k, alpha, a.ctypes.data, max(1, la[1]),
-       b.ctypes.data, max(1, lb[1]), beta, c.ctypes.data, max(1, b.shape[1]))
+    fn(_ROW_MAJOR, la[0], lb[0], m, b.shape[1], k, alpha, native.address(a), max(1, la[1]),
+       native.address(b), max(1, lb[1]), beta, native.address(c), max(1, b.shape[1]))
     return True
 
 

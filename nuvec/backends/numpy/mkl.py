@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from nuvec.backends import mkl_library
+from nuvec.backends import mkl_library, native
 from nuvec.backends.common.matmul import add_scaled
 from nuvec.backends.numpy.registry import table
 from nuvec.ops.matmul import Addmm, Matmul
@@ -125,8 +125,8 @@ def _call(fn: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     m, k = a.shape
     n = b.shape[1]
     out = np.empty((m, n), a.dtype)
-    fn(_ROW_MAJOR, la[0], lb[0], m, n, k, 1.0, a.ctypes.data, la[1], b.ctypes.data, lb[1], 0.0,
-       out.ctypes.data, max(1, n))
+    fn(_ROW_MAJOR, la[0], lb[0], m, n, k, 1.0, native.address(a), la[1], native.address(b),
+       lb[1], 0.0, native.address(out), max(1, n))
     return out
 
 
