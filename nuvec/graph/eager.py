@@ -35,9 +35,9 @@ from typing import Any, Callable
 
 from nuvec.graph.array import Node
 
-__all__ = ["COVERED_CHAIN_ELEMENTS", "FUSE_MIN_ELEMENTS", "REACH_GAP", "SMALL_CHAIN_ELEMENTS",
-           "enabled", "forget", "plan", "restore", "plan_end", "saved", "set_covered_chains",
-           "set_planner", "set_small_chains", "starts_chain", "unfuse"]
+__all__ = ["COVERED_CHAIN_ELEMENTS", "FUSE_MIN_ELEMENTS", "PLANS_KEPT", "REACH_GAP",
+           "SMALL_CHAIN_ELEMENTS", "enabled", "forget", "plan", "restore", "plan_end", "saved",
+           "set_covered_chains", "set_planner", "set_small_chains", "starts_chain", "unfuse"]
 
 # Outputs from this many elements (8 MiB of float32) are fused: `python
 # benchmarks/bench_elementwise.py --fusion` (docs/performance.md) measured the per-node path as
@@ -63,6 +63,9 @@ COVERED_CHAIN_ELEMENTS = 1 << 18
 # nodes is scanned a bounded number of times.
 REACH_GAP = 32
 
+# Plans whose groups `_groups_of` keeps (it forgets them all when it has this many).
+PLANS_KEPT = 256
+
 # (groups, elementwise): `groups(steps, outs)` as `nuvec.fusion.fused_groups` with the CPU's
 # arguments, `elementwise(primitive)` whether a primitive may be a chain's member
 _planner: list[Callable[..., Any] | None] = [None, None]
@@ -76,6 +79,9 @@ _small: list[Any] = [(), None, None]
 # one generated pass (see `set_covered_chains`), or None
 _covered: list[Callable[[Any, list[Any]], bool] | None] = [None]
 
+# (steps, outs) -> the groups the planner found there (see `_groups_of`)
+_found: dict[tuple, dict] = {}
+
 # id(root) -> (primitive, sources (a position among the fused node's inputs where it is one),
 # indices, absorbed members) of a rewritten root not yet run
 saved: dict[int, tuple[Any, tuple, tuple, list[Node]]] = {}
@@ -85,6 +91,7 @@ def set_planner(groups: Callable[..., Any] | None, elementwise: Callable[[Any], 
                 ) -> None:
     """Installs the grouping eager fusion uses (None for both turns it off)."""
     _planner[0], _planner[1] = groups, elementwise
+    _found.clear()
 
 
 def set_small_chains(kinds: tuple[type, ...], starts: Callable[[list[Any]], bool] | None,
@@ -145,15 +152,20 @@ def plan_end(tape: list[Node], k: int) -> int:
     if size >= FUSE_MIN_ELEMENTS:
         return len(tape)
     if _large(size):
-        elementwise, reach, end = _planner[1], {id(node)}, k + 1
-        for j in range(k + 1, len(tape)):
-            if j >= end + REACH_GAP:
-                break
+        # (nodes by identity: a set of nodes, not of their ids; loops, not `any` over a
+        # generator: this scan runs over `REACH_GAP` nodes at every plan of a training step)
+        elementwise, reach, end = _planner[1], {node}, k + 1
+        j, stop = k + 1, min(len(tape), k + 1 + REACH_GAP)
+        while j < stop:
             other = tape[j]
-            if any(id(source) in reach for source in other.sources):
-                end = j + 1
-                if _may_join(other) and elementwise(other.primitive):
-                    reach.add(id(other))
+            for source in other.sources:
+                if source in reach:
+                    end = j + 1
+                    stop = min(len(tape), end + REACH_GAP)
+                    if _may_join(other) and elementwise(other.primitive):
+                        reach.add(other)
+                    break
+            j += 1
         return end
     for j in range(k + 1, len(tape)):
         if node in tape[j].sources:
@@ -173,21 +185,26 @@ def _may_join(node: Node) -> bool:
     return not node.keep and len(node.shapes) == 1 and prod(node.shapes[0]) >= least
 
 
-def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
+def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], list[Node]]:
     """The nodes of `rest` as program steps (see `nuvec.fusion`), how often each is read by
-    the others, and the nodes they read from outside `rest` by id. A step that must not join
-    a chain (kept, several outputs, small) gets primitive None."""
+    the others, and the nodes they read from outside `rest`, in order of first read (a ref
+    `("outer", k, i)` names the k-th: the steps of two plans of the same graph are equal). A
+    step that must not join a chain (kept, several outputs, small) gets primitive None."""
     position = {id(node): j for j, node in enumerate(rest)}
     uses = [0] * len(rest)
-    outer: dict[int, Node] = {}
+    outer: list[Node] = []
+    outer_at: dict[int, int] = {}
     steps: list[tuple] = []
     for node in rest:
         refs = []
         for source, i in zip(node.sources, node.indices):
             j = position.get(id(source))
             if j is None:
-                outer[id(source)] = source
-                refs.append(("outer", id(source), i))
+                k = outer_at.get(id(source))
+                if k is None:
+                    k = outer_at[id(source)] = len(outer)
+                    outer.append(source)
+                refs.append(("outer", k, i))
             else:
                 uses[j] += 1
                 refs.append(("op", j, i))
@@ -196,7 +213,7 @@ def _steps(rest: list[Node]) -> tuple[list[tuple], list[int], dict[int, Node]]:
     return steps, uses, outer
 
 
-def _kept_small(step: tuple, outer: dict[int, Node]) -> bool:
+def _kept_small(step: tuple, outer: list[Node]) -> bool:
     """Whether the backend keeps a fused chain under `FUSE_MIN_ELEMENTS` (`set_small_chains`),
     given the data of its inputs (None for a value the plan computes)."""
     keeps = _small[2]
@@ -204,12 +221,12 @@ def _kept_small(step: tuple, outer: dict[int, Node]) -> bool:
         return False
     inputs = []
     for ref in step[2]:
-        node = outer.get(ref[1]) if ref[0] == "outer" else None
+        node = outer[ref[1]] if ref[0] == "outer" else None
         inputs.append(None if node is None or node.data is None else node.data[ref[2]])
     return keeps(step[0], inputs)
 
 
-def _kept_covered(step: tuple, rest: list[Node], outer: dict[int, Node]) -> bool:
+def _kept_covered(step: tuple, rest: list[Node], outer: list[Node]) -> bool:
     """Whether a fused chain from `COVERED_CHAIN_ELEMENTS` is one the backend computes in one
     generated pass (`set_covered_chains`), given its inputs' dtypes."""
     covered = _covered[0]
@@ -218,6 +235,24 @@ def _kept_covered(step: tuple, rest: list[Node], outer: dict[int, Node]) -> bool
     dtypes = [(outer[ref[1]] if ref[0] == "outer" else rest[ref[1]]).dtypes[ref[2]].np
               for ref in step[2]]
     return covered(step[0], dtypes)
+
+
+def _groups_of(groups: Callable[..., Any], steps: list[tuple], outs: list[tuple]) -> dict:
+    """`groups(steps, outs)`, kept for the next plan of equal steps and outputs (a training
+    loop's updates plan the same part of their tape at every step), unless a primitive's
+    parameters do not hash."""
+    key: tuple | None = (tuple(steps), tuple(outs))
+    try:
+        found = _found.get(key)
+    except (TypeError, ValueError):  # parameters that do not hash, or compare as arrays
+        key, found = None, None
+    if found is None:
+        found = groups(steps, outs)
+        if key is not None:
+            if len(_found) >= PLANS_KEPT:
+                _found.clear()
+            _found[key] = found
+    return found
 
 
 def plan(rest: list[Node]) -> tuple[list[Node], list[int]]:
@@ -232,7 +267,7 @@ def plan(rest: list[Node]) -> tuple[list[Node], list[int]]:
     # references to rest[j]: `rest`, its readers' sources, getrefcount's argument; any other
     # (a handle, an outside node, an `eval` root) makes its value an output of the batch
     outs = [("op", j, 0) for j in range(len(rest)) if getrefcount(rest[j]) != uses[j] + 2]
-    fused = {g: chain for g, chain in groups(steps, outs).items()
+    fused = {g: chain for g, chain in _groups_of(groups, steps, outs).items()
              if prod(chain[0][3][0]) >= FUSE_MIN_ELEMENTS or _kept_small(chain[0], outer)
              or _kept_covered(chain[0], rest, outer)}
     if not fused:

@@ -389,3 +389,48 @@ def test_a_generated_chains_plan_ends_where_the_chain_can_reach(plans, monkeypat
     mx.eval(out)
     assert sum(plans) == 1
     np.testing.assert_array_equal(np.asarray(out[0]), xs * ws + np.float32(6.0))
+
+
+def test_a_repeated_plan_reuses_its_groups_and_still_checks_its_outputs(monkeypatch, fusing):
+    """A part planned again with equal steps (a training loop's update at every step) takes
+    the groups found the first time; one whose outputs differ (an intermediate now held) is
+    planned afresh; a primitive whose parameters do not hash is planned every time."""
+    groups, elementwise = eager._planner
+    calls = []
+
+    def counting(steps, outs):
+        calls.append(len(steps))
+        return groups(steps, outs)
+
+    monkeypatch.setattr(eager, "_found", {})
+    monkeypatch.setattr(eager, "_planner", [counting, elementwise])
+    rng = np.random.default_rng(5)
+
+    def chain(hold):
+        x_np = rng.standard_normal(4096).astype(np.float32)
+        x = mx.array(x_np)
+        a = mx.exp(x) * 2
+        y = mx.sin(a + 1) * 3
+        held = [a] if hold else []
+        del a
+        mx.eval(y)
+        a_np = np.exp(x_np) * np.float32(2)
+        np.testing.assert_array_equal(np.asarray(y), np.sin(a_np + np.float32(1))
+                                      * np.float32(3))
+        for h in held:
+            np.testing.assert_array_equal(np.asarray(h), a_np)
+
+    chain(False)
+    chain(False)
+    assert fusing == [1, 1] and len(calls) == 1  # one chain, its groups found once
+    chain(True)
+    chain(True)
+    assert fusing[2:] == [2, 2] and len(calls) == 2  # held: two chains, found once more
+
+    def unhashable(self):
+        raise TypeError("unhashable parameters")
+
+    monkeypatch.setattr(type(mx.sin(mx.ones(2)).primitive), "__hash__", unhashable)
+    chain(False)
+    chain(False)
+    assert fusing[4:] == [1, 1] and len(calls) == 4
