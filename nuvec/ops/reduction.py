@@ -27,11 +27,12 @@ Axis = int | Sequence[int] | None
 
 
 def _squeeze(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, s: Stream) -> Array:
+    """`out` (kept axes) without the reduced `axes` unless `keepdims`: one `Reshape` recorded
+    directly (its shape is known valid; the public op's checks cost more than the node)."""
     if keepdims or not axes:
         return out
-
-    return shape_ops.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes),
-                             stream=s)
+    return record1(shape_ops.Reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes)),
+                   (out,), s)
 
 
 def at_least_float(dtype: dt.Dtype) -> dt.Dtype:

@@ -459,7 +459,8 @@ def summed_to(g: Array, shape: Shape) -> Array:
     ]
     if axes:  # (a cotangent: inexact, so the sum keeps its dtype)
         g = apply(reduction.Sum(tuple(axes)), g)
-    return reshape(g, shape) if g.shape != tuple(shape) else g
+    shape = tuple(shape)  # (the summed axes' size-1 dimensions dropped: one `Reshape` node)
+    return apply(Reshape(shape), g) if g.shape != shape else g
 
 
 def broadcast_array(a: Array, shape: Shape, stream: Any) -> Array:
