@@ -253,10 +253,17 @@ def _run_nodes(tape: list[Node | None], backend: Any, planning: bool = False) ->
                 raise _failure(node, exc) from exc
             result = _unfused(node, backend)  # a fused kernel failed: the chain as recorded
         dtypes = node.dtypes
-        if (type(result) is array_type and result.base is None and len(dtypes) == 1
-                and result.dtype is dtypes[0].np):  # a fresh buffer of the right type (common)
-            node.data = [result]
-            nbytes = result.nbytes
+        if type(result) is array_type and len(dtypes) == 1 and result.dtype is dtypes[0].np:
+            base = result.base
+            if base is None:  # a fresh buffer of the right type (common)
+                node.data = [result]
+                nbytes = result.nbytes
+            elif sources and (base is (first := sources[0].data[node.indices[0]]) or (
+                    type(first) is array_type and base is first.base)):
+                node.data = [result]  # a view of the first input (a transpose, a reshape)
+                nbytes = 0
+            else:
+                node.data, nbytes = _outputs(node, result, backend)
         else:
             node.data, nbytes = _outputs(node, result, backend)
         if nbytes:  # `allocate(nbytes)`, inline
