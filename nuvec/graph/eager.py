@@ -239,9 +239,14 @@ def _kept_covered(step: tuple, rest: list[Node], outer: list[Node]) -> bool:
 
 def _groups_of(groups: Callable[..., Any], steps: list[tuple], outs: list[tuple]) -> dict:
     """`groups(steps, outs)`, kept for the next plan of equal steps and outputs (a training
-    loop's updates plan the same part of their tape at every step), unless a primitive's
-    parameters do not hash."""
-    key: tuple | None = (tuple(steps), tuple(outs))
+    loop's updates plan the same part of their tape at every step), unless an elementwise
+    primitive's parameters do not hash. Other steps are keyed by their primitive's class
+    (the grouping takes no member of them but broadcasts, whatever their parameters), so
+    nothing kept holds a primitive's parameters (a custom function's closure, say) alive."""
+    elementwise = _planner[1]
+    key: tuple | None = (tuple([
+        (p if p is None or elementwise(p) else type(p), s, refs, shapes, dtypes)
+        for p, s, refs, shapes, dtypes in steps]), tuple(outs))
     try:
         found = _found.get(key)
     except (TypeError, ValueError):  # parameters that do not hash, or compare as arrays

@@ -258,10 +258,11 @@ def _run_nodes(tape: list[Node | None], backend: Any, planning: bool = False) ->
             if base is None:  # a fresh buffer of the right type (common)
                 node.data = [result]
                 nbytes = result.nbytes
-            elif sources and (base is (first := sources[0].data[node.indices[0]]) or (
-                    type(first) is array_type and base is first.base)):
+            elif node.sources and (
+                    base is (first := node.sources[0].data[node.indices[0]])
+                    or (type(first) is array_type and base is first.base)):
                 node.data = [result]  # a view of the first input (a transpose, a reshape)
-                nbytes = 0
+                nbytes = 0  # (`node.sources`: a fused root run unfused has its own back)
             else:
                 node.data, nbytes = _outputs(node, result, backend)
         else:

@@ -20,6 +20,7 @@ from nuvec.graph import eager
 from nuvec.graph.array import record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.families import Unary
+from nuvec.ops.shape import Transpose
 
 SMALL = 64  # elements: the threshold the tests fuse from, so that their arrays stay small
 OFF = 1 << 62
@@ -394,7 +395,8 @@ def test_a_generated_chains_plan_ends_where_the_chain_can_reach(plans, monkeypat
 def test_a_repeated_plan_reuses_its_groups_and_still_checks_its_outputs(monkeypatch, fusing):
     """A part planned again with equal steps (a training loop's update at every step) takes
     the groups found the first time; one whose outputs differ (an intermediate now held) is
-    planned afresh; a primitive whose parameters do not hash is planned every time."""
+    planned afresh; a step that cannot be a member is kept by its class alone; a primitive
+    whose parameters do not hash is planned every time."""
     groups, elementwise = eager._planner
     calls = []
 
@@ -427,10 +429,15 @@ def test_a_repeated_plan_reuses_its_groups_and_still_checks_its_outputs(monkeypa
     chain(True)
     assert fusing[2:] == [2, 2] and len(calls) == 2  # held: two chains, found once more
 
+    square = mx.array(rng.standard_normal((64, 64)).astype(np.float32))
+    mx.eval(mx.exp(square).T * 2 + 1)  # a transpose between the two chains: not a member
+    kinds = [step[0] for key in eager._found for step in key[0]]
+    assert Transpose in kinds and not any(isinstance(k, Transpose) for k in kinds)
+
     def unhashable(self):
         raise TypeError("unhashable parameters")
 
     monkeypatch.setattr(type(mx.sin(mx.ones(2)).primitive), "__hash__", unhashable)
     chain(False)
     chain(False)
-    assert fusing[4:] == [1, 1] and len(calls) == 4
+    assert fusing[5:] == [1, 1] and len(calls) == 5
