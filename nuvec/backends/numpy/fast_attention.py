@@ -31,6 +31,7 @@ item makes cost more than its products.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -76,6 +77,18 @@ def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[i
     return pieces
 
 
+@functools.lru_cache(maxsize=16)
+def _diagonal(rows: int, window: int | None, fill: float, f) -> tuple[tuple, tuple]:
+    """`diagonal_bias`'s pieces and their 0/1 counterparts (`hide` after `exp`), read-only and
+    kept: a call's tiles share them, and making them took about 0.19 ms of a causal
+    `[1, 8, 1024, 64]` call before its items started."""
+    bias = tuple(diagonal_bias(rows, window, fill, f))
+    keep = tuple((start, (b == 0).astype(f)) for start, b in bias)
+    for _, b in bias + keep:
+        b.setflags(write=False)
+    return bias, keep
+
+
 class Scratch:
     """One thread's buffers for the tiles of a call: `rows` stacked query rows, chunks of
     `width` keys."""
@@ -105,8 +118,8 @@ class Tiles:
         self.fill = float(dt.finfo(dt.from_numpy_dtype(q.dtype)).min)
         self.blind = min(r, max(0, -p.offset)) if p.causal else 0
         self.rows = max(1, min(p.tile_rows, r))
-        self.bias = diagonal_bias(self.rows, p.window, self.fill, f) if p.causal else []
-        self.keep = [(start, (b == 0).astype(f)) for start, b in self.bias]  # (`hide`)
+        self.bias, self.keep = _diagonal(self.rows, p.window, self.fill, f) if p.causal \
+            else ((), ())
         # Masks, sinks and rows that see no key take the exact path; any other tile skips
         # the row maximum when its scores are bounded (see `settle`).
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
