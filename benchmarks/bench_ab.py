@@ -1,7 +1,7 @@
 """Two checkouts (or a checkout and NumPy) on the peer benchmark's workloads, taking turns.
 
 Run: python benchmarks/bench_ab.py A B [--workloads NAME ...] [--rounds R] [--calls N]
-[--processes P] [--cpu] [--compiled]
+[--processes P] [--cpu] [--compiled] [--env-a NAME=VALUE] [--env-b NAME=VALUE]
 
 A and B are `LIB:PATH` (LIB one of `bench_peers.py`'s libraries, `nuvec` when left out; PATH
 a checkout whose `benchmarks/bench_peers.py` builds the workloads, and whose `nuvec` is the one
@@ -18,6 +18,9 @@ the best over several processes is the figure. It prints each side's best call a
 and `NUVEC_NUM_THREADS` set to 1), which the other core's load moves much less than two-thread
 wall time: the figure for a change of a few per cent. `--compiled` builds nuvec's sides as
 `bench_peers.py --compiled` does (the MLP step and the tanh gradient under `mx.compile`).
+`--env-a NAME=VALUE` and `--env-b NAME=VALUE` (repeatable) set a variable for one side's
+workers alone: one checkout against itself under two settings, for example `python
+benchmarks/bench_ab.py . . --env-a NUVEC_MKL=0 --workloads matmul`.
 Outputs are not checked here (`bench_peers.py` checks them).
 """
 
@@ -52,13 +55,14 @@ for line in sys.stdin:
 """
 
 
-def run_pair(sides: list[str], args: argparse.Namespace, env: dict[str, str],
+def run_pair(sides: list[str], args: argparse.Namespace, envs: list[dict[str, str]],
              rounds: range, best: list[dict[str, float]]) -> None:
-    """Starts one worker per side (in that order), runs `rounds` rounds of every workload,
-    the sides' order swapped each round, and lowers `best` (one dict a side) to their bests."""
+    """Starts one worker per side (in that order, each with its environment in `envs`), runs
+    `rounds` rounds of every workload, the sides' order swapped each round, and lowers `best`
+    (one dict a side) to their bests."""
     workers = [subprocess.Popen([sys.executable, "-c", WORKER, side, *args.workloads],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                env=env) for side in sides]
+                                env=env) for side, env in zip(sides, envs)]
     for worker in workers:
         if worker.stdout.readline().strip() != "ready":
             sys.exit("bench_ab: a worker failed to build its workloads")
@@ -73,6 +77,14 @@ def run_pair(sides: list[str], args: argparse.Namespace, env: dict[str, str],
         worker.wait()
 
 
+def _setting(parser: argparse.ArgumentParser, text: str) -> tuple[str, str]:
+    """`NAME=VALUE` as (NAME, VALUE); a parser error for anything else."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        parser.error(f"--env-a/--env-b take NAME=VALUE, got {text!r}")
+    return name, value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", help="LIB:PATH or PATH (nuvec)")
@@ -84,6 +96,10 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true", help="CPU time on one thread")
     parser.add_argument("--compiled", action="store_true",
                         help="nuvec's MLP step and tanh gradient compiled (bench_peers.py's)")
+    for side in "ab":
+        parser.add_argument(f"--env-{side}", action="append", default=[], metavar="NAME=VALUE",
+                            help=f"an environment variable of side {side.upper()}'s workers "
+                                 "alone (repeatable)")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.compiled:
@@ -91,6 +107,8 @@ def main() -> None:
     if args.cpu:
         env.update(BENCH_AB_CPU="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                    NUVEC_NUM_THREADS="1")
+    envs = [dict(env, **dict(_setting(parser, text) for text in settings))
+            for settings in (args.env_a, args.env_b)]
     sides = []
     for spec in (args.a, args.b):
         lib, _, path = spec.rpartition(":")
@@ -99,10 +117,12 @@ def main() -> None:
     processes = max(1, min(args.processes, args.rounds))
     for p in range(processes):
         rounds = range(p * args.rounds // processes, (p + 1) * args.rounds // processes)
-        run_pair(sides if p % 2 == 0 else sides[::-1], args, env, rounds,
-                 best if p % 2 == 0 else best[::-1])
+        turn = slice(None) if p % 2 == 0 else slice(None, None, -1)
+        run_pair(sides[turn], args, envs[turn], rounds, best[turn])
     unit = "CPU ms, one thread" if args.cpu else "ms"
-    print(f"A = {args.a}, B = {args.b}; best of {args.rounds * args.calls} calls ({unit})")
+    named = [f"{spec} {' '.join(settings)}".rstrip()
+             for spec, settings in ((args.a, args.env_a), (args.b, args.env_b))]
+    print(f"A = {named[0]}, B = {named[1]}; best of {args.rounds * args.calls} calls ({unit})")
     for name in args.workloads:
         a, b = best[0][name] * 1e3, best[1][name] * 1e3
         print(f"{name:14s} A {a:9.3f}  B {b:9.3f}  B/A {b / a:.3f}")
