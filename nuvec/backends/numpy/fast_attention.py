@@ -31,7 +31,6 @@ item makes cost more than its products.
 
 from __future__ import annotations
 
-import functools
 import threading
 
 import numpy as np
@@ -77,16 +76,28 @@ def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[i
     return pieces
 
 
-@functools.lru_cache(maxsize=16)
+# (rows, window, fill, dtype) -> `_diagonal`'s pieces, for those of at most `DIAGONAL_BYTES`
+_diagonals: dict[tuple, tuple[tuple, tuple]] = {}
+DIAGONAL_BYTES = 1 << 22
+
+
 def _diagonal(rows: int, window: int | None, fill: float, f) -> tuple[tuple, tuple]:
     """`diagonal_bias`'s pieces and their 0/1 counterparts (`hide` after `exp`), read-only and
-    kept: a call's tiles share them, and making them took about 0.19 ms of a causal
-    `[1, 8, 1024, 64]` call before its items started."""
-    bias = tuple(diagonal_bias(rows, window, fill, f))
-    keep = tuple((start, (b == 0).astype(f)) for start, b in bias)
-    for _, b in bias + keep:
-        b.setflags(write=False)
-    return bias, keep
+    kept (up to `DIAGONAL_BYTES` of them, so a long window's are made each call): making them
+    took about 0.19 ms of a causal `[1, 8, 1024, 64]` call, before its items started."""
+    key = (rows, window, fill, np.dtype(f))
+    found = _diagonals.get(key)
+    if found is None:
+        bias = tuple(diagonal_bias(rows, window, fill, f))
+        keep = tuple((start, (b == 0).astype(f)) for start, b in bias)
+        for _, b in bias + keep:
+            b.setflags(write=False)
+        found = (bias, keep)
+        if sum(b.nbytes for _, b in bias + keep) <= DIAGONAL_BYTES:
+            if len(_diagonals) >= 16:
+                _diagonals.clear()
+            _diagonals[key] = found
+    return found
 
 
 class Scratch:
