@@ -334,3 +334,27 @@ def test_the_cpu_backward_node_without_exp_visible_takes_the_exact_path(monkeypa
     monkeypatch.setattr(vector_math, "exp_visible", lambda *args: False)
     for got, ref in zip(grad(q, k, v), want):
         np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_the_diagonal_pieces_are_kept_read_only_and_equal_to_new_ones(monkeypatch):
+    """A call's causal diagonal pieces (and their 0/1 forms) are made once per tile height,
+    window and dtype, read-only, equal to new ones; pieces over `DIAGONAL_BYTES` are made
+    afresh each call."""
+    from nuvec.backends.numpy import fast_attention as fa
+
+    monkeypatch.setattr(fa, "_diagonals", {})
+    fill = float(np.finfo(np.float32).min)
+    for window in (None, 3, 40):
+        bias, keep = fa._diagonal(16, window, fill, np.float32)
+        assert fa._diagonal(16, window, fill, np.float32) == (bias, keep)  # the same objects
+        fresh = fa.diagonal_bias(16, window, fill, np.float32)
+        assert [s for s, _ in bias] == [s for s, _ in fresh] == [s for s, _ in keep]
+        for (_, b), (_, want), (_, k) in zip(bias, fresh, keep):
+            np.testing.assert_array_equal(b, want)
+            np.testing.assert_array_equal(k, (want == 0).astype(np.float32))
+            assert not b.flags.writeable and not k.flags.writeable
+    assert len(fa._diagonals) == 3
+    monkeypatch.setattr(fa, "DIAGONAL_BYTES", 0)
+    first = fa._diagonal(8, None, fill, np.float32)
+    assert fa._diagonal(8, None, fill, np.float32)[0] is not first[0]
+    assert len(fa._diagonals) == 3
