@@ -172,8 +172,12 @@ def _apart_or_same(x: np.ndarray, out: np.ndarray) -> bool:
 def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
     """VML's `name` for `x` (a piece of an array of `whole` elements) and `out` (see the
     module docstring), or None."""
-    lib = _library()  # (first: without a library nothing else is looked at)
-    if lib is None or type(x) is not np.ndarray or not x.size or x.size > _INT_MAX:
+    lib = _library()  # (first: without a library, or its `name` for this dtype, nothing
+    # else is looked at: `tanh` without MKL asks at every call)
+    if lib is None or type(x) is not np.ndarray:
+        return None
+    fn = lib.functions.get((name, x.dtype))
+    if fn is None or not x.size or x.size > _INT_MAX:
         return None
     if x.size < MIN_ELEMENTS and max(whole, getattr(x.base, "size", 0),
                                      getattr(getattr(out, "base", None), "size", 0)) < MIN_ELEMENTS:
@@ -184,7 +188,7 @@ def _function(name: str, x: Any, out: Any, whole: int = 0) -> Any:
                             or out.shape != x.shape or out.strides != x.strides
                             or not out.flags.writeable or not _apart_or_same(x, out)):
         return None
-    return lib.functions.get((name, x.dtype))
+    return fn
 
 
 def _apply(fn: Callable, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
