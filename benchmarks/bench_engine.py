@@ -1,4 +1,5 @@
-"""Engine benchmarks: per-op overhead, large elementwise work, memory peak, two streams.
+"""Engine benchmarks: per-op overhead, small ops each evaluated, large elementwise work, memory
+peak, two streams.
 
 Run: python benchmarks/bench_engine.py [--quick]
 Prints nuvec against the same computation written directly with NumPy (and PyTorch eager when
@@ -106,6 +107,47 @@ def bench_dispatch(repeats: int) -> None:
     per_op("dispatch: 256 chained x*1.0001+0.5 on [16]", ops, repeats, chains)
 
 
+def bench_each_evaluated(repeats: int) -> None:
+    """Small ops on a [4, 4] float32 array, each evaluated at once (as a script that reads or
+    prints every result does): µs per op, recording and evaluation together."""
+    calls = 200
+    x_np = np.arange(16, dtype=np.float32).reshape(4, 4) / 16
+    i_np = np.array([0, 2], np.int32)
+    x, i = mx.array(x_np), mx.array(i_np)
+    torch = _torch()
+    t, ti = (torch.from_numpy(x_np), torch.from_numpy(i_np).long()) if torch else (None, None)
+    ops = {  # name: (nuvec, torch, numpy); nuvec's evaluated by `mx.eval` or `item`
+        "x + 1": (lambda: mx.eval(x + 1), lambda: t + 1, lambda: x_np + 1),
+        "exp(x)": (lambda: mx.eval(mx.exp(x)), lambda: torch.exp(t), lambda: np.exp(x_np)),
+        "sum(x).item()": (lambda: mx.sum(x).item(), lambda: t.sum().item(),
+                          lambda: x_np.sum().item()),
+        "sum(x, axis=0)": (lambda: mx.eval(mx.sum(x, axis=0)), lambda: t.sum(0),
+                           lambda: x_np.sum(0)),
+        "x[1:3, 2]": (lambda: mx.eval(x[1:3, 2]), lambda: t[1:3, 2], lambda: x_np[1:3, 2]),
+        "x[..., 1]": (lambda: mx.eval(x[..., 1]), lambda: t[..., 1], lambda: x_np[..., 1]),
+        "x[None]": (lambda: mx.eval(x[None]), lambda: t[None], lambda: x_np[None]),
+        "x[i]": (lambda: mx.eval(x[i]), lambda: t[ti], lambda: x_np[i_np]),
+        "x[0, 0].item()": (lambda: x[0, 0].item(), lambda: t[0, 0].item(),
+                           lambda: x_np[0, 0].item()),
+        "x @ x": (lambda: mx.eval(x @ x), lambda: t @ t, lambda: x_np @ x_np),
+        "softmax(x, axis=-1)": (lambda: mx.eval(mx.softmax(x, axis=-1)),
+                                lambda: torch.softmax(t, -1), None),
+        "zeros((4, 4))": (lambda: mx.eval(mx.zeros((4, 4))), lambda: torch.zeros((4, 4)),
+                          lambda: np.zeros((4, 4), np.float32)),
+    }
+
+    def repeated(fn):
+        def run():
+            for _ in range(calls):
+                fn()
+        return run
+
+    for name, (ours, peer, plain) in ops.items():
+        chains = {"nuvec": repeated(ours), "torch": torch and repeated(peer),
+                  "numpy": plain and repeated(plain)}
+        per_op(f"each evaluated: {name}", calls, repeats, chains)
+
+
 def bench_large(repeats: int, n: int) -> None:
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((n, n), dtype=np.float32)
@@ -167,6 +209,7 @@ def main() -> None:
     repeats = 3 if args.quick else 10
     bench_overhead(repeats * 5)
     bench_dispatch(repeats * 5)
+    bench_each_evaluated(repeats)
     bench_large(repeats, 512 if args.quick else 2048)
     bench_memory(16 if args.quick else 256)
     bench_streams(repeats, 256 if args.quick else 1024, 4)

@@ -306,9 +306,10 @@ def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:
     """A kernel's result as the node's outputs (coerced to their dtypes), and the bytes of the
     buffers among them that are not its inputs' buffers.
 
-    One output that owns its memory counts its bytes, and a view whose base is an input's
-    buffer (or that buffer's base) counts none, without asking the backend: transposes,
-    reshapes and broadcasts, the common views."""
+    One output that owns its memory counts its bytes, a view whose base is an input's buffer
+    (or that buffer's base) counts none, and a view of a buffer no input owns counts that
+    buffer's, without asking the backend: transposes, reshapes and broadcasts, the common
+    views, and kernels' outputs made in another shape."""
     dtypes, array_type = node.dtypes, backend.array_type
     if len(dtypes) == 1:
         dtype = dtypes[0].np
@@ -322,6 +323,9 @@ def _outputs(node: Node, result: Any, backend: Any) -> tuple[list[Any], int]:
                 data = source.data[i]
                 if base is data or (type(data) is array_type and base is data.base):
                     return [result], 0
+            if type(base) is array_type and base.base is None:
+                # (NumPy and CuPy point a view of a view at the buffer's owner)
+                return [result], base.nbytes
         outputs = [result]
     else:
         outputs = [

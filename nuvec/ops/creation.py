@@ -116,10 +116,12 @@ def full(shape: Any, vals: Any, dtype: dt.Dtype | None = None, *, stream: Any = 
     if dtype is not None:
         check_weak_int("full", vals, dt.to_dtype(dtype, "full"))
     value = array(vals, dtype)
+    s = to_stream(stream)
     # the result is a broadcast view, but a created array must be one that can exist
-    memory.check_allocation("full", shape, value.dtype.size, value.dtype.name,
-                            to_stream(stream).device)
-    return shape_ops.broadcast_to(value, shape, stream=stream)
+    memory.check_allocation("full", shape, value.dtype.size, value.dtype.name, s.device)
+    if value.ndim == 0 and shape:  # (a scalar broadcasts to any shape: checked above)
+        return record1(shape_ops.BroadcastTo(shape), (value,), s)
+    return shape_ops.broadcast_to(value, shape, stream=s)
 
 
 def zeros(shape: Any, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> Array:

@@ -17,7 +17,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
-from nuvec.graph.array import Array
+from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, masked
 from nuvec.ops.arguments import as_array
@@ -28,7 +28,7 @@ from nuvec.ops.indexing import (
     index_shape,
     scatter,
 )
-from nuvec.ops.shape import reshape, transpose
+from nuvec.ops.shape import Reshape, reshape, transpose
 from nuvec.ops.slicing import fit_update, static_slice, static_slice_update
 from nuvec.ops.unary import negative, reciprocal
 
@@ -193,14 +193,59 @@ def _is_full(plan: _Plan, shape: Shape) -> bool:
     return all(a == 0 and b == d and c == 1 for a, b, c, d in zip(*plan.bounds, shape))
 
 
+def _basic(shape: Shape, key: tuple) -> tuple[tuple[Shape, Shape, Shape], Shape] | None:
+    """The window (starts, stops, strides) and result shape of a key of Python ints, slices,
+    None and at most one Ellipsis (the common `a[i]`, `a[1:3, 2]`, `a[..., 0]`, `a[:, None]`),
+    as `_Plan` finds them without its items; None for any other key."""
+    used = 0
+    for k in key:
+        if k is not None and k is not Ellipsis:
+            used += 1
+    if used > len(shape):
+        return None
+    starts, stops, strides, out = [], [], [], []
+    axis, ellipsis = 0, False
+    for k in key:
+        if type(k) is int:
+            i = check_int_index("getitem", k, shape[axis], axis)
+            starts.append(i)
+            stops.append(i + 1)
+            strides.append(1)
+            axis += 1
+        elif type(k) is slice:
+            a, b, c = _slice_params("getitem", k, shape[axis])
+            starts.append(a)
+            stops.append(b)
+            strides.append(c)
+            out.append(len(range(a, b, c)))
+            axis += 1
+        elif k is None:
+            out.append(1)
+        elif k is Ellipsis and not ellipsis:
+            ellipsis = True
+            for d in shape[axis:axis + len(shape) - used]:
+                starts.append(0)
+                stops.append(d)
+                strides.append(1)
+                out.append(d)
+            axis += len(shape) - used
+        else:
+            return None
+    rest = shape[axis:]
+    window = (*starts, *(0 for _ in rest)), (*stops, *rest), (*strides, *(1 for _ in rest))
+    return window, (*out, *rest)
+
+
 def getitem(a: Array, key: Any, stream: Any = None) -> Array:
     """`a[key]` with NumPy's semantics (see the module notes)."""
     s = to_stream(stream)
-    if type(key) is int and a.ndim:  # the common `a[i]` (and iteration), without a plan
-        i = check_int_index("getitem", key, a.shape[0], 0)
-        ones = (1,) * (a.ndim - 1)
-        row = static_slice(a, (i, *(0 for _ in ones)), (i + 1, *a.shape[1:]), (1, *ones), s)
-        return reshape(row, a.shape[1:], stream=s)
+    if type(key) is Array and a.ndim:  # `a[indices]`: rows of `a`, one gather
+        return gather(a, [check_index_array("getitem", key)], s, "getitem")
+    found = _basic(a.shape, key if type(key) is tuple else (key,))
+    if found is not None:  # a window, and a reshape dropping int axes, adding None's
+        window, shape = found
+        out = static_slice(a, *window, s)
+        return out if out.shape == shape else record1(Reshape(shape), (out,), s)
     plan = _Plan("getitem", a.shape, key)
     window = static_slice(a, *plan.bounds, s)
     if not plan.advanced:

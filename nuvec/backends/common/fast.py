@@ -82,6 +82,9 @@ def _each_block(xp, x2: Any, out: Any, block: Any) -> None:
     """`block(rows)` over cache-sized blocks of the rows of `x2` (`[rows, D]`), split over
     threads; `out` is the float output whose itemsize counts the work."""
     d = x2.shape[-1]
+    if x2.shape[0] and x2.size <= _BLOCK:  # one block, as the split would run it
+        block(slice(0, x2.shape[0]))
+        return
 
     def chunk(start: int, stop: int) -> None:
         for rows in _row_blocks(start, stop, d):

@@ -26,19 +26,22 @@ def accumulator(dtype: np.dtype) -> np.dtype:
 
 @body(r.Sum)
 def sum_(xp, p, x):
-    return xp.sum(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
+    fn = np.add.reduce if xp is np else xp.sum  # (what `np.sum` calls, without its wrapper)
+    return fn(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
 
 
 @body(r.Prod)
 def prod(xp, p, x):
-    return xp.prod(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
+    fn = np.multiply.reduce if xp is np else xp.prod
+    return fn(x, axis=p.axes, keepdims=True, dtype=accumulator(x.dtype))
 
 
-def _reduce(name: str):
-    """A factory of kernels applying the reduction `name` over the primitive's axes."""
+def _reduce(name: str, ufunc: np.ufunc | None = None):
+    """A factory of kernels applying the reduction `name` over the primitive's axes; on NumPy
+    `ufunc.reduce` where given (what `np.max` calls for an ndarray, without its wrapper)."""
 
     def make(xp):
-        fn = getattr(xp, name)
+        fn = ufunc.reduce if xp is np and ufunc is not None else getattr(xp, name)
         return lambda p, x: fn(x, axis=p.axes, keepdims=True)
 
     return make
@@ -54,7 +57,8 @@ def _arg_reduce(name: str):
     return make
 
 
-for _cls, _name in ((r.Max, "max"), (r.Min, "min"), (r.AllTrue, "all"), (r.AnyTrue, "any")):
-    SHARED.add_factory(_cls, _reduce(_name))
+for _cls, _name, _ufunc in ((r.Max, "max", np.maximum), (r.Min, "min", np.minimum),
+                            (r.AllTrue, "all", None), (r.AnyTrue, "any", None)):
+    SHARED.add_factory(_cls, _reduce(_name, _ufunc))
 SHARED.add_factory(r.ArgMax, _arg_reduce("argmax"))
 SHARED.add_factory(r.ArgMin, _arg_reduce("argmin"))
