@@ -232,9 +232,9 @@ def _run_nodes(tape: list[Node | None], backend: Any, planning: bool = False) ->
             raise EvaluationError(f"eval: {primitive.name} has no kernel on {node.stream.device}")
         sources, stream = node.sources, node.stream
         try:
-            # one or two inputs on the node's own stream, too small to lend their buffer, are
-            # the common case: no lists, no moves, no search for a buffer to reuse (a source
-            # node's `nbytes` bounds the buffers it owns; only an owned buffer is lent)
+            # inputs on the node's own stream, too small to lend their buffer, are the common
+            # case: no moves, no search for a buffer to reuse (a source node's `nbytes` bounds
+            # the buffers it owns; only an owned buffer is lent), and no list for one or two
             n = len(sources)
             if n == 1 and sources[0].stream is stream and sources[0].nbytes < reuse:
                 result = kernel(primitive, sources[0].data[node.indices[0]])
@@ -242,6 +242,8 @@ def _run_nodes(tape: list[Node | None], backend: Any, planning: bool = False) ->
                   and sources[0].nbytes < reuse and sources[1].nbytes < reuse):
                 i, j = node.indices
                 result = kernel(primitive, sources[0].data[i], sources[1].data[j])
+            elif n > 2 and all(s.stream is stream and s.nbytes < reuse for s in sources):
+                result = kernel(primitive, *[s.data[i] for s, i in zip(sources, node.indices)])
             else:  # large inputs, or inputs from other streams
                 if planning and k + 1 < len(tape) and eager.starts_chain(node):
                     return k
