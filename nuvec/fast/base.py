@@ -59,20 +59,21 @@ def wide(x: Array) -> Array:
     return x if x.dtype in (dt.float32, dt.float64) else mx().astype(x, dt.float32)
 
 
-def on_gpu(dtype: dt.Dtype, size: int) -> bool:
-    """Whether a GPU kernel covers `dtype` on the current stream."""
+def on_gpu(dtype: dt.Dtype, size: int, stream: Any = None) -> bool:
+    """Whether a GPU kernel covers `dtype` on `stream` (default: the current stream)."""
     return (
-        to_stream(None).device.type is DeviceType.gpu
+        to_stream(stream).device.type is DeviceType.gpu
         and dtype in KERNEL_FLOATS
         and 0 < size < _U32_MAX
     )
 
 
-def kernel_takes(op: FastOp, x: Array) -> bool:
-    """Whether `op` on `x` is recorded as one node on the current stream."""
-    if on_gpu(x.dtype, x.size):
+def kernel_takes(op: FastOp, x: Array, stream: Any = None) -> bool:
+    """Whether `op` on `x` is recorded as one node on `stream` (default: the current
+    stream)."""
+    s = to_stream(stream)
+    if on_gpu(x.dtype, x.size, s):
         return True
-    s = to_stream(None)
     return (
         s.device.type is DeviceType.cpu
         and op.cpu_fused
@@ -81,12 +82,14 @@ def kernel_takes(op: FastOp, x: Array) -> bool:
     )
 
 
-def record_or_fallback(op: FastOp, inputs: Sequence[Array]) -> list[Array]:
+def record_or_fallback(op: FastOp, inputs: Sequence[Array], stream: Any = None
+                       ) -> list[Array]:
     """Records `op` as one node for a kernel, or builds its fallback graph.
 
     Args:
         op: the fused primitive.
         inputs: its inputs, already checked.
+        stream: where to record (default: the current stream).
 
     Returns:
         The outputs: the node's, or the fallback graph's.
@@ -98,14 +101,18 @@ def record_or_fallback(op: FastOp, inputs: Sequence[Array]) -> list[Array]:
         [[0.5, 0.5]]
     """
     inputs = list(inputs)
-    if kernel_takes(op, inputs[0]):
-        return record(op, inputs, to_stream(None))
-    return op.fallback(inputs)
+    s = to_stream(stream)
+    if kernel_takes(op, inputs[0], s):
+        return record(op, inputs, s)
+    if stream is None:
+        return op.fallback(inputs)
+    with stream_context(s):  # (the fallback's ops record on the current stream)
+        return op.fallback(inputs)
 
 
-def one(op: FastOp, inputs: Sequence[Array]) -> Array:
-    """The only output of `record_or_fallback(op, inputs)`."""
-    return record_or_fallback(op, inputs)[0]
+def one(op: FastOp, inputs: Sequence[Array], stream: Any = None) -> Array:
+    """The only output of `record_or_fallback(op, inputs, stream)`."""
+    return record_or_fallback(op, inputs, stream)[0]
 
 
 def front(inputs: Sequence[Array], axes: Sequence[int | None], i: int) -> Array:

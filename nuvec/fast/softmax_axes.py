@@ -13,7 +13,7 @@ from nuvec.fast.base import one
 from nuvec.fast.softmax import LOGSUMEXP, SOFTMAX
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
-from nuvec.graph.device import Stream, stream as stream_context, to_stream
+from nuvec.graph.device import Stream, to_stream
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
 from nuvec.ops.methods import reduction_method
 from nuvec.ops.reduction import Axis, at_least_float, check_nonempty, from_rows, to_rows
@@ -74,8 +74,7 @@ def logsumexp(
         out = ops.add(ops.log(total, stream=s), shift, stream=s)
         return out if keepdims else ops.squeeze(out, axes, stream=s)
     rows, _ = to_rows(a, axes, s)
-    with stream_context(s):
-        out = one(LOGSUMEXP, [rows])
+    out = one(LOGSUMEXP, [rows], s)
     if keepdims:
         shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
     else:
@@ -118,8 +117,7 @@ def softmax(
         exps, _ = _shifted_exp(a, axes, s)
         return ops.divide(exps, ops.sum(exps, axis=axes, keepdims=True, stream=s), stream=s)
     rows, perm = to_rows(a, axes, s)
-    with stream_context(s):
-        out = one(SOFTMAX, [rows])
+    out = one(SOFTMAX, [rows], s)
     return from_rows(out, a, perm, s)
 
 
