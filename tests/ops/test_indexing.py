@@ -167,6 +167,40 @@ def test_iteration_and_integer_arrays_as_keys():
     _check(a[mx.array([[1], [0]], mx.uint8)], x[np.array([[1], [0]])])
 
 
+BASIC_KEYS = [1, -3, (2, -1), (slice(None), 0), (slice(3, None, -2), None, 1), (Ellipsis, 2),
+              (None, Ellipsis, None), (0, Ellipsis, slice(1, 3)), (), Ellipsis, None,
+              (slice(None), slice(None), slice(None)), (slice(2, 0), 1)]
+
+
+@pytest.mark.parametrize("key", BASIC_KEYS, ids=repr)
+def test_basic_keys_are_a_window_and_a_reshape(key):
+    """Keys of ints, slices, None and one Ellipsis take `getitem`'s short path: a `Slice`
+    (none for the whole array) and a `Reshape` where the shape changes, NumPy's values."""
+    a, x = int_pair((4, 3, 5))
+    out = a[key]
+    _check(out, x[key])
+    assert out.shape == x[key].shape
+    kinds = []
+    node = out._node
+    while node.primitive is not None:
+        kinds.append(type(node.primitive).__name__)
+        node = node.sources[0]
+    assert kinds in ([], ["Slice"], ["Reshape"], ["Reshape", "Slice"])
+
+
+def test_an_integer_array_key_is_one_gather():
+    a, x = int_pair((5, 3))
+    i = mx.array([4, -1, 0], mx.int32)
+    out = a[i]
+    assert type(out.primitive).__name__ == "Gather" and out.inputs[0].shape == (5, 3)
+    _check(out, x[[4, -1, 0]])
+    _check(out, mx.take(a, i, axis=0))
+    with pytest.raises(ValueError, match="getitem: boolean indices"):
+        a[mx.array([True, False, True, False, True])]
+    with pytest.raises(IndexError, match="getitem: too many indices"):
+        mx.array(1.0)[i]
+
+
 def test_out_of_range():
     a = mx.array([0, 1, 2, 3, 4])
     with pytest.raises(IndexError, match="^getitem: index 5 is out of bounds"):
