@@ -88,6 +88,21 @@ def test_record_or_fallback_returns_every_output():
     assert y.shape == (2, 4)
 
 
+def test_record_or_fallback_records_on_the_stream_it_is_given():
+    s = mx.new_stream(mx.cpu)
+    before = mx.default_stream(mx.cpu)
+    x = mx.array(np.ones((1, 1, 2, 4)), mx.float32)
+    (y,) = record_or_fallback(RmsNorm(1e-5), [x, mx.ones((4,))], s)  # a direct kernel
+    assert isinstance(y.primitive, RmsNorm) and y.stream == s
+    (z,) = record_or_fallback(NormRope(1e-5, 4, False, 10.0, 1.0, 0, False),
+                              [x, mx.ones((4,))], s)
+    assert nodes(z, Rope) == 1 and z.stream == s  # the fallback's ops, on `s` too
+    assert mx.default_stream(mx.cpu) == before
+    assert_allclose(z, mx.fast.norm_rope(x, mx.ones((4,)), 1e-5, dims=4, base=10.0))
+    w = mx.softmax(x, axis=-1, stream=s)
+    assert w.stream == s and w.tolist()[0][0][0] == [0.25] * 4
+
+
 GPU_CASES = {
     "rms_norm": (lambda x: mx.fast.rms_norm(x, None, 1e-5), lambda r: rms_ref(r, None, 1e-5)),
     "softmax": (mx.fast.softmax, lambda r: np.exp(r) / np.exp(r).sum(-1, keepdims=True)),
