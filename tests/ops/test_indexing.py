@@ -188,6 +188,34 @@ def test_basic_keys_are_a_window_and_a_reshape(key):
     assert kinds in ([], ["Slice"], ["Reshape"], ["Reshape", "Slice"])
 
 
+@st.composite
+def _basic_case(draw):
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=0, max_size=4)))
+    parts = st.one_of(st.integers(-6, 6), st.none(), st.just(Ellipsis),
+                      st.builds(slice, st.none() | st.integers(-6, 6), st.none()
+                                | st.integers(-6, 6), st.none() | st.sampled_from([-3, -1, 1, 2])))
+    return shape, tuple(draw(st.lists(parts, max_size=5)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_basic_case())
+def test_fuzz_basic_keys(case):
+    """Ints, slices, None and Ellipsis on any shape, empty ones included: NumPy's values and
+    shape, or an IndexError where NumPy raises one."""
+    shape, key = case
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    a = mx.array(x)
+    try:
+        expected = x[key]
+    except IndexError:
+        with pytest.raises(IndexError):
+            a[key]
+        return
+    out = a[key]
+    assert out.shape == expected.shape
+    _check(out, expected)
+
+
 def test_an_integer_array_key_is_one_gather():
     a, x = int_pair((5, 3))
     i = mx.array([4, -1, 0], mx.int32)
