@@ -70,7 +70,9 @@ class _Batch:
 
 def _roots(args: tuple[Any, ...]) -> list[Node]:
     # Leaves that are not arrays are ignored, as MLX does; modules (dicts) are walked into.
-    if all(type(a) is Array for a in args):  # (the common call: arrays only)
+    if len(args) == 1 and type(args[0]) is Array:  # (the most common call: one array)
+        return [args[0]._node]
+    if all(type(a) is Array for a in args):  # (arrays only)
         return [a._node for a in args]
     return [leaf._node for leaf in all_leaves(args) if isinstance(leaf, Array)]
 
@@ -414,7 +416,8 @@ def _release(node: Node) -> None:
 def _execute(tape: list[Node | None], batch: _Batch, waits: set[_Batch]) -> None:
     error: BaseException | None = None
     try:
-        _wait_for(waits)
+        if waits:
+            _wait_for(waits)
         _run_tape(tape, batch.stream)
     except BaseException as exc:
         error = exc
@@ -470,7 +473,7 @@ def eval(*arrays: Any) -> None:
         try:
             if tape:
                 _execute(tape, batch, waits)  # type: ignore[arg-type]
-            else:
+            elif waits:
                 _wait_for(waits)
         except _Interrupted:
             continue  # an input's evaluation elsewhere was interrupted: claim it again
