@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from nuvec.graph.array import Array, handle, record1
-from nuvec.graph.convert import scalar_array, scalar_node
+from nuvec.graph.convert import scalar_array, stored_scalar
 from nuvec.graph.device import to_stream
 from nuvec.graph.dtypes import Dtype
 from nuvec.graph.primitive import Primitive
@@ -34,8 +34,9 @@ def ones(shape: tuple[int, ...], dtype: Dtype) -> Array:
 
 def is_ones(a: Array) -> bool:
     """Whether `a` is the leaf `ones(a.shape, a.dtype)`: a product with it is the other factor
-    exactly (1 * x is x in IEEE arithmetic, NaN, infinities and -0.0 included)."""
-    return a.primitive is None and a._node is scalar_node(1.0, a.dtype, a.shape)
+    exactly (1 * x is x in IEEE arithmetic, NaN, infinities and -0.0 included). Makes no leaf:
+    a leaf of any other shape (a parameter) is not one."""
+    return a.primitive is None and a._node is stored_scalar(1.0, a.dtype, a.shape)
 
 
 def times(a: Array, b: Array) -> Array | None:
