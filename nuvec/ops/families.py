@@ -120,7 +120,14 @@ class Reduction(Primitive):
 
     def output_specs(self, inputs):
         x = inputs[0]
-        shape = tuple(1 if i in self.axes else d for i, d in enumerate(x.shape))
+        axes, shape = self.axes, x.shape
+        if len(axes) == len(shape):  # every axis (the common `sum(x)`): no walk over them
+            shape = (1,) * len(shape)
+        else:
+            kept = list(shape)
+            for i in axes:
+                kept[i] = 1
+            shape = tuple(kept)
         return ((shape, self.out_dtype(x.dtype)),)
 
     def vmap(self, inputs, axes):

@@ -31,6 +31,8 @@ def _squeeze(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, s: Str
     directly (its shape is known valid; the public op's checks cost more than the node)."""
     if keepdims or not axes:
         return out
+    if len(axes) == x.ndim:  # every axis: a scalar
+        return record1(shape_ops.Reshape(()), (out,), s)
     return record1(shape_ops.Reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes)),
                    (out,), s)
 
