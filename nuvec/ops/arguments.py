@@ -275,6 +275,14 @@ def check_callable(op: str, fun: Any, what: str = "fun") -> None:
 def check_shape(shape: Any, op: str) -> Shape:
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
     out = int_tuple(shape, op, "shape")
+    size = 1
+    for d in out:  # (the common case in one pass; the checks below name what is wrong)
+        if d < 0 or d >= 2**31:
+            break
+        size *= d
+    else:
+        if size < 2**60:
+            return out
     if min(out, default=0) < 0:
         raise ValueError(f"{public_caller(op)}: negative dimensions are not allowed, got {out}")
     if max(out, default=0) >= 2**31:  # MLX's shapes are int32

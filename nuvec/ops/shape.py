@@ -265,18 +265,22 @@ def transpose(a: Any, /, axes: Sequence[int] | None = None, *, stream: Any = Non
     """
     stream = to_stream(stream)  # checked even when nothing is recorded
     a = as_array(a, "transpose")
+    n = a.ndim
     if axes is None:
-        perm = tuple(range(a.ndim - 1, -1, -1))
-    else:
-        axes = int_tuple(axes, "transpose", "axes")
-        if len(axes) != a.ndim:
-            raise ValueError(f"{public_caller('transpose')}: axes {axes} are not a permutation "
-                             f"for shape {a.shape}")
-        perm = tuple(normalize_axis(x, a.ndim, "transpose") for x in axes)
-        if sorted(perm) != list(range(a.ndim)):
-            raise ValueError(f"{public_caller('transpose')}: axes {axes} are not a permutation "
-                             f"for shape {a.shape}")
-    if perm == tuple(range(a.ndim)):
+        if n < 2:
+            return fresh(a)
+        return record1(Transpose(tuple(range(n - 1, -1, -1))), (a,), stream)
+    axes = int_tuple(axes, "transpose", "axes")
+    if len(axes) != n:
+        raise ValueError(f"{public_caller('transpose')}: axes {axes} are not a permutation "
+                         f"for shape {a.shape}")
+    # Python ints (`int_tuple`): only their range is left to check, then the permutation
+    perm = tuple([x if 0 <= x < n else normalize_axis(x, n, "transpose") for x in axes])
+    identity = list(range(n))
+    if sorted(perm) != identity:
+        raise ValueError(f"{public_caller('transpose')}: axes {axes} are not a permutation "
+                         f"for shape {a.shape}")
+    if list(perm) == identity:
         return fresh(a)
     return record1(Transpose(perm), (a,), stream)
 
