@@ -272,23 +272,27 @@ def check_callable(op: str, fun: Any, what: str = "fun") -> None:
                         f"({type(fun).__name__})")
 
 
+_DIM_LIMIT = 2**31  # MLX's shapes are int32
+_SIZE_LIMIT = 2**60  # past what NumPy can index, even as a broadcast view
+
+
 def check_shape(shape: Any, op: str) -> Shape:
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
     out = int_tuple(shape, op, "shape")
     size = 1
-    for d in out:  # (the common case in one pass; the checks below name what is wrong)
-        if d < 0 or d >= 2**31:
+    for d in out:  # (a valid shape in one pass; the checks below name what is wrong)
+        if d < 0 or d >= _DIM_LIMIT:
             break
         size *= d
     else:
-        if size < 2**60:
+        if size < _SIZE_LIMIT:
             return out
     if min(out, default=0) < 0:
         raise ValueError(f"{public_caller(op)}: negative dimensions are not allowed, got {out}")
-    if max(out, default=0) >= 2**31:  # MLX's shapes are int32
+    if max(out, default=0) >= _DIM_LIMIT:
         raise ValueError(f"{public_caller(op)}: shape dimension falls outside the supported int32 "
                          f"range, got {out}")
-    if math.prod(out) >= 2**60:  # past what NumPy can index, even as a broadcast view
+    if math.prod(out) >= _SIZE_LIMIT:
         raise ValueError(f"{public_caller(op)}: the shape {out} has more elements than an array "
                          "can hold")
     return out
