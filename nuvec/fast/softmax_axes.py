@@ -15,6 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
+from nuvec.ops.families import kept_shape, squeezed_shape
 from nuvec.ops.methods import reduction_method
 from nuvec.ops.reduction import Axis, at_least_float, check_nonempty, from_rows, to_rows
 from nuvec.ops.shape import reshape
@@ -75,10 +76,7 @@ def logsumexp(
         return out if keepdims else ops.squeeze(out, axes, stream=s)
     rows, _ = to_rows(a, axes, s)
     out = one(LOGSUMEXP, [rows], s)
-    if keepdims:
-        shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
-    else:
-        shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
+    shape = kept_shape(a.shape, axes) if keepdims else squeezed_shape(a.shape, axes)
     return reshape(out, shape, stream=s)
 
 

@@ -104,6 +104,23 @@ def batch_inputs(inputs: Sequence[Array], axes: Sequence[int | None]) -> list[Ar
     return [move_batch_to_front(x, ax, size) for x, ax in zip(inputs, axes)]
 
 
+def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` reduced over `axes` (distinct, in range) with them kept as size 1."""
+    if len(axes) == len(shape):  # every axis (the common `sum(x)`): no walk over them
+        return (1,) * len(shape)
+    kept = list(shape)
+    for i in axes:
+        kept[i] = 1
+    return tuple(kept)
+
+
+def squeezed_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` without `axes` (distinct, in range)."""
+    if len(axes) == len(shape):  # every axis: a scalar
+        return ()
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
 class Reduction(Primitive):
     """Reduces `axes` of one input, keeping them as size-1 dimensions."""
 
@@ -120,15 +137,7 @@ class Reduction(Primitive):
 
     def output_specs(self, inputs):
         x = inputs[0]
-        axes, shape = self.axes, x.shape
-        if len(axes) == len(shape):  # every axis (the common `sum(x)`): no walk over them
-            shape = (1,) * len(shape)
-        else:
-            kept = list(shape)
-            for i in axes:
-                kept[i] = 1
-            shape = tuple(kept)
-        return ((shape, self.out_dtype(x.dtype)),)
+        return ((kept_shape(x.shape, self.axes), self.out_dtype(x.dtype)),)
 
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])

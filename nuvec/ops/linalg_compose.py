@@ -16,6 +16,7 @@ from nuvec.ops.arguments import as_array, broadcast_shapes, index_int, int_tuple
 from nuvec.ops.binary import add, multiply, power, subtract
 from nuvec.ops.comparison import greater, not_equal, where
 from nuvec.ops.creation import ones, zeros_like
+from nuvec.ops.families import squeezed_shape
 from nuvec.ops.join import concatenate, split
 from nuvec.ops.linalg import INVERSE, LU_FACTOR, SLOGDET, SVD, mm, mT, triangle
 from nuvec.ops.linalg_functions import check_matrix, determinant_input, solve_batched
@@ -94,7 +95,7 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
     pick = reduce_max if ord > 0 else reduce_min
     out = pick(reduce_sum(absolute(a), axis=inner, keepdims=True), axis=outer, keepdims=True)
     if not keepdims:
-        out = reshape(out, tuple(d for i, d in enumerate(out.shape) if i not in axes))
+        out = reshape(out, squeezed_shape(out.shape, axes))
     return astype(out, dtype)
 
 

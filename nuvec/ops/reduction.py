@@ -17,7 +17,7 @@ from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import binary, comparison, scan, unary
 from nuvec.ops import shape as shape_ops
 from nuvec.ops.arguments import as_array, fresh, normalize_axes
-from nuvec.ops.families import Linear, Reduction, apply, is_ones, ones
+from nuvec.ops.families import Linear, Reduction, apply, is_ones, ones, squeezed_shape
 
 __all__ = [
     "sum", "prod", "max", "min", "minmax", "argmax", "argmin", "all", "any",
@@ -31,10 +31,7 @@ def _squeeze(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, s: Str
     directly (its shape is known valid; the public op's checks cost more than the node)."""
     if keepdims or not axes:
         return out
-    if len(axes) == x.ndim:  # every axis: a scalar
-        return record1(shape_ops.Reshape(()), (out,), s)
-    return record1(shape_ops.Reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes)),
-                   (out,), s)
+    return record1(shape_ops.Reshape(squeezed_shape(x.shape, axes)), (out,), s)
 
 
 def at_least_float(dtype: dt.Dtype) -> dt.Dtype:
