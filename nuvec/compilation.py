@@ -9,19 +9,22 @@ program is cached per argument structure, array shapes and dtypes, and non-array
 anything else retraces. With `shapeless=True` a second shape traces once more and compares the
 graphs (`_Program.same_graph`): only a graph that does not hold its shapes is replayed at other
 shapes with the primitives' own shape rules. The arrays named by `inputs` are traced as
-extra arguments and those named by `outputs` are rebound to their new values after each call,
-as MLX's captured state is. Chains of elementwise steps are then fused into one
-`FusedElementwise` step each (`nuvec.fusion`; not for the `shapeless` programs replayed at
-other shapes, whose broadcast shapes are not fixed): the CPU evaluates such a step in
-cache-sized blocks, a GPU stream in one generated CUDA kernel. Called on the primals of a
-reverse-mode transform (`grad(compile(f))`), a program replays its reverse mode, traced once
-and split into fused forward and backward programs (`_VjpPrograms`). A custom function's or a
-checkpoint's node is replayed with the function's own graph before it.
+extra arguments, and the containers named by `outputs` get the new arrays after each call
+(lists and dicts updated in place), as MLX's captured state does. Chains of elementwise
+steps are then fused into one `FusedElementwise` step each (`nuvec.fusion`; not for the
+`shapeless` programs replayed at other shapes, whose broadcast shapes are not fixed): the CPU
+evaluates such a step in cache-sized blocks, a GPU stream in one generated CUDA kernel.
+Called on the primals of a reverse-mode transform (`grad(compile(f))`), a program replays its
+reverse mode, traced once and split into fused forward and backward programs
+(`_VjpPrograms`). A custom function's or a checkpoint's node is replayed with the function's
+own graph before it. Transforms `fun` applies itself (a `grad` of an array it reads from its
+scope) are part of its program; only the marks of enclosing transforms make it single-use.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +35,7 @@ from nuvec.graph.convert import from_data
 from nuvec.graph.device import to_stream
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import COPY
-from nuvec.graph.tree import all_leaves, flatten, unflatten
+from nuvec.graph.tree import all_leaves, flatten, replace_leaves, unflatten
 from nuvec.fast.fused import fetcher
 from nuvec.fusion import fuse
 from nuvec.ops.shape import BroadcastTo
@@ -43,7 +46,8 @@ from nuvec.transforms.trace import Key, key_of, release, trace, traced_graph, un
 __all__ = ["compile", "disable_compile", "enable_compile"]
 
 _CONSTANTS = (bool, int, float, complex, str, type(None))
-_settings = {"enabled": True}
+# MLX's switch: compilation is off in a process started with MLX_DISABLE_COMPILE set
+_settings = {"enabled": "MLX_DISABLE_COMPILE" not in os.environ}
 
 # A reference to a value in a program: ("in", i) the i-th input, ("const", array), ("outer",
 # array) an array an enclosing transform traces, or ("op", step, output) an earlier output.
@@ -54,8 +58,9 @@ class _Program:
     """A traced graph as steps, replayed on new inputs by recording the same primitives."""
 
     def __init__(self, in_keys: Sequence[Key], outs: Sequence[Array], fused: bool = True,
-                 stops: frozenset[Node] = frozenset()):
-        """`stops`: computed nodes whose outputs are inputs (in `in_keys`), not steps."""
+                 stops: frozenset[Node] = frozenset(), inner: set[Node] | None = None):
+        """`stops`: computed nodes whose outputs are inputs (in `in_keys`), not steps;
+        `inner`: the marks of transforms the traced function applied itself."""
         refs: dict[Key, Ref] = {key: ("in", i) for i, key in enumerate(in_keys)}
         self.in_dtypes = [node.dtypes[i] for node, i in in_keys]
         self.in_shapes = [node.shapes[i] for node, i in in_keys]
@@ -70,8 +75,8 @@ class _Program:
         self.steps: list[tuple] = []  # (primitive, stream, input refs, shapes, dtypes)
         seen: dict[Any, int] = {}
         for node in traced_graph(list(outs), set(stops), into_custom=True):
-            if node.primitive is COPY and node.keep and (node.sources[0],
-                                                         node.indices[0]) not in refs:
+            if (node.primitive is COPY and node.keep and (node.sources[0], node.indices[0])
+                    not in refs and not (inner and node in inner)):
                 # where an enclosing transform starts tracing an array `fun` reads
                 refs[(node, 0)] = ("outer", handle(node, 0))
                 self.reusable = False
@@ -79,7 +84,8 @@ class _Program:
             inputs = tuple(refs.get(k) or self._constant(handle(*k)) for k in zip(node.sources,
                                                                                    node.indices))
             if node.primitive is COPY and node.stream is node.sources[0].stream:
-                # a transform's mark (`value_and_grad` inside the step): the same value
+                # a transform's mark (`value_and_grad` inside the step, also of an array it
+                # reads from an enclosing scope): the same value
                 refs[(node, 0)] = inputs[0]
                 continue
             if all(r[0] == "const" for r in inputs) and not isinstance(node.primitive,
@@ -435,7 +441,7 @@ def _split_args(args: tuple, kwargs: dict) -> tuple[list[Array], Any, tuple]:
         if isinstance(leaf, Array):
             continue
         if not isinstance(leaf, _CONSTANTS):
-            raise TypeError(
+            raise ValueError(
                 "compile: function arguments must be trees of arrays or constants (bool, int, "
                 f"float, complex, str, None), got {type(leaf).__name__}"
             )
@@ -454,9 +460,10 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
     keys = [key_of(p) for p in stand_ins + state_stand_ins if isinstance(p, Array)]
     for a, p in zip(state_in, state_stand_ins):
         a._rebind(p)
+    inner: set[Node] = set()
     try:
         args, kwargs = unflatten(treedef, stand_ins)
-        result = trace(fun, args, kwargs, op)
+        result = trace(fun, args, kwargs, op, inner)
         leaves_out, tree_out = flatten(result)
         outs = [o for o in leaves_out if isinstance(o, Array)]
         # other leaves (numbers, strings, None) come back as the trace returned them, as MLX's
@@ -466,7 +473,7 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
         for a, s in zip(state_in, saved):
             a._rebind(s)
     finals = outs + [handle(*k) for k in state_out]
-    program = _Program(keys, finals, fused)
+    program = _Program(keys, finals, fused, inner=inner)
     release(finals)
     return program, out_def, len(state_out)
 
@@ -510,9 +517,9 @@ def compile(
         A function with `fun`'s name, docstring and signature.
 
     Raises:
-        TypeError: if `fun` is not callable or `shapeless` is not a bool; at a call, if an
-            argument leaf is neither an array nor a constant.
-        ValueError: at a call, if `fun` evaluates an array it computes.
+        TypeError: if `fun` is not callable or `shapeless` is not a bool.
+        ValueError: at a call, if an argument leaf is neither an array nor a constant, or if
+            `fun` evaluates an array it computes.
 
     Example:
         >>> import nuvec as mx
@@ -531,6 +538,7 @@ def compile(
     @functools.wraps(fun)
     def compiled(*args: Any, **kwargs: Any) -> Any:
         if not _settings["enabled"]:
+            _split_args(args, kwargs)  # (the arguments checked as when compiled, as MLX does)
             return fun(*args, **kwargs)
         state_in = _state_arrays(inputs)
         if not kwargs and all(type(a) is Array for a in args):
@@ -546,7 +554,7 @@ def compile(
         program_inputs = arrays + state_in
         shapes = _signature(program_inputs, False) if shapeless else None
         # (one tree for both, as MLX code passes its state: the same arrays, found once)
-        state_out = state_in if outputs is inputs else _state_arrays(outputs)
+        n_out = len(state_in) if outputs is inputs else len(_state_arrays(outputs))
 
         def traced(at: Any, fused: bool) -> tuple[_Program, Any, int, tuple]:
             leaves, treedef, _ = _split_args(args, kwargs)
@@ -556,9 +564,8 @@ def compile(
             return found
 
         entry = cache.get(key)
-        if entry is None or entry[2] != len(state_out):
+        if entry is None or entry[2] != n_out:
             entry = traced(key, not shapeless)
-            state_out = _state_arrays(outputs)
         other_shapes = shapeless and entry[3] != shapes
         if other_shapes and not shape_free.get(key, False):
             # A shapeless program replays at other shapes once a trace at a second shape gave
@@ -571,15 +578,15 @@ def compile(
                     shape_free[key] = entry[0].same_graph(exact[0])
             if not shape_free[key]:
                 entry, other_shapes = exact, False
-            state_out = _state_arrays(outputs)
         program, out_def, n_state, _ = entry
         if not other_shapes and _differentiated(program_inputs):
             results = _with_vjp(program, program_inputs)
         else:
             results = program(program_inputs, other_shapes)
         returned = iter(results[: len(results) - n_state])
-        for a, value in zip(state_out, results[len(results) - n_state:]):
-            a._rebind(value)
+        if n_state:  # new arrays into the state's containers; arrays taken out keep theirs
+            state = iter(results[len(results) - n_state:])
+            replace_leaves(outputs, lambda x: next(state) if isinstance(x, Array) else x)
         tree_out, fixed = out_def
         return unflatten(tree_out, [next(returned) if f is None else f[0] for f in fixed])
 
@@ -602,6 +609,7 @@ def disable_compile() -> None:
     """Turns compilation off globally (MLX's `disable_compile`, for debugging).
 
     Compiled functions then call their function directly, running its Python at every call.
+    A process started with the environment variable `MLX_DISABLE_COMPILE` set begins so.
 
     Example:
         >>> import nuvec as mx

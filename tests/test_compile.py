@@ -4,6 +4,9 @@ returns, compose with the transforms, and update captured state as MLX's do."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from functools import partial
 
 import numpy as np
@@ -59,6 +62,48 @@ def test_compile_with_captured_state_updates_it():
     assert state[0].item() == 3.0
 
 
+def test_captured_state_gets_new_arrays_and_kept_ones_keep_their_values():
+    # as MLX: each call puts new arrays into the state's containers, so arrays taken out of
+    # the state earlier (a history, an average of weights) keep the values they had
+    state = {"total": mx.array(0.0), "seen": [mx.array(0), (mx.array(1.0), "tag")]}
+
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step(x):
+        state["total"] = state["total"] + x
+        count, (scale, tag) = state["seen"][0], state["seen"][1]
+        state["seen"] = [count + 1, (scale * 2, tag)]
+
+    history = []
+    for _ in range(4):
+        step(mx.array(1.0))
+        history.append((state["total"], state["seen"][0], state["seen"][1][0]))
+    assert [[a.item() for a in h] for h in history] == [
+        [1.0, 1, 2.0], [2.0, 2, 4.0], [3.0, 3, 8.0], [4.0, 4, 16.0]]
+    assert state["seen"][1][1] == "tag"
+
+
+def test_compiled_training_step_leaves_earlier_parameters_alone():
+    model = nn.Linear(3, 2)
+    optimizer = optimizers.SGD(learning_rate=0.1)
+    state = [model.state, optimizer.state]
+    x, y = mx.ones((4, 3)), mx.zeros((4, 2))
+    loss_and_grad = nn.value_and_grad(model, lambda m: nn.losses.mse_loss(m(x), y))
+
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step():
+        loss, grads = loss_and_grad(model)
+        optimizer.update(model, grads)
+        return loss
+
+    for _ in range(4):
+        before = np.array(model.weight)
+        kept = model.weight
+        step()
+        mx.eval(state)
+        assert np.array_equal(np.array(kept), before)
+        assert not np.array_equal(np.array(model.weight), before)
+
+
 def test_state_stored_without_outputs_is_an_error_when_evaluated():
     state = [mx.array(0.0)]
 
@@ -86,9 +131,22 @@ def test_disable_and_enable_compile_keep_results():
     mx.disable_compile()
     try:
         assert f(mx.array(1)).item() == 2
+        with pytest.raises(ValueError, match="^compile: function arguments must be trees"):
+            f(mx.array(1), object())  # checked as when compiled, as MLX does
     finally:
         mx.enable_compile()
     assert f(mx.array(1)).item() == 2
+
+
+def test_mlx_disable_compile_environment_variable_turns_compile_off():
+    code = ("import nuvec as mx\n"
+            "f = mx.compile(lambda x: x * x.sum().item())\n"  # evaluates: refused when compiled
+            "print(f(mx.array([1.0, 2.0])).tolist())\n")
+    env = {**os.environ, "MLX_DISABLE_COMPILE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[3.0, 6.0]"
 
 
 @pytest.mark.parametrize(
@@ -111,6 +169,24 @@ def _counted(fun):
         return fun(*args, **kwargs)
 
     return wrapped, calls
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jvp"])
+def test_transforms_of_captured_arrays_inside_are_traced_once(transform):
+    # a transform the compiled function applies to an array it reads from its scope (a
+    # constant of the program) is part of the program: replayed, not traced again (as MLX)
+    w = mx.array([1.0, 2.0])
+    inner = {
+        "grad": lambda x: mx.grad(lambda v: mx.sum(v * v * x))(w),
+        "vmap": lambda x: mx.vmap(lambda v: v * x)(w),
+        "jvp": lambda x: mx.jvp(lambda v: v * v * x, [w], [mx.ones(2)])[1][0],
+    }[transform]
+    f, calls = _counted(inner)
+    g = mx.compile(f)
+    expected = {"grad": [2.0, 4.0], "vmap": [1.0, 2.0], "jvp": [2.0, 4.0]}[transform]
+    for k in (1.0, 2.0, 3.0):
+        assert g(mx.array(k)).tolist() == [k * e for e in expected]
+    assert len(calls) == 1
 
 
 def test_later_calls_replay_without_running_python():
@@ -311,7 +387,7 @@ def test_compile_refuses_evaluation_inside():
 
 
 def test_compile_rejects_bad_arguments_and_outputs():
-    with pytest.raises(TypeError, match="^compile: function arguments must be trees of arrays "
+    with pytest.raises(ValueError, match="^compile: function arguments must be trees of arrays "
                                         "or constants .*, got object"):
         mx.compile(lambda x, o: x)(mx.array(1.0), object())
 

@@ -139,6 +139,32 @@ def all_leaves(tree: Any) -> list[Any]:
     return leaves
 
 
+def replace_leaves(tree: Any, replace: Callable[[Any], Any]) -> Any:
+    """`tree` with each leaf `x` replaced by `replace(x)`, visited in `all_leaves`' order:
+    dicts and lists (subclasses too: an `nn.Module`) are updated in place, tuples are rebuilt
+    (so a tuple at the top comes back as a new tuple), as MLX fills captured state.
+
+    Example:
+        >>> from nuvec.graph.tree import replace_leaves
+        >>> state = {"w": 1, "m": [2, (3, 4)]}
+        >>> _ = replace_leaves(state, lambda x: x * 10)
+        >>> state
+        {'w': 10, 'm': [20, (30, 40)]}
+    """
+    if isinstance(tree, dict):
+        for k in list(tree):
+            tree[k] = replace_leaves(tree[k], replace)
+        return tree
+    if isinstance(tree, list):
+        for i, x in enumerate(tree):
+            tree[i] = replace_leaves(x, replace)
+        return tree
+    if isinstance(tree, tuple):
+        items = [replace_leaves(x, replace) for x in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
+    return replace(tree)
+
+
 def tree_leaves(tree: Any) -> list[Any]:
     """The leaves of a tree in `flatten`'s order, without building its structure.
 

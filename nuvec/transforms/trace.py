@@ -8,6 +8,7 @@ the outermost transform is done lets the traced nodes detach again (`release`).
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Iterator, Sequence
 
 from nuvec.graph.array import Array, Node, record1, tracing
@@ -35,13 +36,25 @@ def check_arrays(op: str, what: str, values: Any) -> list[Array]:
     return list(values)
 
 
+class _Marks(threading.local):
+    """The `Copy` nodes `mark` makes while a `trace(..., marks=...)` collects them."""
+
+    made: set[Node] | None = None
+
+
+_marks = _Marks()
+
+
 def mark(primals: Sequence[Array]) -> list[Array]:
     """Wraps each primal in a `Copy` node that starts the trace."""
     marked = []
+    made = _marks.made
     for p in primals:
         copy = record1(COPY, (p,), p.stream)
         copy._node.keep = True
         marked.append(copy)
+        if made is not None:
+            made.add(copy._node)
     return marked
 
 
@@ -50,12 +63,17 @@ _TRACED_FUNCTION = {"vmap": "a vmapped function", "compile": "a compiled functio
 
 
 def trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None,
-          op: str | None = None) -> Any:
+          op: str | None = None, marks: set[Node] | None = None) -> Any:
     """Calls `fun(*args, **kwargs)` with tracing on: the nodes it records keep their graph.
 
     With `op` (`"vmap"`, `"compile"`: transforms whose traced arrays are placeholders), an
-    evaluation of a traced array inside `fun` fails with an error naming `op`.
+    evaluation of a traced array inside `fun` fails with an error naming `op`. `marks`
+    collects the marks of the transforms `fun` itself applies (those of enclosing
+    transforms were made before), nested traces' included.
     """
+    outer = _marks.made
+    if marks is not None:
+        _marks.made = marks
     tracing.depth += 1
     try:
         return fun(*args, **(kwargs or {}))
@@ -68,6 +86,10 @@ def trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = No
         ) from exc
     finally:
         tracing.depth -= 1
+        if marks is not None:
+            _marks.made = outer
+            if outer is not None:
+                outer |= marks
 
 
 def untraced(fun: Callable[[], Any]) -> Any:
