@@ -518,8 +518,9 @@ def compile(
 
     Raises:
         TypeError: if `fun` is not callable or `shapeless` is not a bool.
-        ValueError: at a call, if an argument leaf is neither an array nor a constant, or if
-            `fun` evaluates an array it computes.
+        ValueError: if `inputs` or `outputs` is an array or a tuple; at a call, if an
+            argument leaf is neither an array nor a constant, or if `fun` evaluates an array
+            it computes.
 
     Example:
         >>> import nuvec as mx
@@ -531,6 +532,10 @@ def compile(
         raise TypeError(f"compile: fun must be callable, got {type(fun).__name__}")
     if not isinstance(shapeless, bool):
         raise TypeError(f"compile: shapeless must be a bool, got {type(shapeless).__name__}")
+    for name, state in (("inputs", inputs), ("outputs", outputs)):
+        if isinstance(state, (Array, tuple)):  # (new arrays could not be put into it)
+            raise ValueError(f"compile: {name} must be a list or dict of captured state "
+                             f"(arrays nested in lists and dicts), got {type(state).__name__}")
     cache: dict[Any, tuple[_Program, Any, int, tuple]] = {}
     # shapeless: per key of ranks, whether a trace at a second shape gave the same graph
     shape_free: dict[Any, bool] = {}

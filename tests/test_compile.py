@@ -160,6 +160,14 @@ def test_compile_rejects(args, message):
         mx.compile(*args)
 
 
+@pytest.mark.parametrize("where", ["inputs", "outputs"])
+@pytest.mark.parametrize("state", [(mx.array(1.0),), mx.array(1.0)], ids=["tuple", "array"])
+def test_compile_rejects_state_it_could_not_update(where, state):
+    with pytest.raises(ValueError, match=f"^compile: {where} must be a list or dict of "
+                                         "captured state .*, got (tuple|Array)"):
+        mx.compile(lambda x: x, **{where: state})
+
+
 def _counted(fun):
     """`fun` and a list whose length counts the Python calls of it."""
     calls = []
