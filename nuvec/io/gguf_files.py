@@ -202,7 +202,7 @@ def save_gguf(file: Any, arrays: dict[str, Array], metadata: dict[str, Any] | No
         if a.dtype.name not in _TENSOR_CODES:
             raise DtypeError(f"save_gguf: GGUF has no tensor type for {a.dtype.name} "
                              f"(array {name!r}); use one of {', '.join(_TENSOR_CODES)}")
-        dims = tuple(reversed(data.shape)) or (1,)
+        dims = tuple(reversed(a.shape))  # (no dimensions for a 0-d array, as MLX writes)
         parts += [_string(name, "array names"), struct.pack(f"<I{len(dims)}Q", len(dims), *dims),
                   struct.pack("<IQ", _TENSOR_CODES[a.dtype.name], offset)]
         datas.append(data)

@@ -68,7 +68,8 @@ def save_safetensors(file: Any, arrays: dict[str, Array],
         if name == "__metadata__":
             raise ValueError("save_safetensors: '__metadata__' is reserved for the metadata")
         data = np.ascontiguousarray(host(a, "save_safetensors"))  # native: little-endian
-        header[name] = {"dtype": _NAMES[a.dtype.name], "shape": list(data.shape),
+        # `a.shape`, not `data.shape`: `ascontiguousarray` makes a 0-d array 1-D
+        header[name] = {"dtype": _NAMES[a.dtype.name], "shape": list(a.shape),
                         "data_offsets": [offset, offset + data.nbytes]}
         datas.append(data)
         offset += data.nbytes

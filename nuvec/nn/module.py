@@ -64,6 +64,11 @@ def _update(dst: Any, new_tree: Any, strict: bool) -> None:
             if strict:
                 raise ValueError(f'Module.update: module does not have parameter named "{k}".')
             continue
+        if not is_dict and k >= len(dst):
+            if strict:
+                raise ValueError(f"Module.update: list index {k} is out of bounds for "
+                                 f"destination of length {len(dst)}.")
+            continue
         if isinstance(dst[k], array):
             if strict and not isinstance(new, array):
                 raise ValueError(f"Module.update: received invalid type: {type(new).__name__}.")
@@ -266,12 +271,17 @@ class Module(dict):
                         raise ValueError("Module.update_modules: module does not have "
                                          f'sub-module named "{k}".')
                     continue
+                if isinstance(new_tree, list) and k >= len(dst):
+                    if strict:
+                        raise ValueError(f"Module.update_modules: list index {k} is out of "
+                                         f"bounds for destination of length {len(dst)}.")
+                    continue
                 current = dst[k]
                 if isinstance(current, Module) and isinstance(new, Module):
                     dst[k] = new
                 elif isinstance(current, (dict, list)):
                     apply(current, new)
-                elif strict and new != {}:
+                elif strict and not (isinstance(new, dict) and not new):  # `{}`: nothing to set
                     raise ValueError("Module.update_modules: received invalid type: "
                                      f"{type(new).__name__}.")
 
@@ -287,12 +297,17 @@ class Module(dict):
 
     # ---- freezing, modes, dtypes ---------------------------------------------------------
 
-    def _validate_keys(self, keys: Any, strict: bool) -> list[str]:
+    def _validate_keys(self, keys: Any, strict: bool, recurse: bool, op: str) -> list[str] | None:
+        """`keys` as a list (None stays None); with `strict`, each key must be a member of this
+        module or, with `recurse`, of at least one module of the tree."""
+        if keys is None:
+            return None
         keys = keys if isinstance(keys, list) else [keys]
         if strict:
+            visited = self.modules() if recurse else [self]
             for k in keys:
-                if k not in self:
-                    raise KeyError(f"Module.freeze: module doesn't contain member {k}.")
+                if not any(k in m for m in visited):
+                    raise KeyError(f"Module.{op}: module doesn't contain member {k}.")
         return keys
 
     def freeze(self, *, recurse: bool = True, keys: str | list[str] | None = None,
@@ -302,13 +317,14 @@ class Module(dict):
         Args:
             recurse: also freeze the descendants' parameters.
             keys: the member names to freeze (default: every parameter member).
-            strict: if True, every key must be a member of each module visited.
+            strict: if True, every key must be a member of the module (with `recurse`, of at
+                least one module of the tree).
 
         Returns:
             The module.
 
         Raises:
-            KeyError: with `strict`, for a key a module does not have.
+            KeyError: with `strict`, for a key no module has.
 
         Example:
             >>> import nuvec.nn as nn
@@ -316,13 +332,15 @@ class Module(dict):
             >>> list(layer.trainable_parameters())
             ['weight']
         """
+        keys = self._validate_keys(keys, strict, recurse, "freeze")
+
         def freeze_one(_: str, m: Module) -> None:
             local = keys
             if local is None:
                 local = [k for k, _ in tree_flatten(m.filter_and_map(
                     lambda mod, k, v: not isinstance(v, Module)
                     and mod.valid_parameter_filter(mod, k, v)))]
-            m._no_grad.update(m._validate_keys(local, strict))
+            m._no_grad.update(local)
 
         if recurse:
             self.apply_to_modules(freeze_one)
@@ -333,11 +351,13 @@ class Module(dict):
     def unfreeze(self, *, recurse: bool = True, keys: str | list[str] | None = None,
                  strict: bool = False) -> "Module":
         """Unfreezes parameters (all of them, or the members `keys`); arguments as `freeze`."""
+        keys = self._validate_keys(keys, strict, recurse, "unfreeze")
+
         def unfreeze_one(_: str, m: Module) -> None:
             if keys is None:
                 m._no_grad.clear()
             else:
-                m._no_grad.difference_update(m._validate_keys(keys, strict))
+                m._no_grad.difference_update(keys)
 
         if recurse:
             self.apply_to_modules(unfreeze_one)
@@ -368,8 +388,8 @@ class Module(dict):
         a dict from path to array.
 
         Args:
-            file_or_weights: a file path, a list of `(dotted_path, array)` pairs, or a dict
-                `{dotted_path: array}`.
+            file_or_weights: a file path, a list or tuple of `(dotted_path, array)` pairs, or
+                a dict `{dotted_path: array}`.
             strict: if True, the weights must name exactly the model's parameters, with the
                 same shapes.
 
@@ -390,6 +410,8 @@ class Module(dict):
         weights = file_or_weights
         if isinstance(weights, dict):
             weights = list(weights.items())
+        elif isinstance(weights, tuple):
+            weights = list(weights)
         elif not isinstance(weights, list):
             weights = list(mx.load(str(weights)).items())
         if strict:

@@ -219,7 +219,11 @@ def clip_grad_norm(grads: Any, max_norm: float) -> tuple[Any, mx.array]:
         max_norm: the largest norm allowed.
 
     Returns:
-        `(clipped_grads, total_norm)`, the norm before clipping.
+        `(clipped_grads, total_norm)`, the norm before clipping. float16 gradients are
+        squared and summed in float32 (so the norm is float32) and keep their dtype.
+
+    Raises:
+        ValueError: for a negative `max_norm`.
 
     Example:
         >>> import nuvec.optimizers as optim
@@ -227,7 +231,17 @@ def clip_grad_norm(grads: Any, max_norm: float) -> tuple[Any, mx.array]:
         >>> norm.item(), [round(v, 4) for v in clipped["a"].tolist()]
         (5.0, [0.6, 0.8])
     """
-    squared = tree_reduce(lambda acc, g: acc + mx.sum(mx.square(g)), grads, 0.0)
-    total = mx.sqrt(squared)
+    if max_norm < 0:
+        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
+
+    def square_sum(g: mx.array) -> mx.array:  # float16 squares would overflow past 65504
+        return mx.sum(mx.square(g.astype(mx.float32) if g.dtype == mx.float16 else g))
+
+    total = mx.sqrt(tree_reduce(lambda acc, g: acc + square_sum(g), grads, 0.0))
     factor = mx.minimum(max_norm / (total + 1e-6), 1.0)
-    return tree_map(lambda g: g * factor, grads), total
+
+    def scale(g: mx.array) -> mx.array:  # cast after scaling: float16 factors may underflow
+        scaled = g * factor
+        return scaled.astype(g.dtype) if mx.issubdtype(g.dtype, mx.floating) else scaled
+
+    return tree_map(scale, grads), total

@@ -102,9 +102,10 @@ def test_file_objects():
     assert arrays["a"].tolist() == [0, 1, 2] and meta == {"k": "v"}
 
 
-def test_zero_dimensional_arrays_are_stored_with_one_element(tmp_path: pathlib.Path):
+def test_zero_dimensional_arrays_keep_their_shape(tmp_path: pathlib.Path):
     mx.save_gguf(tmp_path / "z.gguf", {"z": mx.array(3.5)})
-    assert mx.load(tmp_path / "z.gguf")["z"].tolist() == [3.5]
+    z = mx.load(tmp_path / "z.gguf")["z"]
+    assert z.shape == () and z.item() == 3.5
 
 
 def _valid() -> bytes:

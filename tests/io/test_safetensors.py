@@ -43,6 +43,14 @@ def test_metadata_round_trips_with_mlx_format_key(tmp_path: pathlib.Path):
     assert st_numpy.safe_open(str(tmp_path / "m.safetensors"), "np").metadata() == meta
 
 
+def test_zero_dimensional_arrays_keep_their_shape(tmp_path: pathlib.Path):
+    mx.save_safetensors(tmp_path / "s", {"s": mx.array(3), "h": mx.array(1.5, mx.bfloat16)})
+    out = mx.load(tmp_path / "s.safetensors")
+    assert out["s"].shape == () and out["s"].item() == 3  # as MLX (an optimizer's `step`)
+    assert out["h"].shape == () and out["h"].item() == 1.5
+    assert st_numpy.load_file(str(tmp_path / "s.safetensors"))["s"].shape == ()
+
+
 @pytest.mark.parametrize("dtype", [d for d in dt.ALL_DTYPES], ids=ids)
 def test_the_library_reads_nuvec_files(tmp_path: pathlib.Path, dtype):
     x = int_data((2, 5), dtype)

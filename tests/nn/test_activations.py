@@ -52,7 +52,7 @@ CASES = [
      nn.GELU, {"approx": "tanh"}),
     ("gelu_fast_approx", lambda x: x / (1 + np.exp(-1.702 * x)), {}, nn.GELU, {"approx": "fast"}),
     ("glu", lambda x: x[..., :3] / (1 + np.exp(-x[..., 3:])), {}, nn.GLU, {}),
-    ("step", lambda x: (x > 0.1).astype(np.int64), {"threshold": 0.1}, nn.Step,
+    ("step", lambda x: (x >= 0.1).astype(np.int64), {"threshold": 0.1}, nn.Step,
      {"threshold": 0.1}),
     ("selu", lambda x: 1.0507 * _elu(x, 1.67326), {}, nn.SELU, {}),
     ("mish", lambda x: x * np.tanh(_softplus(x)), {}, nn.Mish, {}),
@@ -102,6 +102,11 @@ def test_prelu_layer_and_function() -> None:
     layer.weight = mx.array(alpha, mx.float64)
     np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-12)
     check_grads(lambda a, w: nn.prelu(a, w), [x, mx.array(alpha, mx.float64)], rtol=1e-6, atol=1e-8)
+
+
+def test_step_is_one_at_the_threshold() -> None:
+    assert nn.step(mx.array([-1.0, 0.0, 1.0])).tolist() == [0, 1, 1]  # x >= threshold, as MLX
+    assert nn.Step(0.5)(mx.array([0.25, 0.5, 1.0])).tolist() == [0, 1, 1]
 
 
 def test_gelu_rejects_unknown_approximation() -> None:

@@ -86,6 +86,18 @@ def test_freeze_and_unfreeze_with_keys_recurse_strict() -> None:
     assert "weight" in block.trainable_parameters()["linear"]
 
 
+def test_strict_keys_with_recurse_need_only_be_somewhere_in_the_tree() -> None:
+    seq = nn.Sequential(nn.Linear(1, 1), nn.ReLU())  # ReLU and Sequential have no "weight"
+    seq.freeze(keys="weight", strict=True)
+    assert keys(seq.trainable_parameters()) == ["layers.0.bias"]
+    seq.unfreeze(keys=["weight"], strict=True)
+    assert keys(seq.trainable_parameters()) == ["layers.0.bias", "layers.0.weight"]
+    with pytest.raises(KeyError, match="Module.freeze: module doesn't contain member weight"):
+        seq.freeze(keys="weight", recurse=False, strict=True)
+    with pytest.raises(KeyError, match="Module.unfreeze: module doesn't contain member nope"):
+        seq.unfreeze(keys="nope", strict=True)
+
+
 def test_update_and_update_modules_strict_failures() -> None:
     layer = nn.Linear(2, 2)
     layer.update({"bias": mx.array([5.0, 6.0])})
@@ -103,6 +115,27 @@ def test_update_and_update_modules_strict_failures() -> None:
         seq.update_modules({"head": nn.Identity()})
     with pytest.raises(ValueError, match="received invalid type: int"):
         nn.Sequential(nn.Identity()).update_modules({"layers": [3]})
+    layer.buf = mx.array([0.0])
+    with pytest.raises(ValueError, match="Module.update_modules: received invalid type: Array"):
+        layer.update_modules({"buf": mx.array([1.0])})
+    layer.update_modules({"buf": {}})  # an empty dict sets nothing, as in MLX
+    layer.update_modules({"buf": mx.array([1.0])}, strict=False)
+    assert layer.buf.tolist() == [0.0]
+
+
+def test_update_with_a_list_longer_than_the_module() -> None:
+    seq = nn.Sequential(nn.Linear(1, 1))
+    seq.update({"layers": [{}, {"weight": mx.ones((1, 1))}]}, strict=False)  # extra: skipped
+    seq.update_modules({"layers": [{}, nn.Identity()]}, strict=False)
+    assert len(seq.layers) == 1 and isinstance(seq.layers[0], nn.Linear)
+    with pytest.raises(ValueError, match=r"^Module.update: list index 1 is out of bounds for "
+                                         "destination of length 1"):
+        seq.update({"layers": [{}, {"weight": mx.ones((1, 1))}]})
+    with pytest.raises(ValueError, match=r"^Module.update_modules: list index 1 is out of "
+                                         "bounds for destination of length 1"):
+        seq.update_modules({"layers": [{}, nn.Identity()]})
+    pairs = tree_flatten(seq.parameters())
+    seq.load_weights(pairs + [("layers.5.weight", mx.zeros((1, 1)))], strict=False)
 
 
 def test_update_through_lists_and_non_strict_leaves() -> None:
@@ -156,6 +189,8 @@ def test_load_weights_strict_errors(tmp_path) -> None:
         layer.save_weights(str(tmp_path / "w.txt"))
     layer.load_weights({"weight": mx.zeros((2, 3)), "bias": mx.ones((2,))})  # a dict, as MLX
     np.testing.assert_array_equal(np.asarray(layer.bias), np.ones(2))
+    layer.load_weights((("weight", mx.zeros((2, 3))), ("bias", mx.full((2,), 2.0))))  # a tuple
+    np.testing.assert_array_equal(np.asarray(layer.bias), np.full(2, 2.0))
 
 
 def test_plain_functions_in_a_sequential_keep_the_positions_of_the_layers() -> None:

@@ -164,3 +164,5 @@ def test_transformer_stacks() -> None:
     assert model(mx.ones((2, 4, 8)), mx.ones((2, 3, 8)), None, None, None).shape == (2, 3, 8)
     assert {name for name, _ in model.named_modules()} >= {"encoder", "decoder",
                                                            "decoder.layers.0.cross_attention"}
+    custom = nn.Transformer(8, 2, custom_encoder=nn.Identity(), custom_decoder=nn.Identity())
+    assert isinstance(custom.encoder, nn.Identity) and isinstance(custom.decoder, nn.Identity)

@@ -324,6 +324,21 @@ def test_clip_grad_norm() -> None:
     assert np.asarray(same["a"]).tolist() == [3.0, 0.0]
 
 
+def test_clip_grad_norm_sums_float16_in_float32() -> None:
+    clipped, norm = optim.clip_grad_norm({"a": mx.array([300.0, 400.0], mx.float16)}, 1.0)
+    assert norm.dtype == mx.float32 and norm.item() == 500.0  # float16 squares overflow
+    assert clipped["a"].dtype == mx.float16
+    np.testing.assert_allclose(np.asarray(clipped["a"]).astype(np.float32), [0.6, 0.8],
+                               rtol=1e-3)
+    tiny, _ = optim.clip_grad_norm({"a": mx.array([3.0, 4.0], mx.float16)}, 1e-5)
+    assert tiny["a"].dtype == mx.float16 and np.asarray(tiny["a"]).min() > 0
+
+
+def test_clip_grad_norm_rejects_a_negative_max_norm() -> None:
+    with pytest.raises(ValueError, match=r"^clip_grad_norm: max_norm must be >= 0, got -1.0"):
+        optim.clip_grad_norm({"a": mx.array([3.0, 4.0])}, -1.0)
+
+
 def test_multi_optimizer() -> None:
     params = {"w": mx.ones((2,), mx.float64), "bias": mx.ones((2,), mx.float64)}
     grads = {"w": mx.full((2,), 2.0, mx.float64), "bias": mx.full((2,), 2.0, mx.float64)}

@@ -264,7 +264,7 @@ def glu(x: mx.array, axis: int = -1) -> mx.array:
 
 
 def step(x: mx.array, threshold: float = 0.0) -> mx.array:
-    """The binary step: 1 where `x > threshold`, else 0.
+    """The binary step: 1 where `x >= threshold`, else 0.
 
     Args:
         x: the input array.
@@ -278,7 +278,7 @@ def step(x: mx.array, threshold: float = 0.0) -> mx.array:
         >>> nn.step(mx.array([-1.0, 1.0])).tolist()
         [0, 1]
     """
-    return mx.where(x > threshold, 1, 0)
+    return mx.where(x >= threshold, 1, 0)
 
 
 def selu(x: mx.array) -> mx.array:

@@ -243,10 +243,11 @@ class Transformer(Module):
                  custom_encoder: Module | None = None, custom_decoder: Module | None = None,
                  norm_first: bool = True, checkpoint: bool = False) -> None:
         super().__init__()
-        self.encoder = custom_encoder or TransformerEncoder(
+        # `is None`, not `or`: an empty module (`nn.Identity()`) is an empty dict, so falsy.
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
             num_encoder_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
             checkpoint)
-        self.decoder = custom_decoder or TransformerDecoder(
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
             num_decoder_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
             checkpoint)
 
