@@ -11,7 +11,7 @@ import numpy as np
 from nuvec.graph.array import Array, placeholder
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.tree import flatten, is_node, unflatten
-from nuvec.ops.arguments import check_callable
+from nuvec.ops.arguments import IndexOutOfRangeError, check_callable
 from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
 from nuvec.transforms.trace import Key, apply_rule, key_of, release, trace, traced_graph
 
@@ -30,8 +30,8 @@ def _flat_axes(op: str, axes: Any, tree: Any, output: bool) -> list[int | None]:
         ndim = tree.ndim + (1 if output else 0)
         if not -ndim <= axes < ndim:
             kind = "output " if output else ""
-            raise ValueError(f"{op}: invalid {kind}vectorization axis {axes} for an array of "
-                             f"shape {tree.shape}")
+            raise IndexOutOfRangeError(f"{op}: invalid {kind}vectorization axis {axes} for an "
+                                       f"array of shape {tree.shape}")  # MLX's IndexError
         return [axes % ndim]
     # (nodes as `flatten` takes them: a dict or list subclass, a module, is a leaf here)
     if isinstance(tree, (list, tuple)) and is_node(tree):
@@ -92,8 +92,9 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
 
     Raises:
         TypeError: if an argument or output leaf is not an array.
-        ValueError: if axes are out of range, do not match the arguments, no argument is
-            batched, or batched inputs disagree on the batch size.
+        ValueError: if axes do not match the arguments, no argument is batched, or batched
+            inputs disagree on the batch size.
+        IndexError: if an axis is out of range (a `ValueError` too).
 
     Example:
         >>> import nuvec as mx

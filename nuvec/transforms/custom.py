@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from nuvec.graph.array import Array, record
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.graph.tree import TreeDef, flatten, unflatten
+from nuvec.graph.tree import TreeDef, flatten, is_node, unflatten
 from nuvec.ops.arguments import check_callable
 from nuvec.ops.creation import zeros_like
 from nuvec.transforms.autodiff import conjugated, jvp, pullback
@@ -103,8 +103,10 @@ class _Call:
     def arrays(self) -> list[Array]:
         return [self.leaves[i] for i in self.positions]
 
-    def rebuild(self, arrays: Sequence[Any]) -> tuple[list, dict]:
-        leaves = list(self.leaves)
+    def rebuild(self, arrays: Sequence[Any], constants: bool = True) -> tuple[list, dict]:
+        """The call's (args, kwargs) with `arrays` in place of its arrays and its other leaves
+        kept, or None without `constants` (they have no tangent or batch axis)."""
+        leaves = list(self.leaves) if constants else [None] * len(self.leaves)
         for i, a in zip(self.positions, arrays):
             leaves[i] = a
         args, kwargs = unflatten(self.in_def, leaves)
@@ -155,7 +157,9 @@ class custom_function:  # noqa: N801  (MLX's name)
 
     - `vjp(primals, cotangents, outputs, **kwargs)`: `primals` is the single positional
       argument or the tuple of them; `cotangents` and `outputs` have the output's structure.
-      Returns cotangents with the structure of `primals` (`None` for no gradient).
+      Returns one cotangent per argument (alone for a single one), each a tree of its
+      argument's structure; `None` (or a missing trailing one) for zeros; entries for
+      non-array leaves are ignored.
     - `jvp(primals, tangents)`: `tangents` mirrors `primals` (None where zero); returns the
       output tangents with the output's structure.
     - `vmap(inputs, axes)`: `axes` mirrors `inputs` (None for unbatched); returns
@@ -206,9 +210,10 @@ class custom_function:  # noqa: N801  (MLX's name)
             self._flat_vmap(call) if self._vmap else None,
         )
 
-    def _positional(self, call: _Call, op: str, arrays: Sequence[Any]) -> tuple[Any, dict]:
-        args, kwargs = call.rebuild(arrays)
-        if kwargs and op != "vjp":
+    def _positional(self, call: _Call, op: str, arrays: Sequence[Any],
+                    constants: bool = True) -> tuple[Any, dict]:
+        args, kwargs = call.rebuild(arrays, constants)
+        if kwargs:
             raise ValueError(f"custom_function: a custom {op} needs positional arguments only")
         return _one_or_tuple(args), kwargs
 
@@ -216,20 +221,19 @@ class custom_function:  # noqa: N801  (MLX's name)
         def flat(primals, cotangents, outputs, wanted):
             # the user's rule is in `vjp`'s (MLX's) complex convention; the node's rules are
             # transposes: conjugate around it, as `vjp` does around `pullback`
-            args, kwargs = self._positional(call, "vjp", primals)
+            args, kwargs = call.rebuild(primals)
             cots = call.outputs(conjugated(cotangents))
-            grads = self._vjp(args, cots, call.outputs(outputs), **kwargs)
-            tree = grads if call.num_args != 1 else [grads]
-            count = sum(1 for i in call.positions if i < _positional_leaves(call))
-            found = conjugated(_arrays_of("custom_function", "vjp", tree, count))
-            return found + [None] * (len(primals) - count)
+            grads = self._vjp(_one_or_tuple(args), cots, call.outputs(outputs), **kwargs)
+            found = [g for arg, grad in zip(args, _per_argument(grads, args))
+                     for g in _cotangents_of(arg, grad)]
+            return conjugated(found) + [None] * (len(primals) - len(found))
 
         return flat
 
     def _flat_jvp(self, call: _Call) -> Callable:
         def flat(primals, tangents):
             args, _ = self._positional(call, "jvp", primals)
-            tans, _ = self._positional(call, "jvp", tangents)
+            tans, _ = self._positional(call, "jvp", tangents, constants=False)
             out = self._jvp(args, tans)
             return _arrays_of("custom_function", "jvp", out, call.out_def.num_leaves)
 
@@ -238,7 +242,7 @@ class custom_function:  # noqa: N801  (MLX's name)
     def _flat_vmap(self, call: _Call) -> Callable:
         def flat(inputs, axes):
             args, _ = self._positional(call, "vmap", inputs)
-            in_axes, _ = self._positional(call, "vmap", axes)
+            in_axes, _ = self._positional(call, "vmap", axes, constants=False)
             result = self._vmap(args, in_axes)
             if not isinstance(result, tuple) or len(result) != 2:
                 raise ValueError("custom_function: the vmap must return a tuple (outputs, axes)")
@@ -249,9 +253,44 @@ class custom_function:  # noqa: N801  (MLX's name)
         return flat
 
 
-def _positional_leaves(call: _Call) -> int:
-    """How many leaves of the flattened (args, kwargs) belong to the positional arguments."""
-    return call.in_def.children[0].num_leaves
+def _per_argument(grads: Any, args: list) -> list:
+    """A vjp's result as one cotangent per positional argument: a lone argument's may come
+    alone, and missing trailing ones are None (zeros)."""
+    sequence = isinstance(grads, (list, tuple))
+    if len(args) == 1 and (not sequence or isinstance(args[0], (list, tuple))):
+        return [grads]
+    grads = list(grads) if sequence else [grads]
+    if len(grads) > len(args):
+        raise ValueError(f"custom_function: the vjp returned {len(grads)} cotangents for "
+                         f"{len(args)} arguments")
+    return grads + [None] * (len(args) - len(grads))
+
+
+def _cotangents_of(arg: Any, grad: Any) -> list[Array | None]:
+    """One cotangent (None for zeros) per array leaf of `arg` from `grad`, a tree of its
+    structure or None; what `grad` holds for a non-array leaf is ignored."""
+    if isinstance(arg, Array):
+        if grad is not None and not isinstance(grad, Array):
+            raise TypeError(f"custom_function: the vjp must return an array or None for an "
+                            f"array argument, got {type(grad).__name__}")
+        if grad is not None and grad.shape != arg.shape:
+            raise ValueError(f"custom_function: the vjp returned a cotangent of shape "
+                             f"{grad.shape} for an argument of shape {arg.shape}")
+        return [grad]
+    if not is_node(arg):
+        return []
+    if grad is None:
+        return [None] * sum(isinstance(x, Array) for x in flatten(arg)[0])
+    if isinstance(arg, dict):
+        fits = isinstance(grad, dict) and set(grad) == set(arg)
+    else:
+        fits = isinstance(grad, (list, tuple)) and len(grad) == len(arg)
+    if not fits:
+        raise ValueError(f"custom_function: the vjp returned a cotangent of structure "
+                         f"{flatten(grad)[1]!r} for an argument of structure "
+                         f"{flatten(arg)[1]!r}")
+    pairs = [(arg[k], grad[k]) for k in arg] if isinstance(arg, dict) else zip(arg, grad)
+    return [g for a, c in pairs for g in _cotangents_of(a, c)]
 
 
 def _broadcast_out_axes(axes: Any, outputs: Any, count: int) -> list[int | None]:

@@ -261,10 +261,12 @@ def test_vmap_output_that_ignores_the_batch_is_broadcast() -> None:
     [
         (lambda: mx.vmap(lambda a, b: a + b)(mx.ones((2, 3)), mx.ones((3, 3))), ValueError,
          "^vmap: inconsistent batch sizes 2 and 3"),
-        (lambda: mx.vmap(lambda a: a, in_axes=2)(mx.ones((2, 3))), ValueError,
+        (lambda: mx.vmap(lambda a: a, in_axes=2)(mx.ones((2, 3))), IndexError,
          r"^vmap: invalid vectorization axis 2 for an array of shape \(2, 3\)"),
-        (lambda: mx.vmap(lambda a: a, out_axes=3)(mx.ones((2, 3))), ValueError,
-         r"^vmap: invalid output vectorization axis 3"),
+        (lambda: mx.vmap(lambda a: a)(mx.array(1.0)), IndexError,
+         r"^vmap: invalid vectorization axis 0 for an array of shape \(\)"),
+        (lambda: mx.vmap(lambda a: a, out_axes=2)(mx.ones((2, 3))), IndexError,
+         r"^vmap: invalid output vectorization axis 2 for an array of shape \(3,\)"),
         (lambda: mx.vmap(lambda a: a, in_axes=None)(mx.ones((2,))), ValueError,
          "^vmap: at least one of in_axes must be non-None"),
         (lambda: mx.vmap(lambda a, b: a)(mx.ones((2,)), 1.0), TypeError,
@@ -282,13 +284,14 @@ def test_vmap_output_that_ignores_the_batch_is_broadcast() -> None:
         (lambda: mx.vmap(lambda m, a: a, in_axes=(None, 0))(nn.Linear(2, 1), mx.ones((3, 2))),
          TypeError, "^vmap: the arguments must be arrays or trees of arrays, got Linear"),
     ],
-    ids=["batch-size", "in-axis-range", "out-axis-range", "all-none", "non-array-arg",
-         "non-array-output", "axes-length", "axis-type", "out-axes-none", "evaluation",
-         "module"],
+    ids=["batch-size", "in-axis-range", "scalar-in-axis", "out-axis-range", "all-none",
+         "non-array-arg", "non-array-output", "axes-length", "axis-type", "out-axes-none",
+         "evaluation", "module"],
 )
 def test_vmap_errors(call, error, match) -> None:
-    with pytest.raises(error, match=match):
+    with pytest.raises(error, match=match) as info:
         call()
+    assert isinstance(info.value, ValueError)  # MLX's IndexErrors are ValueErrors too
 
 
 # -- composition ------------------------------------------------------------------------------
@@ -436,7 +439,7 @@ def test_custom_function_treats_closures_as_constants() -> None:
     "rule, call, match",
     [
         ("vjp", lambda f: mx.grad(lambda x: f(x, x).sum())(a64([1.0])),
-         "^custom_function: the vjp returned 1 arrays, expected 2"),
+         "^custom_function: the vjp returned 3 cotangents for 2 arguments"),
         ("vmap", lambda f: mx.vmap(f)(a64([1.0]), a64([1.0])),
          r"^custom_function: the vmap must return a tuple \(outputs, axes\)"),
         ("jvp", lambda f: mx.jvp(lambda x: f(x, x), [a64([1.0])], [a64([1.0])]),
@@ -446,10 +449,83 @@ def test_custom_function_treats_closures_as_constants() -> None:
 )
 def test_custom_function_rule_errors(rule, call, match) -> None:
     f = mx.custom_function(lambda x, y: x * y)
-    bad = {"vjp": lambda p, c, o: c, "vmap": lambda i, a: i[0], "jvp": lambda p, t: (t[0], t[1])}
+    bad = {"vjp": lambda p, c, o: (c, c, c), "vmap": lambda i, a: i[0],
+           "jvp": lambda p, t: (t[0], t[1])}
     getattr(f, rule)(bad[rule])
     with pytest.raises(ValueError, match=match):
         call(f)
+
+
+def test_custom_function_gives_constants_no_tangent_or_axis() -> None:
+    seen = []
+
+    @mx.custom_function
+    def f(x, scale, tree):
+        return x * scale * tree["k"] * tree["l"][1]
+
+    @f.jvp
+    def f_jvp(primals, tangents):
+        seen.append(tangents[1:])
+        return tangents[0] * primals[1]
+
+    @f.vmap
+    def f_vmap(inputs, axes):
+        seen.append(axes[1:])
+        return f(*inputs), axes[0]
+
+    x, y = a64([1.0, 2.0]), a64(1.0)
+    _, (t,) = mx.jvp(lambda a: f(a, 2.0, {"k": y, "l": [y, 3.0]}), [x], [a64([1.0, 1.0])])
+    assert_allclose(t, [2.0, 2.0], F64)
+    out = mx.vmap(lambda a: f(a, 3, {"k": y, "l": [y, 3.0]}))(a64(np.ones((2, 2))))
+    assert_allclose(out, np.full((2, 2), 9.0), F64)
+    none_tree = {"k": None, "l": [None, None]}
+    assert seen == [(None, none_tree), (None, none_tree)]
+
+
+@pytest.mark.parametrize(
+    "rule, second, expected",
+    [
+        (lambda p, c, o: (c * 5.0, None), 2.0, 0.0),
+        (lambda p, c, o: (c * 5.0, 0.0), 2.0, 0.0),
+        (lambda p, c, o: (c * 5.0, None), "y", 0.0),
+        (lambda p, c, o: (c * 5.0,), "y", 0.0),
+        (lambda p, c, o: c * 5.0, "y", 0.0),
+        (lambda p, c, o: (c * 5.0, None), "tree", 0.0),
+        (lambda p, c, o: [c * 5.0, {"k": c, "l": [c * 2.0, 1.0]}], "tree", 3.0),
+    ],
+    ids=["scalar-none", "scalar-float", "array-none", "fewer", "lone", "tree-none", "tree"],
+)
+def test_custom_vjp_returns_one_cotangent_per_argument(rule, second, expected) -> None:
+    f = mx.custom_function(lambda a, b: a * 2.0)
+    f.vjp(rule)
+    x, y = a64([1.0, 2.0]), a64([3.0, 4.0])
+    arg = {"y": lambda b: b, "tree": lambda b: {"k": b, "l": [b, 2.0]}}.get(second)
+    gx, gy = mx.grad(lambda a, b: f(a, arg(b) if arg else second).sum(), argnums=(0, 1))(x, y)
+    assert_allclose(gx, [5.0, 5.0], F64)
+    assert_allclose(gy, [expected, expected], F64)
+
+
+@pytest.mark.parametrize(
+    "rule, error, match",
+    [
+        (lambda p, c, o: (c, {"k": a64([1.0, 2.0, 3.0]), "l": [c, None]}), ValueError,
+         r"^custom_function: the vjp returned a cotangent of shape \(3,\) for an argument of "
+         r"shape \(2,\)"),
+        (lambda p, c, o: (c, [c, c]), ValueError,
+         r"^custom_function: the vjp returned a cotangent of structure list\(\*, \*\) for an "
+         r"argument of structure dict\(\*, list\(\*, \*\)\)"),
+        (lambda p, c, o: (c, {"k": 0.0, "l": [c, None]}), TypeError,
+         "^custom_function: the vjp must return an array or None for an array argument, got "
+         "float"),
+    ],
+    ids=["shape", "structure", "non-array"],
+)
+def test_custom_vjp_result_errors(rule, error, match) -> None:
+    f = mx.custom_function(lambda a, t: a * t["k"])
+    f.vjp(rule)
+    x = a64([1.0, 2.0])
+    with pytest.raises(error, match=match):
+        mx.grad(lambda a, b: f(a, {"k": b, "l": [b, 2.0]}).sum(), argnums=(0, 1))(x, x)
 
 
 def test_custom_function_needs_a_callable() -> None:
