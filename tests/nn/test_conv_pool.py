@@ -131,6 +131,43 @@ def pool_ref(x, kernel, stride, padding, op):
     return y
 
 
+def max_pool_grad_ref(x, cotangent, kernel, stride, padding):
+    """The gradient of `sum(cotangent * max_pool(x))`: each window's cotangent split evenly
+    among its tied maxima (MLX's rule)."""
+    pad = [(0, 0)] + [(p, p) for p in padding] + [(0, 0)]
+    xp = np.pad(x, pad, constant_values=-np.inf)
+    g = np.zeros_like(xp)
+    for pos in itertools.product(*(range(s) for s in cotangent.shape[1:-1])):
+        window = (slice(None),) + tuple(slice(p * s, p * s + k)
+                                        for p, s, k in zip(pos, stride, kernel))
+        patch = xp[window]
+        axes = tuple(range(1, patch.ndim - 1))
+        ties = patch == patch.max(axis=axes, keepdims=True)
+        share = cotangent[(slice(None), *pos)] / ties.sum(axis=axes)
+        g[window] += ties * np.expand_dims(share, axes)
+    return g[tuple(slice(lo, g.shape[i] - hi) for i, (lo, hi) in enumerate(pad))]
+
+
+@pytest.mark.parametrize("cls,kernel,stride,padding", [
+    (nn.MaxPool1d, (2,), (2,), (0,)), (nn.MaxPool1d, (3,), (1,), (1,)),
+    (nn.MaxPool2d, (2, 2), (2, 2), (0, 0)), (nn.MaxPool2d, (3, 2), (2, 1), (1, 0)),
+    (nn.MaxPool2d, (2, 2), (3, 3), (0, 0)), (nn.MaxPool3d, (2, 2, 2), (1, 2, 1), (1, 0, 1))])
+def test_max_pool_splits_tied_gradients(cls, kernel, stride, padding) -> None:
+    rng = np.random.default_rng(4)
+    # integer values: most windows hold tied maxima
+    x = np.round(rng.standard_normal((2, *[6] * len(kernel), 3)) * 0.7)
+    layer = cls(kernel, stride, padding)
+    expected = pool_ref(x, kernel, stride, padding, np.max)
+    cotangent = rng.standard_normal(expected.shape)
+    y, vjp = mx.vjp(layer, [mx.array(x, mx.float64)], [mx.array(cotangent, mx.float64)])
+    np.testing.assert_array_equal(np.asarray(y[0]), expected)
+    np.testing.assert_allclose(np.asarray(vjp[0]),
+                               max_pool_grad_ref(x, cotangent, kernel, stride, padding),
+                               rtol=1e-12, atol=1e-15)
+    grad = mx.grad(lambda x: nn.MaxPool2d(2)(x).sum())(mx.ones((1, 2, 2, 1)))
+    assert grad.reshape(-1).tolist() == [0.25] * 4
+
+
 @pytest.mark.parametrize("cls,op", [(nn.MaxPool1d, np.max), (nn.AvgPool1d, np.mean)])
 def test_pool1d(cls, op) -> None:
     x = rand64(2, 9, 3)
@@ -162,14 +199,16 @@ def test_pool_2d_3d(cls, op) -> None:
 
 
 def _src(n, m, scale, align):
+    """Source coordinates: corners matched, or a grid spaced `1 / scale` centred on the input."""
     i = np.arange(m)
-    return i * (n - 1) / (m - 1) if align else (i + 0.5) / scale - 0.5
+    return i * (n - 1) / (m - 1) if align else (i - (m - 1) / 2) / scale + (n - 1) / 2
 
 
-def _linear_ref(x, scale, align):
+def _linear_ref(x, scales, align):
     n, h, w, c = x.shape
-    ys = np.clip(_src(h, int(h * scale), scale, align), 0, h - 1)
-    xs = np.clip(_src(w, int(w * scale), scale, align), 0, w - 1)
+    sh, sw = scales
+    ys = np.clip(_src(h, int(h * sh), sh, align), 0, h - 1)
+    xs = np.clip(_src(w, int(w * sw), sw, align), 0, w - 1)
     out = np.zeros((n, len(ys), len(xs), c))
     for i, sy in enumerate(ys):
         for j, sx in enumerate(xs):
@@ -208,11 +247,21 @@ def test_upsample(align) -> None:
     nearest = np.asarray(nn.Upsample(2)(x))
     np.testing.assert_array_equal(nearest, xs.repeat(2, axis=1).repeat(2, axis=2))
     odd = np.asarray(nn.Upsample((1.5, 2.5))(x))
-    rows, cols = np.floor(np.arange(4) / 1.5).astype(int), np.floor(np.arange(10) / 2.5).astype(int)
+    # enlarging: the input nearest each output's centre, round((i + 0.5) * n / m - 0.5) with
+    # ties to even (3 -> 4 rows, 4 -> 10 columns, ties at columns 2 and 7)
+    rows, cols = [0, 1, 1, 2], [0, 0, 0, 1, 1, 2, 2, 2, 3, 3]
     np.testing.assert_array_equal(odd, xs[:, rows][:, :, cols])
-    linear = nn.Upsample(2, mode="linear", align_corners=align)
-    np.testing.assert_allclose(np.asarray(linear(x)), _linear_ref(xs, 2, align), rtol=1e-10)
+    # shrinking: the first input of each output's span, floor(i * n / m) (3 -> 2, 4 -> 2)
+    shrunk = np.asarray(nn.Upsample(0.7)(x))
+    np.testing.assert_array_equal(shrunk, xs[:, [0, 1]][:, :, [0, 2]])
+    for scales in [(2, 2), (1.5, 2.5), (2.5, 0.7)]:
+        linear = nn.Upsample(scales, mode="linear", align_corners=align)
+        np.testing.assert_allclose(np.asarray(linear(x)), _linear_ref(xs, scales, align),
+                                   rtol=1e-10, atol=1e-12)
     check_layer_grads(linear, x)
+    if not align:  # 3 -> 4 samples: spaced 2/3 apart, centred, so the ends land on the ends
+        y = nn.Upsample(1.5, mode="linear")(mx.arange(3.0).reshape(1, 3, 1))
+        np.testing.assert_allclose(np.asarray(y).reshape(-1), [0, 2 / 3, 4 / 3, 2], rtol=1e-6)
     x1 = rand64(2, 5, 3)
     cubic = nn.Upsample(2.5, mode="cubic", align_corners=align)
     np.testing.assert_allclose(np.asarray(cubic(x1)), _cubic_ref_1d(np.asarray(x1), 2.5, align),
@@ -224,6 +273,23 @@ def test_upsample(align) -> None:
     with pytest.raises(ValueError, match=r"upsample_linear: got 1 scale factors for an input of "
                                          r"shape \(2, 3, 4, 2\)"):
         nn.upsample_linear(x, (2.0,))
+
+
+def test_upsample_dtypes() -> None:
+    # interpolating modes compute in x's dtype promoted with float32; nearest keeps x's dtype
+    ints = mx.arange(4).reshape(1, 4, 1)
+    y = nn.Upsample(2, mode="linear")(ints)
+    assert y.dtype == mx.float32
+    assert y.reshape(-1).tolist() == [0, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3]
+    expected = _cubic_ref_1d(np.arange(4.0).reshape(1, 4, 1), 2, False)
+    for mode, antialias in [("cubic", False), ("linear", True), ("cubic", True)]:
+        assert nn.Upsample(2, mode=mode, antialias=antialias)(ints).dtype == mx.float32
+    np.testing.assert_allclose(np.asarray(nn.Upsample(2, mode="cubic")(ints)), expected,
+                               rtol=1e-6, atol=1e-6)
+    for dtype in (mx.float16, mx.bfloat16, mx.uint8, mx.bool_):
+        assert nn.Upsample(2, mode="linear")(ints.astype(dtype)).dtype == mx.float32
+        assert nn.Upsample(2)(ints.astype(dtype)).dtype == dtype
+    assert nn.Upsample(1.5, mode="cubic")(ints.astype(mx.float64)).dtype == mx.float64
 
 
 def test_antialiased_downsampling() -> None:

@@ -1,12 +1,15 @@
 """Max and average pooling layers, as `mlx.nn` (`MaxPool1d/2d/3d`, `AvgPool1d/2d/3d`):
 channels last, the window reduced over each spatial axis.
 
-The windows are read as strided slices, one per kernel offset, combined elementwise, so the
-pooling differentiates and batches like any composition of nuvec ops.
+The windows are read as strided slices, one per kernel offset: max pooling stacks them and
+takes one `max` over the stack (so the gradient is split evenly among tied maxima, as MLX's),
+average pooling adds them. The pooling differentiates and batches like any composition of
+nuvec ops.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any
@@ -53,17 +56,13 @@ class _Pool(Module):
         if min(out) < 1:
             raise ValueError(f"{name}: kernel {self.kernel_size} larger than the padded input "
                              f"{tuple(spatial)}")
-        result = None
-        for offsets in itertools.product(*(range(k) for k in self.kernel_size)):
-            index = (slice(None),) + tuple(
-                slice(o, o + s * (n - 1) + 1, s)
-                for o, s, n in zip(offsets, self.stride, out)) + (slice(None),)
-            window = x[index]
-            if result is None:
-                result = window
-            else:
-                result = mx.maximum(result, window) if self._max else result + window
-        return result if self._max else result / float(math.prod(self.kernel_size))
+        windows = [x[(slice(None),) + tuple(slice(o, o + s * (m - 1) + 1, s)
+                                            for o, s, m in zip(offsets, self.stride, out))]
+                   for offsets in itertools.product(*(range(k) for k in self.kernel_size))]
+        if self._max:
+            # one reduction over the stacked windows: its gradient splits ties evenly
+            return mx.stack(windows).max(0)
+        return functools.reduce(mx.add, windows) / float(math.prod(self.kernel_size))
 
 
 def _pool_class(name: str, n: int, is_max: bool, example: str, shape: str) -> type:

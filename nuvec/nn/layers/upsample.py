@@ -2,9 +2,12 @@
 `upsample_cubic`), as `mlx.nn`: channels last, any number of spatial axes, each interpolated
 separately (so linear is bilinear/trilinear and cubic bicubic in 2-D).
 
-Source coordinates: `i * (N - 1) / (M - 1)` with `align_corners`, else the half-pixel
-`(i + 0.5) / scale - 0.5`; nearest takes `floor(i / scale)`; cubic uses Keys' kernel with
-`a = -0.75` and clamps indices at the edges.
+An axis of `N` samples becomes `M = int(scale * N)`. Source coordinates: `i * (N - 1) / (M - 1)`
+with `align_corners`, else outputs spaced `1 / scale` apart with their centre on the input's,
+`(i - (M - 1) / 2) / scale + (N - 1) / 2` (the half-pixel `(i + 0.5) / scale - 0.5` when
+`scale * N` is whole). Nearest takes `round((i + 0.5) * N / M - 0.5)` (ties to even) when
+`M > N`, else `floor(i * N / M)`. Cubic uses Keys' kernel with `a = -0.75` and clamps indices
+at the edges. Linear and cubic return at least float32 (`promote_types(x.dtype, float32)`).
 """
 
 from __future__ import annotations
@@ -24,16 +27,31 @@ def _coordinates(n: int, scale: float, align_corners: bool) -> np.ndarray:
     m = int(scale * n)
     if align_corners:
         return np.arange(m) * ((n - 1) / max(m - 1, 1))
-    return (np.arange(m) + 0.5) / scale - 0.5
+    return (np.arange(m) - (m - 1) / 2) / scale + (n - 1) / 2
+
+
+def _nearest_indices(n: int, scale: float) -> np.ndarray:
+    """The input index each of the `int(scale * n)` outputs copies; computed in float32 so that
+    ties and near-ties round as MLX's."""
+    m = int(scale * n)
+    i = np.arange(m, dtype=np.float32)
+    ratio = np.float32(n / max(m, 1))
+    if m > n:
+        index = np.round((i + np.float32(0.5)) * ratio - np.float32(0.5))
+    else:
+        index = np.floor(i * ratio)
+    return np.minimum(index, n - 1).astype(np.int32)
 
 
 def _resample(x: mx.array, axis: int, taps: list[tuple[np.ndarray, np.ndarray]]) -> mx.array:
-    """`sum_t weight_t * take(x, index_t, axis)` with weights broadcast along `axis`."""
+    """`sum_t weight_t * take(x, index_t, axis)` with weights broadcast along `axis`, in
+    `x`'s dtype promoted with float32."""
     shape = [1] * x.ndim
+    dtype = mx.promote_types(x.dtype, mx.float32)
     out = None
     for index, weight in taps:
         shape[axis] = len(index)
-        w = mx.array(weight.reshape(shape), dtype=x.dtype)
+        w = mx.array(weight.reshape(shape), dtype=dtype)
         term = mx.take(x, mx.array(index.astype(np.int32)), axis=axis) * w
         out = term if out is None else out + term
     return out
@@ -51,7 +69,8 @@ def _scales(x: mx.array, scale_factor: Any, name: str) -> tuple[float, ...]:
 
 
 def upsample_nearest(x: mx.array, scale_factor: Sequence[float]) -> mx.array:
-    """Nearest-neighbour upsampling: output `i` copies input `floor(i / scale)`.
+    """Nearest-neighbour upsampling: each output copies the input nearest its centre (the
+    first of its span when shrinking); indices as the module docstring says.
 
     Args:
         x: `(N, *spatial, C)`.
@@ -66,9 +85,7 @@ def upsample_nearest(x: mx.array, scale_factor: Sequence[float]) -> mx.array:
         [1, 1, 2, 2]
     """
     for axis, scale in enumerate(_scales(x, scale_factor, "upsample_nearest"), start=1):
-        n = x.shape[axis]
-        index = np.minimum(np.floor(np.arange(int(scale * n)) / scale), n - 1)
-        x = mx.take(x, mx.array(index.astype(np.int32)), axis=axis)
+        x = mx.take(x, mx.array(_nearest_indices(x.shape[axis], scale)), axis=axis)
     return x
 
 
@@ -184,7 +201,7 @@ class Upsample(Module):
         scale_factor: one factor for every spatial axis, or one per axis.
         mode: `"nearest"`, `"linear"` or `"cubic"`.
         align_corners: for linear and cubic: map the corner pixels' centres onto each other
-            (otherwise half-pixel coordinates).
+            (otherwise outputs spaced `1 / scale` apart, centred on the input).
         antialias: for linear and cubic without `align_corners`: filter downsampled axes
             (see `upsample_linear`, `upsample_cubic`).
 
