@@ -418,8 +418,8 @@ def floor_divide(a: Any, b: Any, /, *, stream: Any = None) -> Array:
     return record1(FLOOR_DIVIDE, (a, b), s)
 
 
-def divmod(a: Any, b: Any, /, *, stream: Any = None) -> tuple[Array, Array]:
-    """`(floor_divide(a, b), remainder(a, b))`.
+def divmod(a: Any, b: Any, /, *, stream: Any = None) -> list[Array]:
+    """`[floor_divide(a, b), remainder(a, b)]` (a list, as MLX's).
 
     Args:
         a: first operand (array or scalar).
@@ -427,7 +427,7 @@ def divmod(a: Any, b: Any, /, *, stream: Any = None) -> tuple[Array, Array]:
         stream: the stream (or device) to record on.
 
     Returns:
-        The pair (quotient, remainder).
+        The list [quotient, remainder].
 
     Raises:
         ValueError: if the shapes cannot be broadcast together.
@@ -438,7 +438,7 @@ def divmod(a: Any, b: Any, /, *, stream: Any = None) -> tuple[Array, Array]:
         >>> [x.tolist() for x in mx.divmod(mx.array([7, -7]), 2)]
         [[3, -4], [1, 1]]
     """
-    return floor_divide(a, b, stream=stream), remainder(a, b, stream=stream)
+    return [floor_divide(a, b, stream=stream), remainder(a, b, stream=stream)]
 
 
 def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> Array:

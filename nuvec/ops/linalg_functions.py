@@ -119,8 +119,9 @@ def svd(a: Any, compute_uv: bool = True, *, stream: Any = None) -> Any:
         compute_uv: return (U, S, Vt); otherwise S only.
 
     Returns:
-        (U, S, Vt) with U (..., m, m), S (..., k) descending, Vt (..., n, n) (full factors,
-        as MLX), or S alone. S is float32 for complex64 inputs, which have no derivative.
+        The tuple (U, S, Vt) with U (..., m, m), S (..., k) descending, Vt (..., n, n) (full
+        factors, as MLX), or S alone. S is float32 for complex64 inputs, which have no
+        derivative.
 
     Raises:
         TypeError: if `a` is not float32/float64/complex64.
@@ -133,7 +134,7 @@ def svd(a: Any, compute_uv: bool = True, *, stream: Any = None) -> Any:
     """
     a = check_matrix("svd", a, square=False, complex_ok=True)
     outs = record(SVD(compute_uv), (a,), to_stream(stream))
-    return outs if compute_uv else outs[0]
+    return tuple(outs) if compute_uv else outs[0]
 
 
 def _check_uplo(op: str, uplo: Any) -> str:

@@ -495,14 +495,14 @@ def broadcast_shapes(*shapes: Sequence[int]) -> Shape:
     return _broadcast_shapes(*(check_shape(s, "broadcast_shapes") for s in shapes))
 
 
-def broadcast_arrays(*arrays: Any, stream: Any = None) -> tuple[Array, ...]:
+def broadcast_arrays(*arrays: Any, stream: Any = None) -> list[Array]:
     """The arrays broadcast to their common shape.
 
     Args:
         *arrays: arrays (or scalars).
 
     Returns:
-        A tuple of arrays, all of the broadcast shape.
+        A list of arrays (as MLX's), all of the broadcast shape.
 
     Raises:
         ValueError: if the shapes do not broadcast together.
@@ -515,7 +515,7 @@ def broadcast_arrays(*arrays: Any, stream: Any = None) -> tuple[Array, ...]:
     stream = to_stream(stream)
     arrays_ = [as_array(a, "broadcast_arrays") for a in arrays]
     shape = _broadcast_shapes(*(a.shape for a in arrays_), op="broadcast_arrays")
-    return tuple(broadcast_to(a, shape, stream=stream) for a in arrays_)
+    return [broadcast_to(a, shape, stream=stream) for a in arrays_]
 
 
 def expand_dims(a: Any, /, axis: int | Sequence[int], *, stream: Any = None) -> Array:

@@ -108,8 +108,11 @@ def test_concatenate_promotes_and_broadcast_helpers():
     out = mx.concatenate([mx.array([1, 2], mx.int8), mx.array([0.5], mx.float16)])
     assert out.dtype is mx.float16
     assert mx.broadcast_shapes((2, 1), (3,), (1, 1, 1)) == (1, 2, 3)
-    a, b = mx.broadcast_arrays(mx.zeros((2, 1)), mx.ones((3,)))
+    arrays = mx.broadcast_arrays(mx.zeros((2, 1)), mx.ones((3,)))
+    assert type(arrays) is list  # as MLX's
+    a, b = arrays
     assert a.shape == b.shape == (2, 3)
+    assert mx.broadcast_arrays() == []
     x, y = mx.atleast_1d(1, mx.zeros((2, 2)))
     assert x.shape == (1,) and y.shape == (2, 2)
     assert [p.shape for p in mx.split(mx.zeros((4,)), [0, 10])] == [(0,), (4,), (0,)]

@@ -220,6 +220,20 @@ def test_astype(src, dst):
     assert_allclose(mx.astype(mx.array(x, src), dst), expected, dtype=dst)
 
 
+@pytest.mark.parametrize("dst", [d for d in ALL if d.kind in "biu"], ids=lambda d: d.name)
+def test_astype_bfloat16_to_integer_casts_as_float32(dst, device):
+    if device == mx.Device(mx.gpu):
+        pytest.skip("out-of-range casts on the GPU are CuPy's, for float32 too")
+    # out-of-range values, infinities and NaN wrap as float32's do (MLX), not to ml_dtypes' 0
+    x = np.array([300, -200, -1, 40000, np.inf, -np.inf, np.nan, 3e9, 1e20, -2.5, 0],
+                 ml_dtypes.bfloat16)
+    with np.errstate(invalid="ignore"):
+        expected = x.astype(np.float32).astype(dst.np)
+    got = np.asarray(mx.astype(mx.array(x), dst))
+    assert got.dtype == dst.np
+    np.testing.assert_array_equal(got, expected)
+
+
 SHAPES = [(), (0,), (1,), (0, 3), (2, 1, 3), (1, 1)]
 SHAPE_OPS = ["exp", "log", "sqrt", "tanh", "erf", "sigmoid", "arcsin"]
 

@@ -15,7 +15,8 @@ from nuvec.backends.common.registry import SHARED, body
 from nuvec.graph.primitive import Copy
 from nuvec.ops import unary as u
 
-HALF = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))  # hashed: a fast `in`
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+HALF = frozenset((np.dtype(np.float16), BFLOAT16))  # hashed: a fast `in`
 
 
 def widen(x):
@@ -32,6 +33,10 @@ def identity(xp, p, x):
 def astype(xp, p, x):
     if x.dtype.kind == "c" and p.dtype.kind != "c":
         x = x.real  # a cast to a real type keeps the real part (without NumPy's warning)
+    elif x.dtype == BFLOAT16 and p.dtype.kind in "biu":
+        # through float32 (exact): out-of-range values and NaN then wrap as float32's do
+        # (MLX), where ml_dtypes' own cast gives 0
+        x = x.astype(np.float32)
     return x.astype(p.dtype.np)
 
 
