@@ -370,9 +370,13 @@ class Call:
             return one(AttentionRows(*args, tiles), inputs)
         return attention_graph(inputs, *args)
 
-    def run(self) -> Array:
+    def run(self, force_fused: bool = False) -> Array:
         key = self.key
-        route = plan(key).route
+        chosen = plan(key)
+        route = chosen.route
+        if force_fused and route.kind not in ("vector", "tiled"):
+            reasons = "; ".join(dict.fromkeys(reason for _, reason in chosen.rejected))
+            raise _invalid(f"force_fused=True but no fused kernel takes this call ({reasons})")
         if route.kind == "tiled":
             return self.fused(0, key.lq, key.lk)
         if route.kind == "vector":
@@ -390,7 +394,8 @@ class Call:
 
 
 def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: Any = None,
-                                 sinks: Any = None, window: int | None = None,
+                                 sinks: Any = None, force_fused: bool = False,
+                                 window: int | None = None,
                                  max_score_bytes: int | None = None,
                                  stream: Any = None) -> Array:
     """`softmax(q @ k^T * scale + mask) @ v` per head, with grouped-query heads.
@@ -399,11 +404,14 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
         q: queries `[B, Hq, Lq, D]`.
         k: keys `[B, Hkv, Lk, D]`, `Hq` a multiple of `Hkv`.
         v: values `[B, Hkv, Lk, Dv]`.
-        scale: multiplies the scores.
+        scale: multiplies the scores: a number or a one-element real array (read at the
+            call, so it carries no gradient, as in MLX).
         mask: None; "causal" (query `i` sees keys `0..i + Lk - Lq`, the queries being the last
             `Lq` positions); or an array broadcastable to `[B, Hq, Lq, Lk]`, boolean (true
             attends) or additive.
         sinks: per-query-head logits `[Hq]` that join each softmax without a value.
+        force_fused: require a fused kernel (the vector or tiled kernel of a GPU stream);
+            raise when the planner would compose the call instead.
         window: with the causal mask, each query sees only its last `window` keys.
         max_score_bytes: the most bytes of scores the composition holds at once (it then
             runs over blocks of query rows); the planner's choice otherwise.
@@ -413,16 +421,25 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
         `[B, Hq, Lq, Dv]` in the promoted dtype of `q`, `k` and `v`.
 
     Raises:
-        ValueError: for shapes that do not fit, a bad mask, sinks, window or cap.
-        TypeError: if the promoted dtype is not floating-point or `scale` is not a number.
+        ValueError: for shapes that do not fit, a bad mask, sinks, window or cap, or
+            `force_fused` where no fused kernel takes the call (always on the CPU).
+        TypeError: if the promoted dtype is not floating-point, `scale` is not a number or
+            a one-element real array, or `force_fused` is not a bool.
 
     Example:
         >>> q = mx.ones((1, 2, 3, 4))
         >>> mx.fast.scaled_dot_product_attention(q, q, q, scale=0.5, mask="causal").shape
         (1, 2, 3, 4)
     """
+    if isinstance(scale, Array):
+        if scale.size != 1 or not (scale.dtype.is_floating or scale.dtype.is_integer):
+            raise TypeError(f"{OP}: scale must be a real number or a one-element real array, "
+                            f"got shape {scale.shape} and dtype {scale.dtype.name}")
+        scale = scale.item()  # a parameter of the node, not an input (MLX: no gradient)
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(f"{OP}: scale must be a real number, got {type(scale).__name__}")
+    if not isinstance(force_fused, bool):
+        raise TypeError(f"{OP}: force_fused must be a bool, got {type(force_fused).__name__}")
     with stream_context(to_stream(stream)):
         q, k, v = (as_array(a, OP) for a in (q, k, v))
         if any(a.ndim != 4 for a in (q, k, v)):
@@ -444,7 +461,7 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
             full = ops.broadcast_to(m, (key.b, key.hq, key.lq, key.lk))
         if sinks is not None:
             sinks = ops.astype(sinks, dtype)
-        return Call(key, scale, q, k, v, full, sinks).run()
+        return Call(key, scale, q, k, v, full, sinks).run(force_fused)
 
 
 def plan_attention(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequence[int],

@@ -18,20 +18,21 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import (as_array, broadcast_shapes, check_shape, check_weak_int,
                                    index_int, normalize_axis)
-from nuvec.ops.binary import add, clip, maximum, multiply
-from nuvec.ops.comparison import less
+from nuvec.ops.binary import add, maximum, minimum, multiply, subtract
+from nuvec.ops.comparison import equal, less, where
 from nuvec.ops.creation import zeros
 from nuvec.ops.indexing import take
-from nuvec.ops.linalg_functions import eigh
+from nuvec.ops.linalg_functions import svd
 from nuvec.ops.matmul import matmul
-from nuvec.ops.random import (
-    RandomBits, float_dtype, resolve_key, sample_shape, uniform, work_dtype,
-)
-from nuvec.ops.reduction import argmax
+from nuvec.ops.random import (RandomBits, float_dtype, resolve_key, sample_shape, uniform,
+                              work_dtype)
+from nuvec.ops.reduction import argmax, max as reduce_max
 from nuvec.ops.rounding import floor
-from nuvec.ops.shape import expand_dims, moveaxis, squeeze
-from nuvec.ops.sorting import argsort
-from nuvec.ops.unary import abs as absolute, astype, erf, erfinv, log, log1p, negative, sign, sqrt
+from nuvec.ops.scan import cumsum
+from nuvec.ops.shape import expand_dims, reshape, squeeze
+from nuvec.ops.sorting import argsort, searchsorted
+from nuvec.ops.unary import (abs as absolute, astype, erf, erfinv, exp, log, log1p, negative,
+                              sign, sqrt)
 
 __all__: list[str] = []
 
@@ -47,10 +48,12 @@ def normal(
 ) -> Array:
     """Normal samples with mean `loc` (default 0) and standard deviation `scale` (default 1).
 
-    Computed as MLX does: `sqrt(2) * erfinv(u)` for `u` uniform in (-1, 1).
+    Computed as MLX does: `sqrt(2) * erfinv(u)` for `u` uniform in (-1, 1), drawn with
+    `shape` and then broadcast with `loc` and `scale` (so `shape=()` with an array `loc`
+    shifts one sample by each mean).
 
     Args:
-        shape: the output shape; `loc` and `scale` must broadcast to it.
+        shape: the shape of the samples drawn.
         dtype: a real floating dtype.
         loc: the mean (scalar or array); 0 when None.
         scale: the standard deviation (scalar or array); 1 when None.
@@ -58,23 +61,26 @@ def normal(
         stream: the stream (or device) to record on.
 
     Returns:
-        An array of `shape` and `dtype`.
+        An array of `dtype` whose shape is that of `shape`, `loc` and `scale` broadcast.
 
     Raises:
         TypeError: for a non-floating dtype.
-        ValueError: if `loc`/`scale` do not broadcast to `shape`, or for a malformed key.
+        ValueError: if `shape`, `loc` and `scale` do not broadcast together, or for a
+            malformed key.
 
     Example:
         >>> import nuvec as mx
         >>> mx.random.normal((2, 3), key=mx.random.key(0)).shape
         (2, 3)
+        >>> mx.random.normal(loc=mx.array([0.0, 10.0]), key=mx.random.key(0)).shape
+        (2,)
     """
     s = to_stream(stream)
     if dtype is not None and dt.to_dtype(dtype, "normal") is dt.complex64:
         return _complex_normal(shape, loc, scale, key, s)
     dtype = float_dtype(dtype, "normal")
     params = [as_array(p, "normal", dtype) for p in (loc, scale) if p is not None]
-    shape = sample_shape("normal", shape, *params)
+    shape = _draw_shape("normal", shape, *params)
     k = resolve_key(key, "normal")
     work = work_dtype(dtype)
     low = float(np.nextafter(work.np.type(-1), work.np.type(0)))
@@ -91,7 +97,7 @@ def _complex_normal(shape: Any, loc: Any, scale: Any, key: Any, s: Any) -> Array
     """Complex normal samples (MLX): real and imaginary parts independent, each of variance
     1/2, so that E|z|^2 = 1; then `loc + scale * z` (complex `loc`/`scale` allowed)."""
     params = [as_array(p, "normal", dt.complex64) for p in (loc, scale) if p is not None]
-    shape = sample_shape("normal", shape, *params)
+    shape = _draw_shape("normal", shape, *params)
     parts = normal(tuple(shape) + (2,), dt.float32, key=key, stream=s)
     re, im = parts[..., 0], parts[..., 1]
     z = add(astype(re, dt.complex64, stream=s), multiply(im, 1j, stream=s), stream=s)
@@ -101,6 +107,13 @@ def _complex_normal(shape: Any, loc: Any, scale: Any, key: Any, s: Any) -> Array
     if loc is not None:
         z = add(z, as_array(loc, "normal", dt.complex64), stream=s)
     return z
+
+
+def _draw_shape(op: str, shape: Any, *params: Array) -> tuple[int, ...]:
+    """`shape`, checked to broadcast with the parameters (MLX broadcasts its draws to them)."""
+    shape = check_shape(shape, op)
+    broadcast_shapes(shape, *(p.shape for p in params), op=op)
+    return shape
 
 
 def randint(
@@ -195,7 +208,7 @@ def truncated_normal(
     goes through `sqrt 2 * erfinv`. nuvec does that arithmetic in float64 whatever `dtype`,
     so bounds up to about 8 standard deviations out keep the right distribution; beyond, where
     the erf values round to +-1, samples collapse onto a bound (MLX's float32 arithmetic does
-    so from about 5).
+    so from about 5). Where `lower > upper` every sample is `lower`, as in MLX.
 
     Args:
         lower: the lower bound (scalar or array).
@@ -233,7 +246,8 @@ def truncated_normal(
     b = erf(multiply(hi_w, 1 / root2, stream=s), stream=s)
     u = uniform(a, b, shape, work, k, stream=s)
     out = multiply(erfinv(u, stream=s), root2, stream=s)
-    return astype(clip(out, lo_w, hi_w, stream=s), dtype, stream=s)
+    # The lower bound is applied last, so it wins over an upper bound below it (MLX).
+    return astype(maximum(minimum(out, hi_w, stream=s), lo_w, stream=s), dtype, stream=s)
 
 
 def gumbel(
@@ -323,7 +337,9 @@ def categorical(
 ) -> Array:
     """Samples class indices (uint32) from unnormalized log-probabilities along `axis`.
 
-    Uses the Gumbel-max trick: `argmax(logits + gumbel)`.
+    As MLX: the Gumbel-max trick, `argmax(logits + gumbel)` with float32 noise laid out as the
+    logits (the class axis as far from the end); when the logits hold one distribution (every
+    other axis of size 1) and the output is not 0-d, inverse-CDF sampling instead.
 
     Args:
         logits: unnormalized log-probabilities.
@@ -348,14 +364,12 @@ def categorical(
     ax = normalize_axis(axis, lg.ndim, "categorical")
     if shape is not None and num_samples is not None:
         raise ValueError("categorical: at most one of shape or num_samples can be given")
-    lg = moveaxis(lg, ax, -1, stream=s)
-    rest, classes = lg.shape[:-1], lg.shape[-1]
+    classes, rest = lg.shape[ax], lg.shape[:ax] + lg.shape[ax + 1:]
     if num_samples is not None:
         num_samples = index_int(num_samples, "categorical", "num_samples", high=2**31 - 1)
         if num_samples < 0:
             raise ValueError(f"categorical: num_samples must be non-negative, got {num_samples}")
         out_shape = (*rest, int(num_samples))
-        lg = expand_dims(lg, -2, stream=s)
     else:
         out_shape = rest if shape is None else check_shape(shape, "categorical")
         if broadcast_shapes(out_shape, rest, op="categorical") != out_shape:
@@ -368,9 +382,28 @@ def categorical(
     k = resolve_key(key, "categorical")
     if math.prod(out_shape) == 0:
         return zeros(out_shape, dt.uint32, stream=s)
-    work = work_dtype(lg.dtype)
-    g = gumbel((*out_shape, classes), work, k, stream=s)
-    return argmax(add(g, lg, stream=s), axis=-1, stream=s)
+    if out_shape and math.prod(rest) == 1:
+        return _inverse_cdf(reshape(lg, (classes,), stream=s), out_shape, k, s)
+    if num_samples is not None:
+        lg = expand_dims(lg, -1, stream=s)
+    at = len(out_shape) - (lg.ndim - ax - 1)  # the noise's class axis
+    g = gumbel((*out_shape[:at], classes, *out_shape[at:]), dt.float32, k, stream=s)
+    return argmax(add(g, lg, stream=s), axis=at, stream=s)
+
+
+def _inverse_cdf(lg: Array, shape: tuple[int, ...], k: Array, s: Any) -> Array:
+    """Samples of `shape` from the 1-D logits `lg`: the first class whose running sum of
+    `exp(lg - max)` passes `u * total`, for `u` uniform in [0, 1) (MLX's arithmetic)."""
+    x = astype(lg, work_dtype(lg.dtype), stream=s)
+    top = reduce_max(x, stream=s)
+    # Equal infinities shift to 0, not nan: all -inf (or all +inf) logits sample uniformly.
+    shifted = where(equal(x, top, stream=s), 0.0, subtract(x, top, stream=s), stream=s)
+    running = cumsum(exp(shifted, stream=s), stream=s)
+    u = uniform(0.0, 1.0, shape, dt.float32, k, stream=s)
+    total = take(running, lg.size - 1, stream=s)
+    found = searchsorted(running, multiply(u, total, stream=s), side="right", stream=s)
+    # A nan logit makes every sum nan, which sorts past the end: MLX gives the last class.
+    return minimum(found, lg.size - 1, stream=s)
 
 
 def multivariate_normal(
@@ -384,20 +417,23 @@ def multivariate_normal(
 ) -> Array:
     """Samples of a multivariate normal distribution `N(mean, cov)`.
 
-    `cov` must be symmetric positive semi-definite; it is factored with `eigh` as
-    `V sqrt(w)`, which also covers singular covariances.
+    As MLX: standard normal rows `z` (float32) times the symmetric square root of `cov` from
+    its SVD, `z @ (U sqrt(S) Vt)`. `cov` should be symmetric positive semi-definite; for
+    others the result is that of this formula (the SVD takes absolute eigenvalues).
 
     Args:
         mean: `[..., n]`.
         cov: `[..., n, n]`.
         shape: the batch shape of the samples (broadcast with the parameters' batch shapes).
-        dtype: float32 or float64.
+        dtype: float32 (the only dtype MLX takes; `mean` and `cov` are not cast to it).
 
     Returns:
-        An array of shape `broadcast(shape, mean.shape[:-1], cov.shape[:-2]) + [n]`.
+        An array of shape `broadcast(shape, mean.shape[:-1], cov.shape[:-2]) + [n]`, float32
+        or, for float64 parameters, float64.
 
     Raises:
-        TypeError: for dtypes other than float32/float64.
+        TypeError: for a dtype other than float32 or complex parameters (a `DtypeError`,
+            also a ValueError as MLX raises).
         ValueError: for mismatched mean/cov shapes or a malformed key.
 
     Example:
@@ -407,10 +443,13 @@ def multivariate_normal(
     """
     s = to_stream(stream)
     dtype = dt.float32 if dtype is None else dt.to_dtype(dtype, "multivariate_normal")
-    if dtype not in (dt.float32, dt.float64):
-        raise DtypeError(f"multivariate_normal: dtype must be float32 or float64, got {dtype.name}")
-    m = astype(as_array(mean, "multivariate_normal"), dtype, stream=s)
-    c = astype(as_array(cov, "multivariate_normal"), dtype, stream=s)
+    if dtype is not dt.float32:
+        raise DtypeError(f"multivariate_normal: dtype must be float32, got {dtype.name}")
+    m, c = (as_array(a, "multivariate_normal") for a in (mean, cov))
+    work = dt.promote_types(dt.promote_types(m.dtype, c.dtype), dt.float32)
+    if work not in (dt.float32, dt.float64):
+        raise DtypeError(f"multivariate_normal: mean and cov must be real, got {m.dtype.name} "
+                         f"and {c.dtype.name}")
     if m.ndim < 1 or c.ndim < 2 or c.shape[-1] != c.shape[-2] or c.shape[-1] != m.shape[-1]:
         raise ValueError(
             "multivariate_normal: mean must be [..., n] and cov [..., n, n], got shapes "
@@ -420,11 +459,11 @@ def multivariate_normal(
                              c.shape[:-2], op="multivariate_normal")
     k = resolve_key(key, "multivariate_normal")
     z = normal((*batch, m.shape[-1]), dtype, key=k, stream=s)
-    w, v = eigh(c, stream=s)
-    factor = multiply(v, expand_dims(sqrt(maximum(w, 0.0, stream=s), stream=s), -2, stream=s),
-                      stream=s)
-    out = squeeze(matmul(factor, expand_dims(z, -1, stream=s), stream=s), -1, stream=s)
-    return add(out, m, stream=s)
+    u, sv, vt = svd(astype(c, work, stream=s), stream=s)
+    root = matmul(multiply(u, expand_dims(sqrt(sv, stream=s), -2, stream=s), stream=s), vt,
+                  stream=s)
+    out = squeeze(matmul(expand_dims(z, -2, stream=s), root, stream=s), -2, stream=s)
+    return add(out, astype(m, work, stream=s), stream=s)
 
 
 def permutation(

@@ -117,8 +117,7 @@ def fft_transform(
     """Checks, resizes and casts the input, records one `FFT` (MLX's `fft_impl`) and scales
     its result for `norm` (the primitive itself scales the inverse by 1/n).
 
-    A complex input to a forward real transform is rejected (NumPy's TypeError), not silently
-    cut to its real part.
+    A forward real transform of a complex input transforms its real part (MLX).
     """
     stream = to_stream(stream)  # checked even when nothing is recorded
     check_norm(op, norm)
@@ -130,9 +129,6 @@ def fft_transform(
         sizes = _int_list(sizes, op, "s" if op[-1] in "2n" else "n")
     if sizes is not None and len(sizes) != len(axes):
         raise ValueError(f"{op}: s and axes have different sizes ({len(sizes)} and {len(axes)})")
-    if real and not inverse and a.dtype is dt.complex64:
-        raise dt.DtypeError(f"{op}: the input must be real, got complex64 (use fft for complex "
-                            "input, or take real() first)")
     if not axes:
         return fresh(a)
     valid = [normalize_axis(x, a.ndim, op) for x in axes]
@@ -148,7 +144,7 @@ def fft_transform(
         raise ValueError(f"{op}: transform sizes must be below 2**31, got {tuple(sizes)}")
     s = to_stream(stream)
     with stream_context(s):
-        x = a
+        x = real_part(a) if real and not inverse and a.dtype is dt.complex64 else a
         for axis, n in zip(valid, sizes):
             x = _resize(x, axis, n // 2 + 1 if real and inverse and axis == valid[-1] else n)
         want = dt.float32 if real and not inverse else dt.complex64
@@ -227,11 +223,11 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str = "backward",
         *, stream: Any = None) -> Array:
     """DFT of a real input along `axis`: the `n // 2 + 1` non-negative frequencies.
 
-    The input is computed in float32; a complex input is rejected (as NumPy does; MLX drops
-    the imaginary part). See `fft` for `n` and `axis`.
+    The input is computed in float32; of a complex input only the real part is transformed
+    (as MLX; NumPy rejects it). See `fft` for `n` and `axis`.
 
     Args:
-        a: the real input.
+        a: the real input (the real part of a complex one).
         n: the transform length along `axis` (see `fft`).
         axis: the axis to transform.
         norm: the scaling: "backward" (1/n on the inverse), "ortho" (1/sqrt(n) both ways) or
@@ -293,9 +289,7 @@ def _shift(op: str, a: Any, axes: Sequence[int] | None, inverse: bool, stream: A
     if not axes:
         return fresh(a)
     valid = [normalize_axis(x, a.ndim, op) for x in axes]
-    if len(set(valid)) != len(valid):
-        raise ValueError(f"{op}: repeated axis in {tuple(axes)}")
-    shifts = []
+    shifts = []  # a repeated axis is shifted once per mention (NumPy, MLX)
     for x in valid:
         size = a.shape[x]
         shifts.append((size + 1) // 2 if inverse else size // 2)
@@ -307,7 +301,7 @@ def fftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) -
 
     Args:
         a: the input array.
-        axes: an axis or the axes to shift; default all.
+        axes: an axis or the axes to shift (a repeated axis shifts again); default all.
         stream: the stream (or device) to record on.
 
     Returns:
@@ -329,7 +323,7 @@ def ifftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) 
 
     Args:
         a: the input array.
-        axes: an axis or the axes to shift; default all.
+        axes: an axis or the axes to shift (a repeated axis shifts again); default all.
         stream: the stream (or device) to record on.
 
     Returns:

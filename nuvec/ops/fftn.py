@@ -87,6 +87,8 @@ def rfft2(
 ) -> Array:
     """Two-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies.
 
+    Of a complex input only the real part is transformed (as MLX).
+
     Args:
         a, s, axes, norm, stream: as `fft2`.
 
@@ -194,6 +196,8 @@ def rfftn(
     norm: str = "backward", *, stream: Any = None,
 ) -> Array:
     """n-dimensional real DFT; the last of `axes` keeps `s[-1] // 2 + 1` frequencies.
+
+    Of a complex input only the real part is transformed (as MLX).
 
     Args:
         a, s, axes, norm, stream: as `fftn`.

@@ -243,7 +243,8 @@ def uniform(
     """Uniform samples in the half-open interval `[low, high)`.
 
     The samples are `low + u * (high - low)` for `u` in `[0, 1)`, so a `high` below `low`
-    gives samples in `(high, low]`, as in MLX.
+    gives samples in `(high, low]`, and infinite bounds give what the formula gives (inf for
+    `uniform(0, inf)`, nan for `uniform(-inf, 0)`), as in MLX.
 
     Args:
         low: lower bound (scalar or array broadcastable to `shape`).
@@ -293,10 +294,11 @@ def uniform(
 def _next_toward(x: Array, toward: Array | None, dtype: dt.Dtype, s: Any) -> Array:
     """The value of `dtype` next to `x` in the direction of `toward` (elementwise; None:
     downward), for the open end of an interval."""
-    # A step of a full epsilon (not half) is representable above and below every power of 2.
-    eps = float(dt.finfo(dtype).eps)
-    tiny = float(dt.finfo(dtype).tiny)
-    step = maximum(multiply(absolute(x, stream=s), eps, stream=s), tiny, stream=s)
+    # A step of a full epsilon (not half) is representable above and below every power of 2;
+    # capped at the largest finite value so that an infinite bound stays infinite (MLX).
+    info = dt.finfo(dtype)
+    step = multiply(absolute(x, stream=s), float(info.eps), stream=s)
+    step = minimum(maximum(step, float(info.tiny), stream=s), float(info.max), stream=s)
     if toward is not None:
         step = multiply(step, sign(subtract(x, toward, stream=s), stream=s), stream=s)
     return subtract(x, step, stream=s)

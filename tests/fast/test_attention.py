@@ -314,6 +314,62 @@ def test_gpu_float64_composes(fake_gpu):
         assert_allclose(out, want, dtype=mx.float64, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("qs,ks,mask,count", GPU_CASES[:4], ids=range(4))
+def test_force_fused_keeps_the_planned_kernel_on_a_gpu(fake_gpu, qs, ks, mask, count):
+    with mx.stream(fake_gpu):
+        q, k = mx.ones(qs), mx.ones(ks)
+        m = mx.ones(mask[1], mx.bool_) if isinstance(mask, tuple) else mask
+        out = sdpa(q, k, k, scale=0.5, mask=m, force_fused=True)
+        assert nodes(out, Attention) == count
+        assert_allclose(out, sdpa(q, k, k, scale=0.5, mask=m), dtype=mx.float32, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "shape,dtype,reasons",
+    [((1, 1, 12, 96), mx.float32, r"12 queries, the vector kernels take at most 8; head sizes "
+      r"\(96, 96\) not supported by the tiled kernel"),
+     ((1, 1, 2, 64), mx.float64, "the CPU has no fused attention kernel")],
+    ids=["composed", "float64"],
+)
+def test_force_fused_raises_where_a_gpu_stream_would_compose(fake_gpu, shape, dtype, reasons):
+    with mx.stream(fake_gpu):
+        q = mx.ones(shape, dtype)
+        message = rf"force_fused=True but no fused kernel takes this call \({reasons}\)$"
+        with pytest.raises(ValueError, match=f"^scaled_dot_product_attention: {message}"):
+            sdpa(q, q, q, scale=0.5, mask="causal", force_fused=True)
+
+
+def test_force_fused_raises_on_the_cpu():
+    q = mx.ones((1, 2, 3, 64))
+    assert sdpa(q, q, q, scale=0.5, force_fused=False, stream=mx.cpu).shape == (1, 2, 3, 64)
+    with pytest.raises(ValueError, match=r"^scaled_dot_product_attention: force_fused=True but "
+                                         r"no fused kernel takes this call \(the CPU has no"):
+        sdpa(q, q, q, scale=0.5, force_fused=True, stream=mx.cpu)
+    with pytest.raises(TypeError, match="^scaled_dot_product_attention: force_fused must be a "
+                                        "bool, got NoneType"):
+        sdpa(q, q, q, scale=0.5, force_fused=None)
+
+
+@pytest.mark.parametrize("scale", [mx.array(0.4), mx.array([0.4]), mx.array([[0.4]], mx.float64),
+                                   mx.array(0.4, mx.float16), mx.array(2)],
+                         ids=["0-d", "1-d", "2-d-float64", "float16", "int"])
+def test_scale_may_be_a_one_element_real_array(scale):
+    # As MLX (whose scale is a float parameter): the array's value, read at the call.
+    rng = np.random.default_rng(3)
+    q, k, v = (sample(rng, s, mx.float32)[0] for s in ((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)))
+    got = sdpa(q, k, v, scale=scale)
+    assert_allclose(got, sdpa(q, k, v, scale=scale.item()), dtype=mx.float32, rtol=0, atol=0)
+    assert mx.grad(lambda s: mx.sum(sdpa(q, k, v, scale=s)))(mx.array(0.4)).item() == 0.0
+
+
+@pytest.mark.parametrize("scale", [mx.array([0.4, 0.4]), mx.array(True), mx.array(1j)],
+                         ids=["two-elements", "bool", "complex"])
+def test_rejects_a_scale_array_that_is_not_one_real_number(scale):
+    with pytest.raises(TypeError, match="^scaled_dot_product_attention: scale must be a real "
+                                        "number or a one-element real array, got shape"):
+        sdpa(*_qkv(), scale=scale)
+
+
 # -- derivatives ---------------------------------------------------------------------------
 @pytest.mark.parametrize("options", [dict(mask="causal", window=2, max_score_bytes=64),
                                      dict(sinks=True)], ids=["window_blocks", "sinks"])

@@ -261,6 +261,76 @@ def test_categorical_num_samples_and_axis():
     assert t.tolist() == [1, 0]
 
 
+_P = [[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]]
+_INF, _NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize(
+    "logits, kwargs, seed, expected",
+    [
+        (_P, dict(num_samples=5), 8, [[2, 1, 0, 2, 1], [1, 0, 1, 0, 1]]),
+        (np.array(_P).T, dict(axis=0, num_samples=5), 8, [[2, 2, 0, 1, 2], [0, 0, 2, 0, 0]]),
+        (_P, dict(shape=(4, 2)), 8, [[0, 2], [1, 1], [2, 1], [1, 0]]),
+        ([_P, _P[::-1]], dict(axis=1, num_samples=3), 9,
+         [[[1, 0, 1], [1, 0, 1], [1, 0, 0]], [[0, 0, 0], [1, 0, 0], [1, 1, 0]]]),
+        # one distribution: inverse-CDF sampling
+        (_P[0], dict(num_samples=8), 8, [2, 2, 2, 1, 1, 0, 2, 1]),
+        (_P[0], dict(shape=(8,)), 8, [2, 2, 2, 1, 1, 0, 2, 1]),
+        (np.reshape(_P[0], (1, 3, 1)), dict(axis=1, shape=(2, 4, 1)), 8,
+         [[[2], [2], [2], [1]], [[1], [0], [2], [1]]]),
+        (_P[0], {}, 8, 1),
+    ],
+    ids=["num-samples", "axis-0", "shape", "3-d", "one-num-samples", "one-shape",
+         "one-middle-axis", "one-0-d"],
+)
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+def test_categorical_draws_match_mlx(logits, kwargs, seed, expected, dtype):
+    # Values printed by MLX 0.32 for the same keys (float32 Gumbel noise for float64 logits).
+    lg = mx.array(np.log(np.asarray(logits)), dtype)
+    assert mx.random.categorical(lg, key=mx.random.key(seed), **kwargs).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    "logits, expected",
+    [([-_INF] * 3, [1, 2, 2, 1, 0, 2]), ([_INF, 0.0, _INF], [0, 2, 2, 2, 0, 2]),
+     ([0.0, _INF, _NAN], [2] * 6)],
+    ids=["all-minus-inf", "two-inf", "nan"],
+)
+def test_categorical_of_one_distribution_with_nonfinite_logits_matches_mlx(logits, expected):
+    # Equal infinities weigh alike; a nan gives the last class (MLX 0.32).
+    x = mx.random.categorical(mx.array(logits), shape=(6,), key=mx.random.key(2))
+    assert x.tolist() == expected
+
+
+def test_normal_without_a_shape_broadcasts_one_draw_over_the_parameters():
+    # MLX draws `shape` (here one value) and broadcasts it with loc and scale.
+    k = mx.random.key(4)
+    z = mx.random.normal(key=k).item()
+    loc, scale = np.array([[0.0], [10.0]]), np.array([1.0, 2.0, 3.0])
+    x = mx.random.normal(loc=mx.array(loc), scale=mx.array(scale), key=k)
+    np.testing.assert_array_equal(np.asarray(x), (np.float32(z) * scale + loc).astype(np.float32))
+    np.testing.assert_allclose(np.asarray(mx.random.normal(loc=mx.array([0.0, 10.0]), key=k)),
+                               [-0.985658348, 9.014341354], rtol=1e-6)  # MLX's values
+    assert mx.random.normal((1,), loc=mx.zeros((3,)), key=k).shape == (3,)
+
+
+def test_truncated_normal_with_lower_above_upper_gives_lower():
+    k = mx.random.key(4)
+    assert mx.random.truncated_normal(2.0, -1.0, (4,), key=k).tolist() == [2.0] * 4
+    x = mx.random.truncated_normal(mx.array([2.0, -1.0, 0.5]), mx.array([-1.0, 1.0, 0.4]), key=k)
+    assert x[0].item() == 2.0 and x[2].item() == 0.5 and -1.0 <= x[1].item() <= 1.0
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.float32, mx.float64])
+def test_uniform_with_infinite_bounds_follows_the_formula(dtype):
+    # low + u * (high - low), as MLX: an infinite high gives inf; -inf with +inf gives nan.
+    k = mx.random.key(4)
+    assert mx.random.uniform(0.0, _INF, (3,), dtype, key=k).tolist() == [_INF] * 3
+    assert mx.random.uniform(1.0, _INF, (3,), dtype, key=k).tolist() == [_INF] * 3
+    for low, high in ((-_INF, 0.0), (-_INF, _INF), (_INF, 0.0)):
+        assert np.isnan(_np(mx.random.uniform(low, high, (3,), dtype, key=k))).all()
+
+
 def test_categorical_empty_outputs():
     assert mx.random.categorical(mx.zeros((2, 3)), num_samples=0).shape == (2, 0)
     assert mx.random.categorical(mx.zeros((0, 3))).shape == (0,)
@@ -274,6 +344,30 @@ def test_multivariate_normal_covariance():
     v = _np(x)
     np.testing.assert_allclose(v.mean(axis=0), [1, -1], atol=0.05)
     np.testing.assert_allclose(np.cov(v.T), cov, atol=0.08)
+
+
+@pytest.mark.parametrize(
+    "cov, expected",
+    [([[1.0, 0.5], [0.5, 2.0]], [1.68873918, 12.42312431]),
+     ([[1.0, 2.0], [2.0, 1.0]], [2.59154177, 12.46926761]),  # not PSD: |eigenvalues|
+     ([[1.0, 0.0], [0.0, -4.0]], [1.39979279, 6.95586634])],
+    ids=["psd", "indefinite", "negative-diagonal"],
+)
+def test_multivariate_normal_matches_mlx(cov, expected):
+    # z @ (U sqrt(S) Vt) from the SVD, as MLX; values printed by MLX 0.32 for the same key.
+    x = mx.random.multivariate_normal(mx.array([0.0, 10.0]), mx.array(cov),
+                                      key=mx.random.key(11))
+    assert x.dtype == mx.float32
+    np.testing.assert_allclose(np.asarray(x), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_multivariate_normal_keeps_float64_parameters():
+    mean, cov = mx.array([0.0, 1.0], mx.float64), mx.array([[2.0, 0.3], [0.3, 1.0]], mx.float64)
+    x = mx.random.multivariate_normal(mean, cov, (3,), key=mx.random.key(3))
+    assert x.dtype == mx.float64 and x.shape == (3, 2)
+    z = _np(mx.random.normal((3, 2), key=mx.random.key(3)))
+    w, v = np.linalg.eigh(np.asarray(cov))
+    np.testing.assert_allclose(_np(x), z @ (v * np.sqrt(w)) @ v.T + [0.0, 1.0], rtol=1e-12)
 
 
 def test_permutation_of_int_and_array_axis():
@@ -326,7 +420,8 @@ def test_gradient_flows_through_parameters_not_keys():
         (lambda: mx.random.bits((-1,)), ValueError, "^bits: negative"),
         (lambda: mx.random.uniform(shape=(2,), dtype=mx.int32), TypeError, "^uniform: can only"),
         (lambda: mx.random.uniform(mx.zeros((3,)), 1, (2,)), ValueError, "^uniform: "),
-        (lambda: mx.random.normal((1,), loc=mx.zeros((3,))), ValueError, "^normal: cannot"),
+        (lambda: mx.random.normal((2,), loc=mx.zeros((3,))), ValueError,
+         r"^normal: shapes \(2,\) and \(3,\) cannot be broadcast"),
         (lambda: mx.random.normal((2,), mx.int32), TypeError, "^normal: can only"),
         (lambda: mx.random.randint(0, 2, (2,), mx.float32), TypeError, "^randint: dtype"),
         (lambda: mx.random.bernoulli(mx.zeros((3,)), (2,)), ValueError, "^bernoulli: "),
@@ -349,6 +444,10 @@ def test_gradient_flows_through_parameters_not_keys():
          "^multivariate_normal: mean"),
         (lambda: mx.random.multivariate_normal(mx.zeros((2,)), mx.eye(2), dtype=mx.float16),
          TypeError, "^multivariate_normal: dtype"),
+        (lambda: mx.random.multivariate_normal(mx.zeros((2,)), mx.eye(2), dtype=mx.float64),
+         ValueError, "^multivariate_normal: dtype must be float32, got float64"),
+        (lambda: mx.random.multivariate_normal(mx.zeros((2,), mx.complex64), mx.eye(2)),
+         TypeError, "^multivariate_normal: mean and cov must be real"),
         (lambda: mx.random.permutation(-1), ValueError, "^permutation: length"),
         (lambda: mx.random.permutation(mx.array(3)), ValueError, "^permutation: cannot"),
         (lambda: mx.random.permutation(mx.zeros((2,)), axis=1), ValueError,
