@@ -54,7 +54,7 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("convolution", "Convolution", "N-d convolutions and their transposes.",
      ("nuvec.ops.conv", "nuvec.ops.conv_transpose", "nuvec.fast.conv")),
     ("quantization", "Quantization", "Affine quantization and quantized matrix products.",
-     ("nuvec.ops.quantized", "nuvec.ops.fp8")),
+     ("nuvec.ops.quantized", "nuvec.ops.microscaled", "nuvec.ops.fp8")),
     ("devices", "Devices, streams, evaluation and memory",
      "Where operations run, when they compute, the memory they hold and the CPU's threads.",
      ("nuvec.graph.device", "nuvec.graph.evaluator", "nuvec.graph.memory",
@@ -80,6 +80,7 @@ NAME_FAMILY = {
     "gather_mm": "contractions", "block_masked_mm": "contractions",
     "segmented_mm": "contractions", "gather_qmm": "quantization",
     "stop_gradient": "transforms", "astype": "dtypes", "matrix_norm": "reductions",
+    "ArrayLike": "array",
 }
 
 # The other namespaces: (page, module, what it holds).

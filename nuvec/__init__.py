@@ -10,6 +10,7 @@ from nuvec.graph.device import (
     Stream,
     StreamContext,
     ThreadLocalStream,
+    clear_streams,
     cpu,
     default_device,
     default_stream,
@@ -80,6 +81,7 @@ from nuvec.graph.printing import (
 )
 from nuvec.graph.primitive import TransformError
 from nuvec.ops import *  # noqa: F401,F403
+from nuvec.ops.arguments import ArrayLike
 from nuvec.ops.subscript import ArrayAt  # the type of `a.at`, as MLX names it
 from nuvec.fast.conv import conv1d
 from nuvec.fast.gather import gather_mm, gather_qmm

@@ -166,6 +166,11 @@ SIGNATURES = {
         "group_size=None, bits=None, mode='affine', global_scale=None, *, "
         "sorted_indices=False, stream=None)"
     ),
+    "gather_qqmm": (
+        "(x, w, /, scales=None, lhs_indices=None, rhs_indices=None, group_size=None, bits=None, "
+        "mode='nvfp4', global_scale_x=None, global_scale_w=None, *, sorted_indices=False, "
+        "stream=None)"
+    ),
     "get_active_memory": "()",
     "get_num_threads": "()",  # nuvec's own (MLX has no CPU thread pool)
     "set_num_threads": "(n)",  # nuvec's own
@@ -231,6 +236,7 @@ SIGNATURES = {
     "multiply": "(a, b, /, *, stream=None)",
     "nan_to_num": "(a, nan=0.0, posinf=None, neginf=None, *, stream=None)",
     "negative": "(a, /, *, stream=None)",
+    "clear_streams": "()",
     "new_stream": "(device)",
     "new_thread_local_stream": "(device)",
     "new_thread_unsafe_stream": "(device)",
@@ -248,6 +254,10 @@ SIGNATURES = {
     "put_along_axis": "(a, /, indices, values, axis=None, *, stream=None)",
     "quantize": (
         "(w, /, group_size=None, bits=None, mode='affine', *, global_scale=None, stream=None)"),
+    "qqmm": (
+        "(x, w, scales=None, group_size=None, bits=None, mode='nvfp4', global_scale_x=None, "
+        "global_scale_w=None, *, stream=None)"
+    ),
     "quantized_matmul": (
         "(x, w, /, scales, biases=None, transpose=True, group_size=None, bits=None, "
         "mode='affine', *, stream=None)"
@@ -417,8 +427,8 @@ SIGNATURES = {
     "fast.rms_norm": "(x, weight, eps, *, stream=None)",
     "fast.rope": "(a, dims, *, traditional, base, scale, offset, freqs=None, stream=None)",
     "fast.scaled_dot_product_attention": (
-        "(q, k, v, *, scale, mask=None, sinks=None, window=None, max_score_bytes=None, "
-        "stream=None)"
+        "(q, k, v, *, scale, mask=None, sinks=None, force_fused=False, window=None, "
+        "max_score_bytes=None, stream=None)"
     ),
     "fast.softmax": "(x, *, stream=None)",
 }

@@ -76,12 +76,13 @@ class Stream:
         (Device(cpu, 0), True)
     """
 
-    __slots__ = ("device", "index", "executor", "_backend")
+    __slots__ = ("device", "index", "executor", "cleared", "_backend")
 
     def __init__(self, device: Device, index: int):
         self.device = device
         self.index = index
         self.executor: Any = None  # a one-worker executor, made when two streams run at once
+        self.cleared = False  # destroyed by `clear_streams`: ops refuse it
         self._backend: Any = None
 
     @property
@@ -193,10 +194,13 @@ def _as_device(device: Device | DeviceType) -> Device:
     raise TypeError(f"expected a Device or DeviceType, got {type(device).__name__}")
 
 
-def _make_stream(device: Device) -> Stream:
+def _make_stream(device: Device, owned: bool = True) -> Stream:
+    """A new stream; an `owned` one is destroyed by `clear_streams` in this thread."""
     with _lock:
         s = Stream(device, len(_streams))
         _streams.append(s)
+    if owned:
+        _state.made.append(s)
     return s
 
 
@@ -204,6 +208,7 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.device: Device | None = None
         self.stream: Stream | None = None
+        self.made: list[Stream] = []  # the streams this thread made, for `clear_streams`
 
 
 _state = _ThreadState()
@@ -303,14 +308,48 @@ def new_stream(device: Device | DeviceType) -> Stream:
 
 def new_thread_unsafe_stream(device: Device | DeviceType) -> Stream:
     """A new stream on `device` that any thread may use, as MLX's (every nuvec stream may be
-    used from any thread: this is `new_stream`).
+    used from any thread: this is `new_stream`, except that `clear_streams` keeps it, as MLX).
 
     Example:
         >>> import nuvec as mx
         >>> mx.add(1, 2, stream=mx.new_thread_unsafe_stream(mx.cpu)).item()
         3
     """
-    return new_stream(device)
+    return _make_stream(_as_device(device), owned=False)
+
+
+def clear_streams() -> None:
+    """Destroys the streams made in this thread (MLX's `clear_streams`).
+
+    The streams of `new_stream` and those a `ThreadLocalStream` made for this thread can no
+    longer be used: an operation, `stream(...)` or `set_default_stream` given one raises
+    `RuntimeError`. Work already recorded on them still evaluates. The devices' default
+    streams remain (a destroyed stream made a default by `set_default_stream` is replaced by
+    a new default stream), and so do `new_thread_unsafe_stream`'s.
+
+    Example:
+        >>> import nuvec as mx
+        >>> s = mx.new_stream(mx.cpu)
+        >>> mx.clear_streams()
+        >>> try: mx.add(1, 2, stream=s)
+        ... except RuntimeError as e: print(e)
+        add: Stream(Device(cpu, 0), ...) was destroyed by clear_streams
+        >>> mx.add(1, 2).item()
+        3
+    """
+    global _global_stream
+    made, _state.made = _state.made, []
+    with _lock:
+        for s in made:
+            s.cleared = True
+            if _default_streams.get(s.device) is s:
+                del _default_streams[s.device]
+        if _global_stream is not None and _global_stream.cleared:
+            _global_stream = None
+    for s in made:
+        if s.executor is not None:  # its worker thread ends once idle
+            s.executor.shutdown(wait=False)
+            s.executor = None
 
 
 class ThreadLocalStream:
@@ -362,7 +401,7 @@ def set_default_stream(s: Stream) -> None:
 
     Raises:
         TypeError: if `s` is not a `Stream`.
-        RuntimeError: if its device is not available here.
+        RuntimeError: if its device is not available here, or `clear_streams` destroyed it.
 
     Example:
         >>> import nuvec as mx
@@ -374,6 +413,8 @@ def set_default_stream(s: Stream) -> None:
     global _global_stream
     if not isinstance(s, Stream):
         raise TypeError(f"set_default_stream: expected a Stream, got {type(s).__name__}")
+    if s.cleared:
+        raise RuntimeError(f"set_default_stream: {s} was destroyed by clear_streams")
     backend_for(s.device)
     with _lock:
         _default_streams[s.device] = s
@@ -419,12 +460,13 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
     """Resolves an op's `stream=` argument to a `Stream` whose device is available.
 
     Raises:
-        RuntimeError: if the stream's device has no backend here.
+        RuntimeError: if the stream's device has no backend here, or `clear_streams` destroyed
+            the stream.
         TypeError: if `s` is not a stream or device.
     """
     if s is None:
         s = (_scoped and _state.stream) or _global_stream or _init_global_stream()
-        if s.device.type is cpu:
+        if s.device.type is cpu and not s.cleared:
             return s
     elif isinstance(s, (Device, DeviceType)):
         s = default_stream(s)
@@ -432,6 +474,8 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
         s = s.resolve()
     elif not isinstance(s, Stream):
         raise _not_a_stream(public_caller("stream"), s)
+    if s.cleared:
+        raise RuntimeError(f"{public_caller('stream')}: {s} was destroyed by clear_streams")
     if s.device.type is not DeviceType.cpu:
         backend_for(s.device)
     return s

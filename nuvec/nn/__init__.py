@@ -24,7 +24,7 @@ from nuvec.nn.layers.linear import Bilinear, Identity, Linear
 from nuvec.nn.layers.normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm
 from nuvec.nn.layers.pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
 from nuvec.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
-from nuvec.nn.layers.quantized import QuantizedEmbedding, QuantizedLinear, quantize
+from nuvec.nn.layers.quantized import QQLinear, QuantizedEmbedding, QuantizedLinear, quantize
 from nuvec.nn.layers.recurrent import GRU, LSTM, RNN
 from nuvec.nn.layers.transformer import (
     MultiHeadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
@@ -46,7 +46,7 @@ __all__ = [
     "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "Upsample", "upsample_nearest", "upsample_linear", "upsample_cubic",
-    "RNN", "GRU", "LSTM", "QuantizedLinear", "QuantizedEmbedding",
+    "RNN", "GRU", "LSTM", "QuantizedLinear", "QuantizedEmbedding", "QQLinear",
     "AllToShardedLinear", "ShardedToAllLinear", "QuantizedAllToShardedLinear",
     "QuantizedShardedToAllLinear", "FullyShardedModule", "fully_shard",
     *_activations, *_activation_layers,

@@ -368,8 +368,12 @@ class Module(dict):
     def train(self, mode: bool = True) -> "Module":
         """Sets training mode (`mode=True`) or evaluation mode on every module; returns self."""
         def set_mode(_: str, m: Module) -> None:
-            m._training = mode
+            m._set_training_mode(mode)
         return self.apply_to_modules(set_mode)
+
+    def _set_training_mode(self, mode: bool) -> None:
+        """Sets this module's mode (MLX's hook: a layer that changes with it overrides this)."""
+        self._training = mode
 
     def eval(self) -> "Module":
         """Sets evaluation mode (`train(False)`): dropout off, batch norm uses running stats."""

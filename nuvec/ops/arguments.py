@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 from numpy.exceptions import AxisError
@@ -34,6 +34,23 @@ def fresh(a: Array) -> Array:
     """A new handle on `a`'s value. An op that changes nothing still returns a new array, so an
     in-place update of its result (`b[0] = 1`, `b += 1`) never changes `a`, as in MLX."""
     return handle(a._node, a._index)
+
+
+@runtime_checkable
+class ArrayLike(Protocol):
+    """Any object with an `__mlx_array__` method returning an array (MLX's `ArrayLike`);
+    operations take it as that array. For annotations and `isinstance` checks.
+
+    Example:
+        >>> import nuvec as mx
+        >>> class Wrapped:
+        ...     def __mlx_array__(self):
+        ...         return mx.array([1, 2])
+        >>> isinstance(Wrapped(), mx.ArrayLike), mx.add(Wrapped(), 1).tolist()
+        (True, [2, 3])
+    """
+
+    def __mlx_array__(self) -> Array: ...
 
 
 def mlx_array_of(x: Any, op: str) -> Any:

@@ -1,5 +1,6 @@
 """Quantization: quantize, dequantize, quantized_matmul (and, re-exported from
-`nuvec.ops.gathered`, the masked and segmented products; `gather_qmm` is in `nuvec.fast`).
+`nuvec.ops.gathered`, the masked and segmented products, and from `nuvec.ops.microscaled`,
+`qqmm` and `gather_qqmm`; `gather_qmm` is in `nuvec.fast`).
 
 MLX's affine scheme: per group of `group_size` values along the last axis, `w ~ scale * q + bias`
 with `q` in `[0, 2**bits - 1]`; codes form a little-endian bit stream per row, stored as uint32
@@ -22,7 +23,14 @@ from nuvec.ops.creation import ones_like, zeros_like
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.gathered import block_masked_mm, segmented_mm
 from nuvec.ops.matmul import matmul
-from nuvec.ops.microscaled import FLOAT_MODES, dequantize_floats, float_mode_params, quantize_floats
+from nuvec.ops.microscaled import (
+    FLOAT_MODES,
+    dequantize_floats,
+    float_mode_params,
+    gather_qqmm,
+    qqmm,
+    quantize_floats,
+)
 from nuvec.ops.reduction import sum as reduce_sum
 from nuvec.ops.shape import broadcast_to, expand_dims, reshape, squeeze, swapaxes
 from nuvec.ops.unary import astype
@@ -31,6 +39,8 @@ __all__ = [
     "quantize",
     "dequantize",
     "quantized_matmul",
+    "qqmm",
+    "gather_qqmm",
     "block_masked_mm",
     "segmented_mm",
 ]

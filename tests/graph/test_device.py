@@ -126,3 +126,53 @@ def test_set_default_stream():
     assert mx.exp(mx.array(1.0)).stream == before
     with pytest.raises(TypeError, match="^set_default_stream: "):
         mx.set_default_stream(mx.cpu)
+
+
+def test_clear_streams_destroys_this_thread_s_streams():
+    default = mx.default_stream(mx.cpu)
+    made, local = mx.new_stream(mx.cpu), mx.new_thread_local_stream(mx.cpu)
+    unsafe = mx.new_thread_unsafe_stream(mx.cpu)
+    pending = mx.add(1, 2, stream=made)
+    assert mx.add(1, 2, stream=local).item() == 3
+    kept = {}
+
+    def other_thread():
+        kept["stream"] = mx.new_stream(mx.cpu)
+        mx.clear_streams()  # this thread's streams only
+        kept["own"] = kept["stream"].cleared
+
+    thread = threading.Thread(target=other_thread)
+    keeper = mx.new_stream(mx.cpu)
+    thread.start()
+    thread.join()
+    assert kept["own"] and not keeper.cleared
+    with pytest.raises(RuntimeError, match=r"^add: Stream\(Device\(cpu, 0\), \d+\) was "
+                                           "destroyed by clear_streams"):
+        mx.add(1, 2, stream=kept["stream"])
+    mx.clear_streams()
+    for s in (made, local):
+        with pytest.raises(RuntimeError, match="^add: .* was destroyed by clear_streams"):
+            mx.add(1, 2, stream=s)
+    with pytest.raises(RuntimeError, match="^stream: .* was destroyed by clear_streams"):
+        mx.stream(made)
+    with pytest.raises(RuntimeError, match="^set_default_stream: .* was destroyed"):
+        mx.set_default_stream(made)
+    assert pending.item() == 3  # recorded before: still evaluates
+    assert mx.add(1, 2, stream=unsafe).item() == 3  # MLX keeps thread-unsafe streams
+    assert mx.default_stream(mx.cpu) == default and mx.add(1, 2).stream == default
+
+
+def test_clear_streams_replaces_a_destroyed_default_stream():
+    old = mx.default_stream(mx.cpu)
+    try:
+        mine = mx.new_stream(mx.cpu)
+        mx.set_default_stream(mine)
+        with mx.stream(mine):
+            mx.clear_streams()
+            with pytest.raises(RuntimeError, match="^add: .* was destroyed by clear_streams"):
+                mx.add(1, 2)
+        fresh = mx.default_stream(mx.cpu)
+        assert fresh not in (mine, old) and not fresh.cleared
+        assert mx.add(1, 2).item() == 3 and mx.add(1, 2).stream == fresh
+    finally:
+        mx.set_default_stream(old)

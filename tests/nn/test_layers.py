@@ -236,3 +236,82 @@ def test_quantize_model_with_predicate() -> None:
     with pytest.raises(ValueError, match="quantize: unable to quantize the layer layers.1 of type "
                                          "ReLU"):
         nn.quantize(model, class_predicate=lambda path, m: path == "layers.1")
+
+
+def _shapes(tree) -> dict:
+    return {k: (v.shape, v.dtype) for k, v in tree.items()}
+
+
+def test_qq_linear_switches_its_weight_with_the_mode() -> None:
+    mx.random.seed(5)
+    layer = nn.QQLinear(32, 4)
+    assert (layer.group_size, layer.bits, layer.mode, layer.training) == (16, 4, "nvfp4", True)
+    assert repr(layer) == ("QQLinear(input_dims=32, output_dims=4, group_size=16, bits=4, "
+                           "mode=nvfp4)")
+    weight = np.asarray(layer.weight)
+    assert np.abs(weight).max() <= 1 / math.sqrt(32)
+    # training: the weight in float32, trainable, quantized on the fly
+    assert _shapes(layer.trainable_parameters()) == {"weight": ((4, 32), mx.float32)}
+    x = mx.random.normal((3, 32))
+    y = layer(x)
+    packed = mx.quantize(mx.array(weight), mode="nvfp4")
+    assert mx.array_equal(y, mx.qqmm(x, *packed)).item()
+    # eval: stored quantized (as MLX, still listed as trainable), the same output
+    layer.eval()
+    assert _shapes(layer.parameters()) == {"weight": ((4, 4), mx.uint32),
+                                           "scales": ((4, 2), mx.uint8)}
+    assert _shapes(layer.trainable_parameters()) == _shapes(layer.parameters())
+    assert repr(layer).startswith("QQLinear(input_dims=32, output_dims=4")
+    assert mx.array_equal(layer(x), y).item()
+    layer.eval()  # already quantized: unchanged
+    assert layer.weight.dtype == mx.uint32
+    # back to training: dequantized to bfloat16, as mx.dequantize does
+    layer.train()
+    assert _shapes(layer.parameters()) == {"weight": ((4, 32), mx.bfloat16)}
+    dequantized = mx.dequantize(*packed, mode="nvfp4")
+    assert mx.array_equal(layer.weight, dequantized).item()
+
+
+def test_qq_linear_trains_its_weight() -> None:
+    mx.random.seed(6)
+    model = nn.Sequential(nn.Linear(32, 32, bias=False), nn.ReLU(), nn.Linear(32, 4, bias=False))
+    nn.quantize(model, mode="mxfp8", quantize_input=True)
+    assert [type(m).__name__ for m in model.layers] == ["QQLinear", "ReLU", "QQLinear"]
+    assert model.layers[0].mode == "mxfp8" and model.layers[0].bits == 8
+    x = mx.random.normal((16, 32))
+    loss, grads = nn.value_and_grad(model, lambda inputs: model(inputs).sum())(x)
+    assert grads["layers"][0]["weight"].shape == (32, 32)
+    assert np.abs(np.asarray(grads["layers"][2]["weight"])).max() > 0
+    model.eval()
+    assert model.layers[2].weight.dtype == mx.uint32
+
+
+def test_qq_linear_construction_and_conversion() -> None:
+    linear = nn.Linear(32, 8, bias=False)
+    layer = nn.QQLinear.from_linear(linear, mode="mxfp8")
+    assert layer.training and mx.array_equal(layer.weight, linear.weight).item()
+    frozen = nn.QQLinear.from_linear(linear.eval())  # takes the layer's mode
+    assert not frozen.training and frozen.weight.dtype == mx.uint32
+    assert type(nn.Linear(32, 8, bias=False).to_quantized(mode="nvfp4", quantize_input=True)
+                ).__name__ == "QQLinear"
+    cases = [
+        (lambda: nn.QQLinear(32, 4, mode="affine"), "^QQLinear: mode must be 'nvfp4', 'mxfp8' or "
+                                                    "'mxfp4', got 'affine'"),
+        (lambda: nn.QQLinear(32, 4, group_size=32), "^QQLinear: nvfp4 quantization requires group "
+                                                    "size 16, got 32"),
+        (lambda: nn.QQLinear.from_linear(nn.Linear(32, 4)), "^QQLinear.from_linear: QQLinear has "
+                                                            "no bias"),
+        (lambda: nn.Linear(32, 4).to_quantized(mode="mxfp4", quantize_input=True),
+         "^Linear.to_quantized: quantized inputs need mode 'nvfp4' or 'mxfp8', got 'mxfp4'"),
+        (lambda: nn.quantize(nn.Sequential(nn.Embedding(4, 32)), mode="nvfp4",
+                             quantize_input=True),
+         "^Embedding.to_quantized: quantized inputs are not supported"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+    # a predicate's dict may turn input quantization off for one layer
+    model = nn.Sequential(nn.Linear(32, 32, bias=False), nn.Linear(64, 64))
+    nn.quantize(model, quantize_input=True, mode="nvfp4", class_predicate=lambda path, m: (
+        True if path == "layers.0" else {"quantize_input": False, "mode": "affine"}))
+    assert [type(m).__name__ for m in model.layers] == ["QQLinear", "QuantizedLinear"]

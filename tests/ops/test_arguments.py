@@ -59,3 +59,11 @@ def test_as_array_passes_arrays_and_converts_the_rest():
     assert as_array([1, 2], "abs").dtype is mx.int32
     with pytest.raises(TypeError, match=r"^abs: _Wrapped.__mlx_array__ must return an array"):
         as_array(_Wrapped(3), "abs")
+
+
+def test_array_like_is_the_mlx_array_protocol():
+    # MLX's `ArrayLike` names objects with `__mlx_array__`; arrays and scalars are not such
+    wrapped = _Wrapped(mx.array([1.0, 2.0]))
+    assert isinstance(wrapped, mx.ArrayLike)
+    assert not isinstance(mx.array(1.0), mx.ArrayLike) and not isinstance(1.0, mx.ArrayLike)
+    assert mx.multiply(wrapped, 2).tolist() == [2.0, 4.0]

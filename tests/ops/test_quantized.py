@@ -490,3 +490,267 @@ def test_nvfp4_global_scale_and_quantized_layers():
         model = nn.Sequential(nn.Embedding(10, 64), nn.Linear(64, 64))
         nn.quantize(model, mode=mode)
         assert model.layers[0].mode == mode and model(mx.array([1, 2])).shape == (2, 64)
+
+
+# -- qqmm and gather_qqmm: both operands quantized ---------------------------------------------
+
+PRODUCT_MODES = {"nvfp4": 16, "mxfp8": 32, "mxfp4": 32}  # mode -> group size
+
+
+def _rounded_reference(v, mode, global_scale=None):
+    """`v` through quantization along its last axis (zero-padded to whole groups) and back."""
+    v = np.asarray(v, np.float64)
+    if v.size == 0:
+        return v
+    size = v.shape[-1]
+    rows = v.reshape(-1, size)
+    rows = np.pad(rows, ((0, 0), (0, -size % PRODUCT_MODES[mode])))
+    return _float_mode_reference(rows, mode, global_scale)[:, :size].reshape(v.shape)
+
+
+def _qqmm_reference(x, w, mode, global_x=None, global_w=None):
+    return _rounded_reference(x, mode, global_x) @ _rounded_reference(w, mode, global_w).T
+
+
+def test_qqmm_is_mlx_s_bit_for_bit():
+    # MLX 0.32's CPU qqmm (one row, packed weights) and QQLinear in eval mode, these inputs
+    x = (np.sin(np.arange(64) * 0.37) * 3).astype(np.float32)[None]
+    w = (np.cos(np.arange(4 * 64).reshape(4, 64) * 0.11)
+         * np.linspace(0.1, 2, 4)[:, None]).astype(np.float32)
+    mlx = {"nvfp4": [1.4599609375, 6.3671875, 2.71875, -10.1484375],
+           "mxfp8": [1.1074905395507812, 6.204833984375, 2.78466796875, -12.4287109375],
+           "mxfp4": [1.046875, 5.96875, 3.3125, -11.125]}
+    for mode, want in mlx.items():
+        packed = mx.quantize(mx.array(w), mode=mode)
+        assert_allclose(mx.qqmm(mx.array(x), *packed, mode=mode), [want], dtype=mx.float32,
+                        rtol=0, atol=0)
+        assert_allclose(mx.qqmm(mx.array(x[0]), *packed, mode=mode), want, rtol=0, atol=0)
+        layer = nn.QQLinear(64, 4, mode=mode)
+        layer.weight = mx.array(w)
+        assert_allclose(layer.eval()(mx.array(x)), [want], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", list(PRODUCT_MODES))
+@pytest.mark.parametrize("x_shape", [(5, 64), (2, 3, 64), (64,), (0, 64)],
+                         ids=["matrix", "batched", "vector", "empty"])
+def test_qqmm_matches_its_definition(mode, x_shape):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(x_shape) * 4).astype(np.float32)
+    w = (rng.standard_normal((7, 64)) * np.exp(rng.standard_normal((7, 1)))).astype(np.float32)
+    want = _qqmm_reference(x, w, mode)
+    assert_allclose(mx.qqmm(mx.array(x), mx.array(w), mode=mode), want, dtype=mx.float32,
+                    rtol=1e-5, atol=1e-5)
+    w_q, scales = mx.quantize(mx.array(w), mode=mode)  # packed: the same values
+    assert_allclose(mx.qqmm(mx.array(x), w_q, scales, mode=mode), want, rtol=1e-5, atol=1e-5)
+
+
+def test_qqmm_nvfp4_global_scales():
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((3, 32)) * 5).astype(np.float32)
+    w = rng.standard_normal((4, 32)).astype(np.float32)
+    gx, gw = float(np.abs(x).max()), float(np.abs(w).max())
+    want = _qqmm_reference(x, w, "nvfp4", gx, gw)
+    got = mx.qqmm(mx.array(x), mx.array(w), global_scale_x=mx.array(gx),
+                  global_scale_w=mx.array([gw]))
+    assert_allclose(got, want, dtype=mx.float32, rtol=1e-5, atol=1e-5)
+    w_q, scales = mx.quantize(mx.array(w), mode="nvfp4", global_scale=mx.array(gw))
+    assert_allclose(mx.qqmm(mx.array(x), w_q, scales, global_scale_x=mx.array(gx),
+                            global_scale_w=mx.array(gw)), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("x_dtype, w_dtype", [("float16", "float16"), ("bfloat16", "bfloat16"),
+                                              ("float16", "float32"), ("float32", "bfloat16")])
+def test_qqmm_returns_x_dtype(x_dtype, w_dtype):
+    rng = np.random.default_rng(13)
+    x = mx.array(rng.standard_normal((3, 32)).astype(np.float32)).astype(getattr(mx, x_dtype))
+    w = mx.array(rng.standard_normal((2, 32)).astype(np.float32)).astype(getattr(mx, w_dtype))
+    want = _qqmm_reference(np.asarray(x.astype(mx.float32)), np.asarray(w.astype(mx.float32)),
+                           "nvfp4")
+    # the product is taken in float32, then rounded once to x's dtype
+    assert_allclose(mx.qqmm(x, w), want, dtype=x.dtype, rtol=1e-2, atol=1e-2)
+
+
+def test_qqmm_ignores_scales_of_unquantized_weights():
+    x, w = mx.ones((2, 32)), mx.full((3, 32), 3.0)
+    _, scales = mx.quantize(w, mode="nvfp4")
+    assert mx.array_equal(mx.qqmm(x, w, scales), mx.qqmm(x, w)).item()
+
+
+def test_qqmm_rejects_bad_arguments():
+    x, w = mx.ones((2, 32)), mx.ones((4, 32))
+    w_q, scales = mx.quantize(w, mode="nvfp4")
+    one = mx.array(1.0)
+    cases = [
+        (lambda: mx.qqmm(x, w, mode="affine"), ValueError,
+         r"^qqmm: mode must be 'nvfp4', 'mxfp8' or 'mxfp4' .*got 'affine'"),
+        (lambda: mx.qqmm(x, w, mode="foo"), ValueError, "^qqmm: mode must be .*'foo'"),
+        (lambda: mx.qqmm(x, w, group_size=32), ValueError,
+         "^qqmm: nvfp4 quantization requires group size 16, got 32"),
+        (lambda: mx.qqmm(x, w, bits=8), ValueError, "^qqmm: nvfp4 quantization requires bits 4"),
+        (lambda: mx.qqmm(x, w, group_size=16, mode="mxfp8"), ValueError,
+         "^qqmm: mxfp8 quantization requires group size 32"),
+        (lambda: mx.qqmm(mx.ones((2, 32), mx.int32), w), TypeError,
+         "^qqmm: x must be float32, float16 or bfloat16, got int32"),
+        (lambda: mx.qqmm(x.astype(mx.float64), w), TypeError, "^qqmm: x must be .*float64"),
+        (lambda: mx.qqmm(x, w.astype(mx.float64)), TypeError,
+         r"^qqmm: w must be float32, float16 or bfloat16 \(or uint32 when quantized\), got "
+         "float64"),
+        (lambda: mx.qqmm(x, mx.ones((4, 32), mx.uint8)), TypeError, "^qqmm: w must be .*uint8"),
+        (lambda: mx.qqmm(x, w_q), ValueError,
+         r"^qqmm: scales must be given with quantized \(uint32\) weights"),
+        (lambda: mx.qqmm(x, w_q, scales.astype(mx.float32)), TypeError,
+         "^qqmm: nvfp4 weights must be uint32 and scales uint8, got uint32 and float32"),
+        (lambda: mx.qqmm(x, w_q, scales[:, :1]), ValueError,
+         r"^qqmm: nvfp4 scales must be \[..., 2\] for weights of shape \(4, 4\), got \(4, 1\)"),
+        (lambda: mx.qqmm(x, *mx.quantize(w, mode="mxfp8")), ValueError,
+         r"^qqmm: nvfp4 scales must be \[..., 4\] for weights of shape \(4, 8\)"),
+        (lambda: mx.qqmm(mx.ones((2, 64)), w), ValueError,
+         r"^qqmm: the last axis of x \(shape \(2, 64\)\) must match the 32 columns of w "
+         r"\(shape \(4, 32\)\)"),
+        (lambda: mx.qqmm(mx.ones((2, 64)), w_q, scales), ValueError,
+         r"^qqmm: the last axis of x .* the 32 columns of w \(shape \(4, 4\), packed\)"),
+        (lambda: mx.qqmm(mx.array(1.0), w), ValueError, r"^qqmm: the last axis of x \(shape \(\)"),
+        (lambda: mx.qqmm(mx.ones((2, 24)), mx.ones((4, 24))), ValueError,
+         "^qqmm: the 24 columns of x and w must be a multiple of the nvfp4 group size 16"),
+        (lambda: mx.qqmm(x, mx.ones((3, 4, 32))), ValueError,
+         r"^qqmm: w must be 2-D, got shape \(3, 4, 32\)"),
+        (lambda: mx.qqmm(x, mx.ones((32,))), ValueError,
+         r"^qqmm: w must have at least 2 dimensions, got shape \(32,\)"),
+        (lambda: mx.qqmm(x, w, global_scale_x=one), ValueError,
+         "^qqmm: nvfp4 takes both global_scale_x and global_scale_w, or neither"),
+        (lambda: mx.qqmm(x, w, mode="mxfp8", global_scale_x=one, global_scale_w=one),
+         ValueError, "^qqmm: global_scale_x is only used by nvfp4 quantization, not mxfp8"),
+        (lambda: mx.qqmm(x, w, global_scale_x=mx.array([1.0, 2.0]), global_scale_w=one),
+         ValueError, r"^qqmm: global_scale_x must hold one value, got shape \(2,\)"),
+        (lambda: mx.qqmm(x, w, global_scale_x=one, global_scale_w=mx.array(1)), TypeError,
+         "^qqmm: global_scale_w must be float32, got int32"),
+        (lambda: mx.quantize(w, mode="nvfp4", global_scale=mx.array(2.0, mx.float16)), TypeError,
+         "^quantize: global_scale must be float32, got float16"),
+    ]
+    for call, kind, message in cases:
+        with pytest.raises(kind, match=message):
+            call()
+
+
+def _vjp_reference(x, w, c, mode, global_scales=False):
+    """MLX's rule: the cotangent is quantized along each product's contracted axis too."""
+    gc = float(np.abs(c).max()) if global_scales else None
+    gx = float(np.abs(x).max()) if global_scales else None
+    gw = float(np.abs(w).max()) if global_scales else None
+    dx = _rounded_reference(c, mode, gc) @ _rounded_reference(w.T, mode, gw).T
+    rows_x, rows_c = x.reshape(-1, x.shape[-1]), c.reshape(-1, c.shape[-1])
+    dw = _rounded_reference(rows_c.T, mode, gc) @ _rounded_reference(rows_x.T, mode, gx).T
+    return dx, dw
+
+
+@pytest.mark.parametrize("mode, global_scales", [("nvfp4", False), ("nvfp4", True),
+                                                  ("mxfp8", False)])
+def test_qqmm_vjp_quantizes_the_cotangent_as_mlx(mode, global_scales):
+    # N = 20 and 15 rows are not whole groups: those axes are zero-padded
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((3, 5, 32)).astype(np.float32)
+    w = rng.standard_normal((20, 32)).astype(np.float32)
+    c = rng.standard_normal((3, 5, 20)).astype(np.float32)
+    scales = {}
+    if global_scales:
+        scales = dict(global_scale_x=mx.array(float(np.abs(x).max())),
+                      global_scale_w=mx.array(float(np.abs(w).max())))
+    _, (dx, dw) = mx.vjp(lambda a, b: mx.qqmm(a, b, mode=mode, **scales),
+                         [mx.array(x), mx.array(w)], [mx.array(c)])
+    want_dx, want_dw = _vjp_reference(x, w, c, mode, global_scales)
+    assert_allclose(dx, want_dx, dtype=mx.float32, rtol=1e-5, atol=1e-4)
+    assert_allclose(dw, want_dw, dtype=mx.float32, rtol=1e-5, atol=1e-4)
+    grads = mx.grad(lambda a, b: (mx.qqmm(a, b, mode=mode, **scales) * mx.array(c)).sum(),
+                    argnums=(0, 1))(mx.array(x), mx.array(w))
+    assert all(mx.array_equal(g, v).item() for g, v in zip(grads, (dx, dw)))
+
+
+def test_qqmm_gradients_of_quantized_weights_and_of_half_inputs():
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    w = rng.standard_normal((16, 32)).astype(np.float32)
+    w_q, scales = mx.quantize(mx.array(w), mode="nvfp4")
+    # x's gradient through packed weights: their values, quantized along N
+    dx = mx.grad(lambda a: mx.qqmm(a, w_q, scales).sum())(mx.array(x))
+    weights = np.asarray(mx.dequantize(w_q, scales, mode="nvfp4", dtype=mx.float32))
+    want = _rounded_reference(np.ones((4, 16)), "nvfp4") @ _rounded_reference(
+        weights.T, "nvfp4").T
+    assert_allclose(dx, want, dtype=mx.float32, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="^grad: cannot differentiate with respect to an array "
+                                        "of uint32"):
+        mx.grad(lambda b: mx.qqmm(mx.array(x), b, scales).sum())(w_q)
+    half = mx.grad(lambda a, b: mx.qqmm(a, b).sum(), argnums=(0, 1))(
+        mx.array(x).astype(mx.bfloat16), mx.array(w).astype(mx.float16))
+    assert (half[0].dtype, half[1].dtype) == (mx.bfloat16, mx.float16)
+
+
+def test_qqmm_jvp_is_the_quantized_product_of_the_tangents():
+    rng = np.random.default_rng(16)
+    x, w, tx, tw = (mx.array(rng.standard_normal(s).astype(np.float32))
+                    for s in ((3, 32), (4, 32), (3, 32), (4, 32)))
+    _, (t,) = mx.jvp(lambda a, b: mx.qqmm(a, b, mode="mxfp8"), [x, w], [tx, tw])
+    want = (_qqmm_reference(np.asarray(tx), np.asarray(w), "mxfp8")
+            + _qqmm_reference(np.asarray(x), np.asarray(tw), "mxfp8"))
+    assert_allclose(t, want, dtype=mx.float32, rtol=1e-5, atol=1e-4)
+
+
+def test_qqmm_keeps_its_rules_under_vmap():
+    # vmap records qqmm nodes again, so gradients of a vmapped qqmm are MLX's rule's
+    rng = np.random.default_rng(17)
+    x = mx.array(rng.standard_normal((3, 2, 32)).astype(np.float32))
+    w = mx.array(rng.standard_normal((3, 16, 32)).astype(np.float32))
+
+    def batched(a, b):
+        return mx.vmap(lambda p, q: mx.qqmm(p, q))(a, b).sum()
+
+    def looped(a, b):
+        return sum(mx.qqmm(a[i], b[i]).sum() for i in range(3))
+
+    for got, want in zip(mx.grad(batched, argnums=(0, 1))(x, w),
+                         mx.grad(looped, argnums=(0, 1))(x, w)):
+        assert_allclose(got, np.asarray(want), rtol=1e-6, atol=1e-6)
+
+
+def test_gather_qqmm_is_qqmm_of_the_gathered_matrices():
+    rng = np.random.default_rng(18)
+    x = mx.array(rng.standard_normal((3, 2, 32)).astype(np.float32))
+    w = mx.array(rng.standard_normal((4, 5, 32)).astype(np.float32))
+    w_q, scales = mx.quantize(w, mode="mxfp8")
+    lhs, rhs = mx.array([[0], [2]]), mx.array([[3, -4, 1]])
+    got = mx.gather_qqmm(x, w, lhs_indices=lhs, rhs_indices=rhs, sorted_indices=True)
+    packed = mx.gather_qqmm(x, w_q, scales, lhs, rhs, mode="mxfp8")
+    assert got.shape == packed.shape == (2, 3, 2, 5)
+    for i, j in np.ndindex(2, 3):
+        a, b = int(np.asarray(lhs)[i, 0]), int(np.asarray(rhs)[0, j]) % 4
+        assert mx.array_equal(got[i, j], mx.qqmm(x[a], w[b])).item()
+        assert mx.array_equal(packed[i, j], mx.qqmm(x[a], w_q[b], scales[b], mode="mxfp8")).item()
+    # no indices: every batch entry, which must then agree
+    assert mx.array_equal(mx.gather_qqmm(x, w[:3]), mx.stack([mx.qqmm(x[i], w[i])
+                                                              for i in range(3)])).item()
+    assert mx.gather_qqmm(mx.ones((1, 32)), w, rhs_indices=mx.array([2, 0])).shape == (2, 1, 5)
+    dx, dw = mx.grad(lambda a, b: mx.gather_qqmm(a, b, rhs_indices=mx.array([1, 1])).sum(),
+                     argnums=(0, 1))(x[:2], w)
+    assert dx.shape == (2, 2, 32) and np.abs(np.asarray(dw)[[0, 2, 3]]).max() == 0
+    assert np.abs(np.asarray(dw)[1]).max() > 0
+
+
+def test_gather_qqmm_rejects_bad_arguments():
+    x, w = mx.ones((2, 1, 32)), mx.ones((3, 4, 32))
+    cases = [
+        (lambda: mx.gather_qqmm(mx.ones((32,)), w, rhs_indices=mx.array([0])), ValueError,
+         r"^gather_qqmm: x must have at least 2 dimensions, got shape \(32,\)"),
+        (lambda: mx.gather_qqmm(x, w, rhs_indices=mx.array([2.0, 0.0])), TypeError,
+         "^gather_qqmm: indices must be integers, got float32"),
+        (lambda: mx.gather_qqmm(x, w), ValueError, "^gather_qqmm: "),
+        (lambda: mx.gather_qqmm(x, w, lhs_indices=mx.array([0, 1]),
+                                rhs_indices=mx.array([2, 0, 1])), ValueError, "^gather_qqmm: "),
+        (lambda: mx.gather_qqmm(x, w, rhs_indices=mx.array([0]), mode="affine"), ValueError,
+         "^gather_qqmm: mode must be"),
+        (lambda: mx.gather_qqmm(x, mx.ones((3, 4, 4), mx.uint32), rhs_indices=mx.array([0])),
+         ValueError, "^gather_qqmm: scales must be given"),
+        (lambda: mx.gather_qqmm(mx.ones((2, 1, 32), mx.int32), w, rhs_indices=mx.array([0])),
+         TypeError, "^gather_qqmm: x must be float32"),
+    ]
+    for call, kind, message in cases:
+        with pytest.raises(kind, match=message):
+            call()

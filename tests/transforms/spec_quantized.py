@@ -1,19 +1,29 @@
 """Rule rows for quantization: quantize (vmap), dequantize (scales and biases), quantized
-products (x, scales and biases; the packed weights are integers) and the gathered, masked and
-segmented products (compositions)."""
+products (x, scales and biases; the packed weights are integers), the gathered, masked and
+segmented products (compositions) and the products quantizing their input (vmap only: their
+gradients are MLX's quantized estimates, checked in tests/ops/test_quantized.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import nuvec as mx
-from nuvec.ops import quantized
+from nuvec.ops import microscaled, quantized
 from nuvec.testing import OpSpec
 
 
 def _packed(rng, rows, columns, group_size=32, bits=4):
     w = mx.array(rng.standard_normal((rows, columns)), mx.float64)
     return [np.asarray(a) for a in mx.quantize(w, group_size, bits)]
+
+
+def _f32(*arrays):
+    return [a.astype(mx.float32) for a in arrays]
+
+
+def _qqmm_packed(rng):
+    w_q, scales = mx.quantize(mx.array(rng.standard_normal((3, 32)), mx.float32), mode="mxfp8")
+    return [np.asarray(w_q), np.asarray(scales)]
 
 
 def _qmm_args(transpose):
@@ -61,4 +71,21 @@ SPECS = [
     OpSpec("segmented_mm", lambda a, b: mx.segmented_mm(a, b, mx.array([[0, 2], [1, 5], [3, 3]])),
            lambda rng: [rng.standard_normal((2, 5)), rng.standard_normal((5, 3))],
            [], argnums=(0, 1)),
+    OpSpec("qqmm", lambda x, w: mx.qqmm(*_f32(x, w)),
+           lambda rng: [rng.standard_normal((2, 32)), rng.standard_normal((3, 32))],
+           [microscaled.QQMatmul], grad=False),
+    OpSpec("qqmm_vector_packed", lambda x, w, s: mx.qqmm(*_f32(x), w, s, mode="mxfp8"),
+           lambda rng: [rng.standard_normal(32), *_qqmm_packed(rng)],
+           [microscaled.QQMatmul], grad=False),
+    # one global scale per batch entry: a product per entry
+    OpSpec("qqmm_global_scales",
+           lambda x, w, gx, gw: mx.qqmm(*_f32(x, w), global_scale_x=_f32(gx)[0],
+                                        global_scale_w=_f32(gw)[0]),
+           lambda rng: [rng.standard_normal((2, 32)), rng.standard_normal((3, 32)),
+                        rng.uniform(2, 4, ()), rng.uniform(2, 4, ())],
+           [microscaled.QQMatmul], grad=False),
+    OpSpec("gather_qqmm", lambda x, w: mx.gather_qqmm(*_f32(x, w), mode="mxfp8",
+                                                     rhs_indices=mx.array([1, 0, 1])),
+           lambda rng: [rng.standard_normal((1, 2, 32)), rng.standard_normal((2, 3, 32))],
+           [], grad=False),
 ]

@@ -1,8 +1,10 @@
-"""Shared bodies of `CustomTransforms` and `Depends`: both pass some of their inputs through."""
+"""Shared bodies of `CustomTransforms`, `Depends` and `QQMatmul`: each passes some of its
+inputs through."""
 
 from __future__ import annotations
 
 from nuvec.backends.common.registry import body
+from nuvec.ops.microscaled import QQMatmul
 from nuvec.transforms.custom import CustomTransforms
 from nuvec.transforms.depends import Depends
 
@@ -21,3 +23,8 @@ def custom_transforms(xp, p, *inputs):
 @body(Depends)
 def depends(xp, p, *inputs):
     return _passed(inputs[: p.count])
+
+
+@body(QQMatmul)
+def qqmm(xp, p, *inputs):
+    return _passed(inputs[-1:])  # the composed product

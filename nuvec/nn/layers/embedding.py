@@ -42,6 +42,12 @@ class Embedding(Module):
         return y.reshape(*lead, y.shape[-1])
 
     def to_quantized(self, group_size: int | None = None, bits: int | None = None,
-                     mode: str = "affine") -> Module:
-        """This layer as a `QuantizedEmbedding` (its table quantized)."""
+                     mode: str = "affine", quantize_input: bool = False) -> Module:
+        """This layer as a `QuantizedEmbedding` (its table quantized).
+
+        Raises:
+            ValueError: with `quantize_input` (a lookup has no input to quantize).
+        """
+        if quantize_input:
+            raise ValueError("Embedding.to_quantized: quantized inputs are not supported")
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import nuvec as mx
-from nuvec.nn.layers.quantized import QuantizedLinear
+from nuvec.nn.layers.quantized import QQLinear, QuantizedLinear
 from nuvec.nn.module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]
@@ -69,9 +69,19 @@ class Linear(Module):
         return y.reshape(*lead, y.shape[-1]) if len(lead) > 1 else y
 
     def to_quantized(self, group_size: int | None = None, bits: int | None = None,
-                     mode: str = "affine") -> Module:
-        """This layer as a `QuantizedLinear` (its weight quantized)."""
-        return QuantizedLinear.from_linear(self, group_size, bits, mode)
+                     mode: str = "affine", quantize_input: bool = False) -> Module:
+        """This layer as a `QuantizedLinear` (its weight quantized), or with `quantize_input`
+        as a `QQLinear` (its input quantized too; "nvfp4" and "mxfp8" only, no bias).
+
+        Raises:
+            ValueError: with `quantize_input`, for another mode or a layer with a bias.
+        """
+        if not quantize_input:
+            return QuantizedLinear.from_linear(self, group_size, bits, mode)
+        if mode not in ("nvfp4", "mxfp8"):
+            raise ValueError(f"Linear.to_quantized: quantized inputs need mode 'nvfp4' or "
+                             f"'mxfp8', got {mode!r}")
+        return QQLinear.from_linear(self, group_size, bits, mode)
 
 
 class Bilinear(Module):

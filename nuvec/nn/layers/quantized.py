@@ -1,7 +1,9 @@
-"""`QuantizedLinear`, `QuantizedEmbedding` and `quantize`, as `mlx.nn`.
+"""`QuantizedLinear`, `QuantizedEmbedding`, `QQLinear` and `quantize`, as `mlx.nn`.
 
 Weights are stored as `mx.quantize` packs them (affine, `group_size` values per scale and
 bias, `bits` bits each, packed into uint32) and are frozen: they are not trainable.
+`QQLinear` quantizes its input too (`mx.qqmm`) and, in training mode, keeps its weight in
+high precision, quantized on the fly, so that it trains.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from typing import Any, Callable
 
 import nuvec as mx
 from nuvec.nn.module import Module
+from nuvec.ops.microscaled import PRODUCT_MODES, float_mode_params
 from nuvec.utils import tree_map_with_path
 
-__all__ = ["QuantizedLinear", "QuantizedEmbedding", "quantize"]
+__all__ = ["QuantizedLinear", "QuantizedEmbedding", "QQLinear", "quantize"]
 
 
 def store_quantized(layer: Module, weight: mx.array, group_size: int | None, bits: int | None,
@@ -149,8 +152,91 @@ class QuantizedEmbedding(QuantizedModule):
         return layer
 
 
+class QQLinear(Module):
+    """A `Linear` layer without bias that quantizes its input and its weight (`mx.qqmm`).
+
+    In training mode (`train()`) the weight is kept in high precision and quantized on the
+    fly, so gradients reach it; `eval()` stores it quantized (uint32 `weight` and uint8
+    `scales`) and `train()` dequantizes it back (to bfloat16, `mx.dequantize`'s default), as
+    MLX's layer does. Its parameters stay trainable in both modes.
+
+    Args:
+        input_dims: input features (a multiple of `group_size`).
+        output_dims: output features.
+        group_size: the mode's group size or None.
+        bits: the mode's bits or None.
+        mode: `"nvfp4"` (the default), `"mxfp8"` or `"mxfp4"`.
+
+    Raises:
+        ValueError: for another mode, or a group size or bits the mode does not use.
+
+    Example:
+        >>> import nuvec.nn as nn
+        >>> layer = nn.QQLinear(32, 4)
+        >>> layer(mx.ones((2, 32))).shape, layer.eval().weight.dtype
+        ((2, 4), nuvec.uint32)
+    """
+
+    def __init__(self, input_dims: int, output_dims: int, group_size: int | None = None,
+                 bits: int | None = None, mode: str = "nvfp4") -> None:
+        super().__init__()
+        if mode not in PRODUCT_MODES:
+            raise ValueError(f"QQLinear: mode must be 'nvfp4', 'mxfp8' or 'mxfp4', got {mode!r}")
+        self.group_size, self.bits = float_mode_params("QQLinear", mode, group_size, bits)
+        self.mode = mode
+        scale = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
+
+    def _extra_repr(self) -> str:
+        out, columns = self.weight.shape
+        if "scales" in self:
+            columns = columns * 32 // self.bits
+        return (f"input_dims={columns}, output_dims={out}, group_size={self.group_size}, "
+                f"bits={self.bits}, mode={self.mode}")
+
+    def quantize(self) -> None:
+        """Stores the weight quantized, with its `scales` (nothing if it already is)."""
+        if "scales" not in self:
+            self.weight, self.scales = mx.quantize(self.weight, self.group_size, self.bits,
+                                                   mode=self.mode)
+
+    def dequantize(self) -> None:
+        """Stores the weight dequantized (bfloat16) and drops `scales` (nothing if it is not
+        quantized)."""
+        if "scales" in self:
+            self.weight = mx.dequantize(self.weight, self["scales"], group_size=self.group_size,
+                                        bits=self.bits, mode=self.mode)
+            del self["scales"]
+
+    def _set_training_mode(self, mode: bool) -> None:
+        super()._set_training_mode(mode)
+        if mode:
+            self.dequantize()
+        else:
+            self.quantize()
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return mx.qqmm(x, self["weight"], scales=self.get("scales"), group_size=self.group_size,
+                       bits=self.bits, mode=self.mode)
+
+    @classmethod
+    def from_linear(cls, linear_layer: Module, group_size: int | None = None,
+                    bits: int | None = None, mode: str = "nvfp4") -> "QQLinear":
+        """A `QQLinear` with `linear_layer`'s weight, in `linear_layer`'s mode.
+
+        Raises:
+            ValueError: if `linear_layer` has a bias (`QQLinear` has none).
+        """
+        if "bias" in linear_layer:
+            raise ValueError("QQLinear.from_linear: QQLinear has no bias, and the layer has one")
+        out, inp = linear_layer.weight.shape
+        layer = cls(inp, out, group_size, bits, mode)
+        layer.weight = linear_layer.weight
+        return layer.train(linear_layer.training)
+
+
 def quantize(model: Module, group_size: int | None = None, bits: int | None = None, *,
-             mode: str = "affine",
+             mode: str = "affine", quantize_input: bool = False,
              class_predicate: Callable[[str, Module], Any] | None = None) -> None:
     """Quantizes a model's layers in place (as `mlx.nn.quantize`).
 
@@ -162,6 +248,8 @@ def quantize(model: Module, group_size: int | None = None, bits: int | None = No
         group_size: values sharing one scale (and bias); None: the mode's default.
         bits: bits per value; None: the mode's default.
         mode: the quantization mode, as `mx.quantize`'s.
+        quantize_input: quantize the layers' inputs too (`Linear` layers without bias become
+            `QQLinear`; "nvfp4" and "mxfp8" only).
         class_predicate: `(path, module) -> bool | dict`: which layers to quantize; a dict gives
             that layer's own `to_quantized` arguments. By default every layer having
             `to_quantized`.
@@ -185,9 +273,12 @@ def quantize(model: Module, group_size: int | None = None, bits: int | None = No
         if not hasattr(module, "to_quantized"):
             raise ValueError(f"quantize: unable to quantize the layer {path} of type "
                              f"{type(module).__name__}")
-        options = {"group_size": group_size, "bits": bits, "mode": mode}
+        options = {"group_size": group_size, "bits": bits, "mode": mode,
+                   "quantize_input": quantize_input}
         if isinstance(chosen, dict):
             options.update(chosen)
+        if not options["quantize_input"]:  # (layers whose to_quantized lacks the argument)
+            del options["quantize_input"]
         return module.to_quantized(**options)
 
     leaves = tree_map_with_path(swap, model.leaf_modules(), is_leaf=Module.is_module)
