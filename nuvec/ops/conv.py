@@ -1,10 +1,11 @@
 """Convolutions in MLX's channels-last layout: the `Convolution` primitive and `conv*d`.
 
 Input `[N, *spatial, C_in]`, weight `[C_out, *kernel, C_in / groups]`. Every public function
-records one `Convolution` primitive (MLX's), whose CPU kernel is im2col over strided views plus
-one matmul. Its derivatives are convolutions again: the input gradient a transposed
-convolution, the weight gradient a correlation with batch and channels swapped. The transposed
-convolutions and `convolve` live in `conv_transpose.py`.
+records one `Convolution` primitive (MLX's), whose kernel is im2col over strided views plus a
+matmul, in blocks of bounded scratch, or for inputs that are mostly padding or dilation holes
+a sum of matmuls over the taps that read real input. Its derivatives are convolutions again:
+the input gradient a transposed convolution, the weight gradient a correlation with batch and
+channels swapped. The transposed convolutions and `convolve` live in `conv_transpose.py`.
 """
 
 from __future__ import annotations

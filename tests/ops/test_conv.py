@@ -179,6 +179,86 @@ def test_conv_grads_train_a_step():
     assert loss(w - 1e-3 * g).item() < value.item()
 
 
+# -- scratch memory: the formulations, and inputs that are mostly padding or holes -----------
+
+
+@pytest.mark.parametrize("force", ["blocks", "sparse"])
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((2, 7, 6), (4, 3, 3), dict(stride=2, padding=([1], [2]), kernel_dilation=2,
+                                input_dilation=3, groups=2, flip=True)),
+    ((2, 5, 6, 4), (6, 3, 2, 2), dict(stride=(2, 3), padding=([4, 0], [2, -1]),
+                                      kernel_dilation=(1, 2), input_dilation=(2, 1), groups=2)),
+    ((1, 4, 4, 3, 2), (3, 2, 2, 3, 2), dict(stride=(1, 2, 1), padding=([1, 3, -1], [0, 2, 2]),
+                                            input_dilation=(1, 2, 3), flip=True)),
+], ids=str)
+def test_conv_formulations_agree(monkeypatch, force, xs, ws, kw):
+    """im2col in blocks of one output position, and the sparse form that skips padding."""
+    import nuvec.backends.common.conv as body
+
+    if force == "blocks":
+        monkeypatch.setattr(body, "SCRATCH_BYTES", 1)
+    else:
+        monkeypatch.setattr(body, "_prefers_sparse", lambda *args: True)
+    nd = len(xs) - 2
+    x, w = RNG.standard_normal(xs), RNG.standard_normal(ws)
+    out = mx.conv_general(mx.array(x, mx.float64), mx.array(w, mx.float64), **kw)
+    lo, hi = (ints(v, nd) for v in kw["padding"])
+    expected = reference(x, w, ints(kw["stride"], nd), lo, hi,
+                         ints(kw.get("kernel_dilation", 1), nd), ints(kw["input_dilation"], nd),
+                         kw.get("groups", 1), kw.get("flip", False))
+    assert_allclose(out, expected, dtype=dt.float64)
+
+
+def test_conv_crop_past_the_input_removes_padding():
+    # [0, 0, 0, 0, x0, x1] without its last 3 entries: 3 zeros
+    out = mx.conv_general(mx.ones((1, 2, 1)), mx.ones((1, 2, 1)), padding=([4], [-3]))
+    assert out.tolist() == [[[0.0], [0.0]]]
+
+
+def test_conv_padding_much_larger_than_the_input():
+    # im2col would pad the input to 512 GiB; the output is 8 MB
+    pad = 2**20
+    x = RNG.standard_normal((1, 1, 2**16)).astype(np.float32)
+    w = RNG.standard_normal((1, 3, 2**16)).astype(np.float32)
+    out = np.asarray(mx.conv1d(mx.array(x), mx.array(w), padding=pad))
+    assert out.shape == (1, 2 * pad - 1, 1)
+    taps = w[0].astype(np.float64) @ x[0, 0].astype(np.float64)  # output pad - t reads tap t
+    np.testing.assert_allclose(out[0, pad - 2: pad + 1, 0], taps[::-1], rtol=1e-4)
+    assert not out[0, : pad - 2].any() and not out[0, pad + 1:].any()
+    # a 3-D one, against the reference
+    x, w = RNG.standard_normal((1, 6, 6, 6, 2)), RNG.standard_normal((4, 3, 3, 3, 2))
+    out = mx.conv3d(mx.array(x, mx.float64), mx.array(w, mx.float64), padding=49)
+    expected = reference(x, w, (1,) * 3, (49,) * 3, (49,) * 3, (1,) * 3, (1,) * 3, 1, False)
+    assert_allclose(out, expected, dtype=dt.float64)
+
+
+def test_conv_transpose_with_a_kernel_much_larger_than_the_input():
+    # im2col would need 155 GiB of columns for this 2.6 MB output
+    out = np.asarray(mx.conv_transpose3d(mx.ones((1, 6, 6, 6, 2)), mx.ones((4, 50, 50, 50, 2))))
+    # output o sums, per axis, the inputs j with 0 <= o - j < 50
+    pairs = np.array([sum(0 <= o - j < 50 for j in range(6)) for o in range(55)])
+    expected = 2.0 * np.einsum("i,j,k->ijk", pairs, pairs, pairs)
+    np.testing.assert_array_equal(out, np.broadcast_to(expected[None, ..., None], out.shape))
+
+
+def test_conv_transpose_huge_kernel_values_and_grads():
+    # im2col would need 196 GiB of columns; so would the gradients' convolutions
+    x = RNG.standard_normal((1, 6, 6, 2)).astype(np.float32)
+    w = RNG.standard_normal((4, 400, 400, 2)).astype(np.float32)
+    out = mx.conv_transpose2d(mx.array(x), mx.array(w))
+    expected = np.zeros((1, 405, 405, 4))
+    for i, j in itertools.product(range(6), range(6)):
+        expected[0, i:i + 400, j:j + 400] += np.einsum("c,otsc->tso", x[0, i, j], w)
+    assert_allclose(out, expected, dtype=dt.float32, rtol=1e-4, atol=1e-4)
+    gx, gw = mx.grad(lambda a, b: mx.sum(mx.conv_transpose2d(a, b)), argnums=(0, 1))(
+        mx.array(x), mx.array(w))
+    # every (input, tap) pair reaches one output once
+    assert_allclose(gx, np.broadcast_to(w.astype(np.float64).sum((0, 1, 2)), x.shape),
+                    dtype=dt.float32, rtol=1e-3, atol=1e-2)
+    assert_allclose(gw, np.broadcast_to(x.astype(np.float64).sum((0, 1, 2)), w.shape),
+                    dtype=dt.float32, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("call,error,message", [
     (lambda: mx.conv1d(mx.zeros((1, 4, 2)), mx.zeros((1, 3, 3))), ValueError,
      "^conv1d: input shape .* has 2 channels"),
@@ -215,6 +295,12 @@ def test_conv_grads_train_a_step():
      "^conv_transpose1d: output_padding"),
     (lambda: mx.conv_transpose2d(mx.zeros((1, 4, 4, 2)), mx.zeros((1, 3, 3, 1))), ValueError,
      "^conv_transpose2d: input shape"),
+    (lambda: mx.conv1d(mx.ones((1, 64, 2)), mx.ones((4096, 3, 2)), padding=2**31 - 1),
+     ValueError, r"^conv1d: an array of shape \(1, 4294967356, 4096\) and dtype float32 needs "
+     r"70368745160704 bytes, more than"),
+    (lambda: mx.conv_transpose3d(mx.ones((1, 2, 2, 2, 1)), mx.ones((8, 2, 2, 2, 1)),
+                                 padding=-2**12), ValueError,
+     r"^conv_transpose3d: an array of shape \(1, 8195, 8195, 8195, 8\)"),
 ])
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
