@@ -55,14 +55,61 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = No
         The tree of `fn`'s results.
 
     Raises:
-        KeyError, IndexError: if a tree of `rest` lacks a child that `tree` has.
+        ValueError: if a tree of `rest` lacks a child that `tree` has (a key of a dict, a
+            position of a list or tuple), or holds a leaf where `tree` has a container.
 
     Example:
         >>> from nuvec.utils import tree_map
         >>> tree_map(lambda x: x * 2, {"a": [1, 2], "b": 3})
         {'a': [2, 4], 'b': 6}
     """
-    return _map_with_rest(fn, tree, rest, is_leaf)
+    _check_callable("tree_map", fn)
+    try:
+        return _map_with_rest(fn, tree, rest, is_leaf)
+    except _Mismatch as error:
+        raise error.public("tree_map") from None
+
+
+class _Mismatch(ValueError):
+    """A tree of `rest` that lacks a child of `tree`; `keys` (the path) is filled in while
+    the walk unwinds, so a valid walk builds no path."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message, self.keys = message, []
+
+    def public(self, name: str) -> ValueError:
+        path = ".".join(str(k) for k in reversed(self.keys))
+        where = f"at {path!r}" if path else "at the root"
+        return ValueError(f"{name}: {self.message} {where}")
+
+
+def _check_children(tree: Any, rest: Any) -> None:
+    """Raises `_Mismatch` if a tree of `rest` lacks a child of the container `tree` (the
+    check behind a failed lookup, so the walk itself pays nothing)."""
+    for position, other in enumerate(rest, start=1):
+        if isinstance(tree, dict):
+            if not isinstance(other, dict):
+                raise _Mismatch(f"tree argument {position + 1} holds {_kind(other)} where "
+                                f"the first tree holds a dict")
+            missing = [k for k in tree if k not in other]
+            if missing:
+                raise _Mismatch(f"tree argument {position + 1} lacks the key {missing[0]!r} "
+                                f"of the first tree (its keys: {list(other)})")
+        elif not isinstance(other, (list, tuple)) or len(other) < len(tree):
+            raise _Mismatch(f"tree argument {position + 1} holds {_kind(other)} where the "
+                            f"first tree holds {_kind(tree)}")
+
+
+def _kind(tree: Any) -> str:
+    if isinstance(tree, (list, tuple)):
+        return f"a {type(tree).__name__} of {len(tree)}"
+    return f"a leaf of type {type(tree).__name__}"
+
+
+def _check_callable(name: str, fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"{name}: fn must be callable, got {type(fn).__name__}")
 
 
 def _map_with_rest(fn: Callable[..., Any], tree: Any, rest: Any, is_leaf: IsLeaf) -> Any:
@@ -70,11 +117,23 @@ def _map_with_rest(fn: Callable[..., Any], tree: Any, rest: Any, is_leaf: IsLeaf
     one sequence: the optimizers' path)."""
     if _is_leaf(tree, is_leaf):
         return fn(tree, *rest)
-    if isinstance(tree, dict):  # (one comprehension, no pair lists)
-        return {k: _map_with_rest(fn, v, [r[k] for r in rest], is_leaf)
-                for k, v in tree.items()}
-    return _rebuild(tree, [_map_with_rest(fn, v, [r[i] for r in rest], is_leaf)
-                           for i, v in enumerate(tree)])
+    key = None
+    try:
+        if isinstance(tree, dict):
+            out = {}
+            for key, child in tree.items():
+                out[key] = _map_with_rest(fn, child, [r[key] for r in rest], is_leaf)
+            return out
+        values = []
+        for key, child in enumerate(tree):
+            values.append(_map_with_rest(fn, child, [r[key] for r in rest], is_leaf))
+        return _rebuild(tree, values)
+    except _Mismatch as error:  # a deeper level's: add this level's key to its path
+        error.keys.append(key)
+        raise
+    except (KeyError, IndexError, TypeError):  # a lookup here, or an error of `fn`
+        _check_children(tree, rest)
+        raise
 
 
 def tree_map_with_path(
@@ -97,9 +156,18 @@ def tree_map_with_path(
         >>> from nuvec.utils import tree_map_with_path
         >>> tree_map_with_path(lambda p, x: p, {"a": [1, 2]})
         {'a': ['a.0', 'a.1']}
+
+    Raises:
+        ValueError: if a tree of `rest` lacks a child that `tree` has.
     """
+    _check_callable("tree_map_with_path", fn)
     if _is_leaf(tree, is_leaf):
         return fn(path, tree, *rest)
+    try:
+        _check_children(tree, rest)
+    except _Mismatch as error:
+        where = f"at {path!r}" if path is not None else "at the root"
+        raise ValueError(f"tree_map_with_path: {error.message} {where}") from None
     return _rebuild(tree, [
         tree_map_with_path(fn, child, *(r[key] for r in rest), is_leaf=is_leaf,
                            path=str(key) if path is None else f"{path}.{key}")
@@ -168,8 +236,38 @@ def tree_unflatten(tree: list[tuple[str, Any]] | dict[str, Any]) -> Any:
         >>> from nuvec.utils import tree_unflatten
         >>> tree_unflatten([("a.0", 1), ("a.1", 2), ("b", 3)])
         {'a': [1, 2], 'b': 3}
+
+    Raises:
+        TypeError: if `tree` is neither a dict nor a list or tuple of (str, value) pairs.
+        ValueError: for an entry that is not a pair.
     """
-    items = list(tree.items()) if isinstance(tree, dict) else list(tree)
+    return _unflatten(_flat_items(tree))
+
+
+def _flat_items(tree: Any) -> list[tuple[str, Any]]:
+    """`tree_unflatten`'s argument as a list of (path, value) pairs, checked."""
+    if isinstance(tree, dict):
+        items = list(tree.items())
+    elif isinstance(tree, (list, tuple)):
+        items = list(tree)
+    else:
+        raise TypeError(f"tree_unflatten: expected a list of (path, value) pairs or a dict, "
+                        f"got {type(tree).__name__}")
+    for item in items:
+        if not isinstance(item, (list, tuple)):
+            raise TypeError(f"tree_unflatten: expected (path, value) pairs, got an entry "
+                            f"{item!r} ({type(item).__name__})")
+        if len(item) != 2:
+            raise ValueError(f"tree_unflatten: expected (path, value) pairs, got an entry of "
+                             f"{len(item)} values: {item!r}")
+        if not isinstance(item[0], str):
+            raise TypeError(f"tree_unflatten: paths must be strings, got {item[0]!r} "
+                            f"({type(item[0]).__name__})")
+    return items
+
+
+def _unflatten(items: list[tuple[str, Any]]) -> Any:
+    """`tree_unflatten` of checked pairs."""
     if len(items) == 1 and items[0][0] == "":
         return items[0][1]
     children: dict[str, list[tuple[str, Any]]] = {}
@@ -180,9 +278,9 @@ def tree_unflatten(tree: list[tuple[str, Any]] | dict[str, Any]) -> Any:
         out: list[Any] = []
         for index, key in sorted((int(k), k) for k in children):
             out.extend({} for _ in range(index - len(out)))
-            out.append(tree_unflatten(children[key]))
+            out.append(_unflatten(children[key]))
         return out
-    return {k: tree_unflatten(v) for k, v in children.items()}
+    return {k: _unflatten(v) for k, v in children.items()}
 
 
 def tree_reduce(

@@ -43,9 +43,9 @@ def test_tree_map_with_rest_over_tuples_and_missing_children():
     b = {"p": Pair(10, (20, 30)), "q": [40], "unused": 0}
     out = tree_map(lambda x, y: x + y, a, b)
     assert out == {"p": Pair(11, (22, 33)), "q": [44]} and type(out["p"]) is Pair
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="^tree_map: tree argument 2 lacks the key 'a'"):
         tree_map(lambda x, y: x, {"a": 1}, {"b": 2})
-    with pytest.raises(IndexError):
+    with pytest.raises(ValueError, match="^tree_map: tree argument 2 holds a list of 1 where"):
         tree_map(lambda x, y: x, [1, 2], [1])
 
 
@@ -157,3 +157,48 @@ def test_tree_merge_needs_merge_fn_for_clashes():
         tree_merge({"a": 1}, {"a": 2})
     with pytest.raises(ValueError, match="^tree_merge: both trees hold a value"):
         tree_merge({"a": [1]}, {"a": {"b": 2}})
+
+
+TREE_ERRORS = [
+    ("tree_map-missing-key", lambda: tree_map(lambda x, y: x, {"a": 1}, {"b": 1}), ValueError,
+     r"^tree_map: tree argument 2 lacks the key 'a' of the first tree \(its keys: \['b'\]\) at "
+     r"the root"),
+    ("tree_map-nested-path", lambda: tree_map(lambda x, y: x, {"m": {"l": [1, 2]}},
+                                              {"m": {"l": [1]}}), ValueError,
+     r"^tree_map: tree argument 2 holds a list of 1 where the first tree holds a list of 2 "
+     r"at 'm.l'"),
+    ("tree_map-short-list", lambda: tree_map(lambda x, y: x, [1, 2], [1]), ValueError,
+     "^tree_map: tree argument 2 holds a list of 1 where the first tree holds a list of 2"),
+    ("tree_map-leaf-for-list", lambda: tree_map(lambda x, y: x, [1], 5), ValueError,
+     "^tree_map: tree argument 2 holds a leaf of type int where the first tree holds a list"),
+    ("tree_map-fn", lambda: tree_map(None, [1]), TypeError,
+     "^tree_map: fn must be callable, got NoneType"),
+    ("tree_map_with_path-missing-key",
+     lambda: tree_map_with_path(lambda p, x, y: x, {"a": {"b": 1}}, {"a": {"c": 1}}),
+     ValueError, "^tree_map_with_path: tree argument 2 lacks the key 'b' .* at 'a'"),
+    ("tree_unflatten-int", lambda: tree_unflatten(3), TypeError,
+     r"^tree_unflatten: expected a list of \(path, value\) pairs or a dict, got int"),
+    ("tree_unflatten-str", lambda: tree_unflatten("abc"), TypeError,
+     r"^tree_unflatten: expected a list of \(path, value\) pairs or a dict, got str"),
+    ("tree_unflatten-not-pairs", lambda: tree_unflatten([("a", 1, 2)]), ValueError,
+     r"^tree_unflatten: expected \(path, value\) pairs, got an entry of 3 values"),
+    ("tree_unflatten-entry", lambda: tree_unflatten(["ab"]), TypeError,
+     r"^tree_unflatten: expected \(path, value\) pairs, got an entry 'ab' \(str\)"),
+    ("tree_unflatten-path", lambda: tree_unflatten([(1, 2)]), TypeError,
+     "^tree_unflatten: paths must be strings, got 1"),
+]
+
+
+@pytest.mark.parametrize("call,error,message", [c[1:] for c in TREE_ERRORS],
+                         ids=[c[0] for c in TREE_ERRORS])
+def test_tree_utilities_reject_mismatched_trees(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_tree_map_keeps_errors_of_fn():
+    def fn(x, y):
+        raise KeyError("from fn")
+
+    with pytest.raises(KeyError, match="from fn"):
+        tree_map(fn, {"a": 1}, {"a": 2})

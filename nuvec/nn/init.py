@@ -11,6 +11,8 @@ import math
 from typing import Any, Callable
 
 import nuvec as mx
+from nuvec.graph.array import Array
+from nuvec.ops.arguments import as_array, real_number
 
 __all__ = [
     "constant", "normal", "uniform", "identity", "glorot_normal", "glorot_uniform",
@@ -18,6 +20,11 @@ __all__ = [
 ]
 
 Initializer = Callable[..., mx.array]
+
+
+def _target(a: Any, name: str) -> Array:
+    """The array an initializer is applied to (lists and scalars converted)."""
+    return a if type(a) is Array else as_array(a, name)
 
 
 def constant(value: float, dtype: Any = mx.float32) -> Initializer:
@@ -35,7 +42,7 @@ def constant(value: float, dtype: Any = mx.float32) -> Initializer:
         >>> nn.init.constant(0.5)(mx.zeros((2,))).tolist()
         [0.5, 0.5]
     """
-    return lambda a: mx.full(a.shape, value, dtype=dtype)
+    return lambda a: mx.full(_target(a, "constant").shape, value, dtype=dtype)
 
 
 def normal(mean: float = 0.0, std: float = 1.0, dtype: Any = mx.float32) -> Initializer:
@@ -46,7 +53,8 @@ def normal(mean: float = 0.0, std: float = 1.0, dtype: Any = mx.float32) -> Init
         >>> nn.init.normal()(mx.zeros((2, 3))).shape
         (2, 3)
     """
-    return lambda a: mx.random.normal(a.shape, dtype=dtype, loc=mean, scale=std)
+    return lambda a: mx.random.normal(_target(a, "normal").shape, dtype=dtype, loc=mean,
+                                      scale=std)
 
 
 def uniform(low: float = 0.0, high: float = 1.0, dtype: Any = mx.float32) -> Initializer:
@@ -57,7 +65,7 @@ def uniform(low: float = 0.0, high: float = 1.0, dtype: Any = mx.float32) -> Ini
         >>> bool(mx.all(nn.init.uniform(2, 3)(mx.zeros((4,))) >= 2))
         True
     """
-    return lambda a: mx.random.uniform(low, high, a.shape, dtype=dtype)
+    return lambda a: mx.random.uniform(low, high, _target(a, "uniform").shape, dtype=dtype)
 
 
 def identity(dtype: Any = mx.float32) -> Initializer:
@@ -72,6 +80,7 @@ def identity(dtype: Any = mx.float32) -> Initializer:
         [[1.0, 0.0], [0.0, 1.0]]
     """
     def init(a: mx.array) -> mx.array:
+        a = _target(a, "identity")
         if a.ndim != 2 or a.shape[0] != a.shape[1]:
             raise ValueError(f"identity: the input array must be a square matrix but got "
                              f"shape {a.shape}.")
@@ -80,6 +89,7 @@ def identity(dtype: Any = mx.float32) -> Initializer:
 
 
 def _fans(a: mx.array, name: str) -> tuple[int, int]:
+    a = _target(a, name)
     if a.ndim < 2:
         raise ValueError(f"{name}: Glorot / He initialization requires at least 2 dimensional "
                          f"input but input with {a.ndim} dimensions.")
@@ -96,6 +106,7 @@ def glorot_normal(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, gain: float = 1.0) -> mx.array:
+        a = _target(a, "glorot_normal")
         fan_in, fan_out = _fans(a, "glorot_normal")
         std = gain * math.sqrt(2.0 / (fan_in + fan_out))
         return mx.random.normal(a.shape, dtype=dtype) * std
@@ -114,6 +125,7 @@ def glorot_uniform(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, gain: float = 1.0) -> mx.array:
+        a = _target(a, "glorot_uniform")
         fan_in, fan_out = _fans(a, "glorot_uniform")
         limit = gain * math.sqrt(6.0 / (fan_in + fan_out))
         return mx.random.uniform(-limit, limit, a.shape, dtype=dtype)
@@ -138,6 +150,7 @@ def he_normal(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, mode: str = "fan_in", gain: float = 1.0) -> mx.array:
+        a = _target(a, "he_normal")
         std = gain / math.sqrt(_fan(a, mode, "he_normal"))
         return mx.random.normal(a.shape, dtype=dtype) * std
     return init
@@ -155,6 +168,7 @@ def he_uniform(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, mode: str = "fan_in", gain: float = 1.0) -> mx.array:
+        a = _target(a, "he_uniform")
         limit = gain * math.sqrt(3.0 / _fan(a, mode, "he_uniform"))
         return mx.random.uniform(-limit, limit, a.shape, dtype=dtype)
     return init
@@ -167,8 +181,9 @@ def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
     Sparse normal: each row of a 2-D array gets `ceil(sparsity * columns)` zeros at random
     columns, the other entries drawn from N(`mean`, `std`**2).
 
-    Raises (when called):
-        ValueError: if the array is not 2-D.
+    Raises:
+        TypeError: if `sparsity` is not a real number.
+        ValueError: if `sparsity` is not in [0, 1]; when called, if the array is not 2-D.
 
     Example:
         >>> import nuvec.nn as nn
@@ -176,7 +191,12 @@ def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
         >>> (w == 0).sum(axis=1).tolist()
         [2, 2]
     """
+    sparsity = real_number(sparsity, "sparse", "sparsity")
+    if not 0 <= sparsity <= 1:
+        raise ValueError(f"sparse: sparsity must be in [0, 1], got {sparsity}")
+
     def init(a: mx.array) -> mx.array:
+        a = _target(a, "sparse")
         if a.ndim != 2:
             raise ValueError(f"sparse: only arrays with 2 dimensions are supported, got shape "
                              f"{a.shape}")
@@ -206,6 +226,7 @@ def orthogonal(gain: float = 1.0, dtype: Any = mx.float32) -> Initializer:
         True
     """
     def init(a: mx.array) -> mx.array:
+        a = _target(a, "orthogonal")
         if a.ndim != 2:
             raise ValueError(f"orthogonal: requires a 2D array but got a {a.ndim}D array.")
         rows, cols = a.shape

@@ -10,6 +10,8 @@ import math
 from typing import Any
 
 import nuvec as mx
+from nuvec.graph.array import Array
+from nuvec.ops.arguments import as_array, normalize_axis, real_number
 
 __all__ = [
     "binary_cross_entropy", "cosine_similarity_loss", "cross_entropy", "gaussian_nll_loss",
@@ -18,6 +20,12 @@ __all__ = [
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
+
+
+def _arrays(name: str, *values: Any) -> list[Array]:
+    """The loss's inputs as arrays (lists and scalars converted; other objects raise the
+    standard conversion error naming the loss)."""
+    return [v if type(v) is Array else as_array(v, name) for v in values]
 
 
 def _reduce(loss: mx.array, reduction: str, name: str) -> mx.array:
@@ -73,8 +81,11 @@ def cross_entropy(logits: mx.array, targets: mx.array, weights: Any = None, axis
         [0.6931...]
     """
     name = "cross_entropy"
+    logits, targets = _arrays(name, logits, targets)
+    label_smoothing = real_number(label_smoothing, name, "label_smoothing")
     if not 0 <= label_smoothing < 1:
         raise ValueError(f"{name}: label smoothing must be in [0, 1), got {label_smoothing}.")
+    axis = normalize_axis(axis, logits.ndim, name)
     as_probs = targets.ndim == logits.ndim
     expected = list(logits.shape)
     if not as_probs:
@@ -83,7 +94,7 @@ def cross_entropy(logits: mx.array, targets: mx.array, weights: Any = None, axis
         raise ValueError(f"{name}: targets shape {targets.shape} does not match logits shape "
                          f"{logits.shape}.")
     fused = logits.dtype in (mx.float32, mx.float16, mx.bfloat16)  # it computes in float32
-    if fused and not as_probs and label_smoothing == 0 and axis in (-1, logits.ndim - 1):
+    if fused and not as_probs and label_smoothing == 0 and axis == logits.ndim - 1:
         loss = mx.fast.cross_entropy(logits, targets).astype(logits.dtype)
     else:
         if as_probs:
@@ -111,6 +122,7 @@ def binary_cross_entropy(inputs: mx.array, targets: mx.array, weights: Any = Non
         >>> nn.losses.binary_cross_entropy(mx.array([0.0]), mx.array([1.0])).item()
         0.6931...
     """
+    inputs, targets = _arrays("binary_cross_entropy", inputs, targets)
     name = "binary_cross_entropy"
     _same_shape(inputs, targets, name)
     if with_logits:
@@ -130,6 +142,7 @@ def l1_loss(predictions: mx.array, targets: mx.array, reduction: str = "mean") -
         >>> nn.losses.l1_loss(mx.array([1.0, 2.0]), mx.array([0.0, 0.0])).item()
         1.5
     """
+    predictions, targets = _arrays("l1_loss", predictions, targets)
     _same_shape(predictions, targets, "l1_loss", "Predictions")
     return _reduce(mx.abs(predictions - targets), reduction, "l1_loss")
 
@@ -142,6 +155,7 @@ def mse_loss(predictions: mx.array, targets: mx.array, reduction: str = "mean") 
         >>> nn.losses.mse_loss(mx.array([1.0, 2.0]), mx.array([0.0, 0.0])).item()
         2.5
     """
+    predictions, targets = _arrays("mse_loss", predictions, targets)
     _same_shape(predictions, targets, "mse_loss", "Predictions")
     return _reduce(mx.square(predictions - targets), reduction, "mse_loss")
 
@@ -155,6 +169,7 @@ def nll_loss(inputs: mx.array, targets: mx.array, axis: int = -1,
         >>> nn.losses.nll_loss(mx.array([[-1.0, -2.0]]), mx.array([1])).tolist()
         [2.0]
     """
+    inputs, targets = _arrays("nll_loss", inputs, targets)
     picked = mx.take_along_axis(inputs, mx.expand_dims(targets, axis), axis).squeeze(axis)
     return _reduce(-picked, reduction, "nll_loss")
 
@@ -171,6 +186,7 @@ def gaussian_nll_loss(inputs: mx.array, targets: mx.array, vars: mx.array, full:
         >>> nn.losses.gaussian_nll_loss(mx.array([0.0]), mx.array([2.0]), mx.array([1.0])).item()
         2.0
     """
+    inputs, targets, vars = _arrays("gaussian_nll_loss", inputs, targets, vars)
     name = "gaussian_nll_loss"
     _same_shape(inputs, targets, name)
     _same_shape(inputs, vars, name, other="vars")
@@ -194,6 +210,7 @@ def kl_div_loss(inputs: mx.array, targets: mx.array, axis: int = -1,
         >>> nn.losses.kl_div_loss(p, p).tolist()
         [0.0]
     """
+    inputs, targets = _arrays("kl_div_loss", inputs, targets)
     loss = mx.sum(mx.exp(targets) * (targets - inputs), axis=axis)
     return _reduce(loss, reduction, "kl_div_loss")
 
@@ -210,6 +227,7 @@ def smooth_l1_loss(predictions: mx.array, targets: mx.array, beta: float = 1.0,
         >>> nn.losses.smooth_l1_loss(mx.array([0.5, 3.0]), mx.array([0.0, 0.0])).item()
         1.3125
     """
+    predictions, targets = _arrays("smooth_l1_loss", predictions, targets)
     _same_shape(predictions, targets, "smooth_l1_loss", "Predictions")
     diff = mx.abs(predictions - targets)
     loss = mx.where(diff < beta, 0.5 * mx.square(diff) / beta, diff - 0.5 * beta)
@@ -230,6 +248,9 @@ def triplet_loss(anchors: mx.array, positives: mx.array, negatives: mx.array, ax
         >>> nn.losses.triplet_loss(a, a, mx.array([[3.0, 4.0]])).tolist()
         [0.0]
     """
+    anchors, positives, negatives = _arrays("triplet_loss", anchors, positives, negatives)
+    p = real_number(p, "triplet_loss", "p", positive=True)
+
     def distance(x: mx.array, y: mx.array) -> mx.array:
         return mx.power(mx.sum(mx.power(mx.abs(x - y), p), axis=axis) + eps, 1.0 / p)
 
@@ -245,6 +266,7 @@ def hinge_loss(inputs: mx.array, targets: mx.array, reduction: str = "none") -> 
         >>> nn.losses.hinge_loss(mx.array([0.5, 2.0]), mx.array([1.0, 1.0])).tolist()
         [0.5, 0.0]
     """
+    inputs, targets = _arrays("hinge_loss", inputs, targets)
     return _reduce(mx.maximum(1 - inputs * targets, 0), reduction, "hinge_loss")
 
 
@@ -257,6 +279,7 @@ def huber_loss(inputs: mx.array, targets: mx.array, delta: float = 1.0,
         >>> nn.losses.huber_loss(mx.array([0.5, 3.0]), mx.array([0.0, 0.0])).tolist()
         [0.125, 2.5]
     """
+    inputs, targets = _arrays("huber_loss", inputs, targets)
     errors = mx.abs(inputs - targets)
     quadratic = mx.minimum(errors, delta)
     loss = 0.5 * mx.square(quadratic) + delta * (errors - quadratic)
@@ -271,6 +294,7 @@ def log_cosh_loss(inputs: mx.array, targets: mx.array, reduction: str = "none") 
         >>> nn.losses.log_cosh_loss(mx.array([0.0]), mx.array([0.0])).tolist()
         [0.0]
     """
+    inputs, targets = _arrays("log_cosh_loss", inputs, targets)
     errors = inputs - targets
     loss = mx.logaddexp(errors, -errors) - math.log(2)
     return _reduce(loss, reduction, "log_cosh_loss")
@@ -286,6 +310,7 @@ def cosine_similarity_loss(x1: mx.array, x2: mx.array, axis: int = 1, eps: float
         >>> nn.losses.cosine_similarity_loss(x, 2 * x).tolist()
         [1.0]
     """
+    x1, x2 = _arrays("cosine_similarity_loss", x1, x2)
     norms = mx.linalg.norm(x1, axis=axis) * mx.linalg.norm(x2, axis=axis)
     loss = mx.sum(x1 * x2, axis=axis) / mx.maximum(norms, eps)
     return _reduce(loss, reduction, "cosine_similarity_loss")
@@ -304,6 +329,7 @@ def margin_ranking_loss(inputs1: mx.array, inputs2: mx.array, targets: mx.array,
         >>> nn.losses.margin_ranking_loss(a, b, mx.array([1.0])).tolist()
         [1.0]
     """
+    inputs1, inputs2, targets = _arrays("margin_ranking_loss", inputs1, inputs2, targets)
     if not inputs1.shape == inputs2.shape == targets.shape:
         raise ValueError(f"margin_ranking_loss: the shapes of the arguments do not match: "
                          f"inputs1 {inputs1.shape}, inputs2 {inputs2.shape}, targets "

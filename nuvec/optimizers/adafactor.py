@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import nuvec as mx
-from nuvec.optimizers.base import Optimizer
+from nuvec.optimizers.base import Optimizer, check_pair, check_real
 
 __all__ = ["Adafactor"]
 
@@ -49,8 +49,19 @@ class Adafactor(Optimizer):
                  weight_decay: float = 0.0, scale_parameter: bool = True,
                  relative_step: bool = True, warmup_init: bool = False) -> None:
         super().__init__()
+        eps = check_pair("Adafactor", "eps", eps, low=0)
+        check_real("Adafactor", "clip_threshold", clip_threshold)
+        if not clip_threshold > 0:
+            raise ValueError(f"Adafactor: clip_threshold should be > 0, {clip_threshold} was "
+                             "provided instead")
+        check_real("Adafactor", "decay_rate", decay_rate)
+        check_real("Adafactor", "weight_decay", weight_decay)
+        if beta_1 is not None:
+            check_real("Adafactor", "beta_1", beta_1, low=0, high=1)
         if learning_rate is not None:
             self._maybe_schedule("learning_rate", learning_rate)
+        elif not relative_step:
+            raise ValueError("Adafactor: learning_rate is needed when relative_step is False")
         self.eps, self.clip_threshold, self.decay_rate = tuple(eps), clip_threshold, decay_rate
         self.beta_1, self.weight_decay = beta_1, weight_decay
         self.scale_parameter, self.relative_step = scale_parameter, relative_step

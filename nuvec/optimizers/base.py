@@ -8,12 +8,163 @@ plus `step` (a uint64 count of updates) and the scheduled hyperparameters such a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 import nuvec as mx
+from nuvec.graph.array import Array
+from nuvec.ops.arguments import real_number
 from nuvec.utils import tree_flatten, tree_map, tree_merge, tree_reduce, tree_unflatten
 
 __all__ = ["Optimizer", "MultiOptimizer", "clip_grad_norm"]
+
+
+def check_real(name: str, what: str, value: Any, low: float | None = None,
+               high: float | None = None) -> Any:
+    """Raises unless `value` is a finite real number (a 0-d real array included) in
+    `[low, high)` (`high` excluded; either bound None: unbounded). Returns `value` unchanged.
+
+    Raises:
+        TypeError: for anything but a real number (strings, None, sequences, complex).
+        ValueError: for NaN, an infinity, or a value out of range.
+    """
+    number = real_number(value, name, what)
+    if low is not None and number < low:
+        raise ValueError(f"{name}: {what} should be >= {low}, {value} was provided instead")
+    if high is not None and not number < high:
+        raise ValueError(f"{name}: {what} should be < {high}, {value} was provided instead")
+    return value
+
+
+def check_pair(name: str, what: str, values: Any, low: float | None = None,
+               high: float | None = None) -> list[Any]:
+    """`values` (a sequence of two real numbers, each checked as `check_real`) as a list.
+
+    Raises:
+        TypeError: if `values` is not a sequence or holds a non-real entry.
+        ValueError: for a length other than 2 or an entry out of range.
+    """
+    if isinstance(values, (str, bytes, dict)) or not isinstance(values, (Sequence, Array,
+                                                                          np.ndarray)):
+        raise TypeError(f"{name}: {what} must be a sequence of 2 numbers, got {values!r} "
+                        f"({type(values).__name__})")
+    values = list(values)
+    if len(values) != 2:
+        raise ValueError(f"{name}: {what} must hold 2 numbers, got {len(values)}: {values}")
+    for i, value in enumerate(values):
+        check_real(name, f"{what}[{i}]", value, low, high)
+    return values
+
+
+def check_learning_rate(name: str, learning_rate: Any) -> None:
+    """Raises unless `learning_rate` is a schedule (a callable), a real number or a real
+    array.
+
+    Raises:
+        TypeError: for anything else (strings, None, complex).
+        ValueError: for a NaN or infinite number.
+    """
+    if callable(learning_rate):
+        return
+    if isinstance(learning_rate, (Array, np.ndarray)):
+        kind = learning_rate.dtype.kind
+        if kind not in "iuf" and not (isinstance(learning_rate, Array)
+                                     and learning_rate.dtype == mx.bfloat16):
+            raise TypeError(f"{name}: learning_rate must be a real number, array or schedule, "
+                            f"got an array of dtype {learning_rate.dtype}")
+        return
+    real_number(learning_rate, name, "learning_rate")
+
+
+class _Mismatch(Exception):
+    """A gradient tree that does not fit the parameters: `keys` is its path, filled in
+    while the walk unwinds (so a valid tree builds no path strings)."""
+
+    def __init__(self, make_message: Callable[[str], Exception]) -> None:
+        super().__init__()
+        self.make_message, self.keys = make_message, []
+
+
+def _check_tree(gradients: Any, parameters: Any) -> None:
+    """Raises `_Mismatch` unless every gradient names a parameter of the same shape (an
+    empty container fits anything: the place of a member without parameters)."""
+    if isinstance(gradients, (dict, list, tuple)) and not gradients:
+        return
+    if isinstance(gradients, dict):
+        if not isinstance(parameters, dict):
+            raise _Mismatch(lambda path: ValueError(
+                f"the gradients hold a dict at {_where(path)} where the parameters hold "
+                f"{_describe(parameters)}"))
+        for key, gradient in gradients.items():
+            if key not in parameters:
+                raise _Mismatch(lambda path, key=key: ValueError(
+                    f"the gradients hold {_where(_join(path, key))}, which is not a parameter (the "
+                    f"parameters there: {sorted(map(str, parameters))})"))
+            try:
+                _check_tree(gradient, parameters[key])
+            except _Mismatch as error:
+                error.keys.append(key)
+                raise
+    elif isinstance(gradients, (list, tuple)):
+        if not isinstance(parameters, (list, tuple)) or len(parameters) < len(gradients):
+            raise _Mismatch(lambda path: ValueError(
+                f"the gradients hold a {type(gradients).__name__} of {len(gradients)} at "
+                f"{_where(path)} "
+                f"where the parameters hold {_describe(parameters)}"))
+        for index, gradient in enumerate(gradients):
+            try:
+                _check_tree(gradient, parameters[index])
+            except _Mismatch as error:
+                error.keys.append(index)
+                raise
+    elif type(gradients) is not Array:
+        raise _Mismatch(lambda path: TypeError(
+            f"the gradient at {_where(path)} must be an array, got {type(gradients).__name__}"))
+    elif type(parameters) is not Array:
+        raise _Mismatch(lambda path: ValueError(
+            f"the gradients hold an array at {_where(path)} where the parameters hold "
+            f"{_describe(parameters)}"))
+    elif gradients.shape != parameters.shape:
+        raise _Mismatch(lambda path: ValueError(
+            f"the gradient of {_where(path)} has shape {gradients.shape} but the parameter has "
+            f"shape {parameters.shape}"))
+
+
+def _describe(tree: Any) -> str:
+    if isinstance(tree, Array):
+        return f"an array of shape {tree.shape}"
+    if isinstance(tree, (list, tuple)):
+        return f"a {type(tree).__name__} of {len(tree)}"
+    return "a dict" if isinstance(tree, dict) else f"a {type(tree).__name__}"
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _where(path: str) -> str:
+    return repr(path) if path else "the root"
+
+
+def check_gradients(name: str, gradients: Any, parameters: Any) -> None:
+    """Raises, naming the optimizer `name` and the parameter's path, unless `gradients` is a
+    tree (dict, list or tuple) of arrays whose every leaf names a parameter of `parameters`
+    with the same shape (one shape comparison per parameter).
+
+    Raises:
+        TypeError: for gradients that are not a tree of arrays.
+        ValueError: for a gradient naming no parameter, or of another shape.
+    """
+    if not isinstance(gradients, (dict, list, tuple)):
+        raise TypeError(f"{name}: gradients must be a dict, list or tuple of arrays (as "
+                        f"nn.value_and_grad returns), got {type(gradients).__name__}")
+    try:
+        _check_tree(gradients, parameters)
+    except _Mismatch as error:
+        path = ".".join(str(k) for k in reversed(error.keys))
+        exception = error.make_message(path)
+        raise type(exception)(f"{name}: {exception}") from None
 
 
 def _empty_states(tree: Any) -> Any:
@@ -80,6 +231,7 @@ class Optimizer(ABC):
         Returns:
             The tree of updated parameters.
         """
+        check_gradients(type(self).__name__, gradients, parameters)
         if not self._initialized:
             self.init(gradients)
         for name, schedule in self._schedulers.items():
@@ -109,10 +261,18 @@ class Optimizer(ABC):
 
     @learning_rate.setter
     def learning_rate(self, learning_rate: Any) -> None:
+        check_learning_rate(type(self).__name__, learning_rate)
         self.state["learning_rate"] = mx.array(learning_rate)
 
     def _maybe_schedule(self, name: str, value: Any) -> None:
-        """Stores `value`, or registers it as a schedule when it is callable."""
+        """Stores `value`, or registers it as a schedule when it is callable.
+
+        Raises:
+            TypeError, ValueError: for a learning rate that is not a real number, a real
+                array or a schedule.
+        """
+        if name == "learning_rate":
+            check_learning_rate(type(self).__name__, value)
         if callable(value):
             self._schedulers[name] = value
             value = value(self.step)
@@ -181,6 +341,7 @@ class MultiOptimizer(Optimizer):
 
     def apply_gradients(self, gradients: Any, parameters: Any) -> Any:
         """Each optimizer's updates of its share, merged into one tree."""
+        check_gradients(type(self).__name__, gradients, parameters)
         tree: Any = {}
         for optimizer, part in zip(self.optimizers, self._split(gradients)):
             if tree_flatten(part):

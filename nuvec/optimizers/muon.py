@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import nuvec as mx
-from nuvec.optimizers.base import Optimizer
+from nuvec.ops.arguments import index_int
+from nuvec.optimizers.base import Optimizer, check_real
 from nuvec.optimizers.optimizers import LearningRate
 
 __all__ = ["Muon"]
@@ -62,8 +63,9 @@ class Muon(Optimizer):
     def __init__(self, learning_rate: LearningRate, momentum: float = 0.95,
                  weight_decay: float = 0.01, nesterov: bool = True, ns_steps: int = 5) -> None:
         super().__init__()
-        if ns_steps < 0:
-            raise ValueError(f"Muon: ns_steps must be >= 0, got {ns_steps}")
+        ns_steps = index_int(ns_steps, "Muon", "ns_steps", low=0)
+        check_real("Muon", "momentum", momentum)
+        check_real("Muon", "weight_decay", weight_decay)
         self._maybe_schedule("learning_rate", learning_rate)
         self.momentum, self.weight_decay = momentum, weight_decay
         self.nesterov, self.ns_steps = nesterov, ns_steps

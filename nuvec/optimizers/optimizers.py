@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence, Union
 
 import nuvec as mx
-from nuvec.optimizers.base import Optimizer
+from nuvec.optimizers.base import Optimizer, check_pair, check_real
 
 __all__ = ["SGD", "RMSprop", "Adagrad", "AdaDelta", "Adam", "AdamW", "Adamax", "Lion"]
 
@@ -18,8 +18,7 @@ LearningRate = Union[float, Callable[[mx.array], mx.array]]
 
 
 def _check_non_negative(name: str, what: str, value: float) -> None:
-    if value < 0.0:
-        raise ValueError(f"{name}: {what} should be >= 0, {value} was provided instead")
+    check_real(name, what, value, low=0)
 
 
 def _zeros(state: dict[str, Any], parameter: mx.array, *names: str) -> None:
@@ -62,6 +61,9 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate: LearningRate, momentum: float = 0.0,
                  weight_decay: float = 0.0, dampening: float = 0.0, nesterov: bool = False) -> None:
+        for what, value in (("momentum", momentum), ("weight_decay", weight_decay),
+                            ("dampening", dampening)):
+            check_real("SGD", what, value)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening, "
                              f"got momentum={momentum}, dampening={dampening}")
@@ -206,8 +208,11 @@ class Adam(Optimizer):
     def __init__(self, learning_rate: LearningRate, betas: Sequence[float] = (0.9, 0.999),
                  eps: float = 1e-8, bias_correction: bool = False) -> None:
         super().__init__()
+        name = type(self).__name__
+        betas = check_pair(name, "betas", betas, low=0, high=1)
+        _check_non_negative(name, "epsilon", eps)
         self._maybe_schedule("learning_rate", learning_rate)
-        self.betas, self.eps, self.bias_correction = list(betas), eps, bias_correction
+        self.betas, self.eps, self.bias_correction = betas, eps, bias_correction
 
     def init_single(self, parameter: mx.array, state: dict[str, Any]) -> None:
         """Zero moments `m` and `v`."""
@@ -246,7 +251,7 @@ class AdamW(Adam):
                  eps: float = 1e-8, weight_decay: float = 0.01,
                  bias_correction: bool = False) -> None:
         super().__init__(learning_rate, betas, eps, bias_correction)
-        self.weight_decay = weight_decay
+        self.weight_decay = check_real("AdamW", "weight_decay", weight_decay)
 
     def apply_single(self, gradient: mx.array, parameter: mx.array,
                      state: dict[str, Any]) -> mx.array:
@@ -297,8 +302,10 @@ class Lion(Optimizer):
     def __init__(self, learning_rate: LearningRate, betas: Sequence[float] = (0.9, 0.99),
                  weight_decay: float = 0.0) -> None:
         super().__init__()
+        betas = check_pair("Lion", "betas", betas, low=0, high=1)
+        check_real("Lion", "weight_decay", weight_decay)
         self._maybe_schedule("learning_rate", learning_rate)
-        self.betas, self.weight_decay = list(betas), weight_decay
+        self.betas, self.weight_decay = betas, weight_decay
 
     def init_single(self, parameter: mx.array, state: dict[str, Any]) -> None:
         """Zero momentum `m`."""

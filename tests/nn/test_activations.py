@@ -123,3 +123,28 @@ def test_axis_arguments() -> None:
                                rtol=1e-10)
     np.testing.assert_allclose(np.asarray(nn.glu(x, axis=0)),
                                xs[:2] / (1 + np.exp(-xs[2:])), rtol=1e-12)
+
+
+NON_ARRAYS = [None, "x", np.array(["a", "b"])]
+CHECKED_FUNCTIONS = ["elu", "selu", "gelu", "gelu_approx", "leaky_relu", "hardswish", "step",
+                     "log_sigmoid", "softmin", "relu", "celu", "mish", "glu"]
+
+
+@pytest.mark.parametrize("value", NON_ARRAYS, ids=["None", "str", "numpy-str"])
+@pytest.mark.parametrize("name", CHECKED_FUNCTIONS)
+def test_activation_rejects_non_arrays(name, value) -> None:
+    with pytest.raises(TypeError, match=f"^{name}: cannot convert "):
+        getattr(nn, name)(value)
+
+
+@pytest.mark.parametrize("name", ["elu", "selu", "gelu", "leaky_relu", "hardswish", "step",
+                                  "log_sigmoid", "softmin"])
+def test_activation_converts_lists(name) -> None:
+    expected = getattr(nn, name)(mx.array([1.0, -2.0])).tolist()
+    assert getattr(nn, name)([1.0, -2.0]).tolist() == expected
+
+
+def test_glu_rejects_an_odd_axis() -> None:
+    with pytest.raises(ValueError, match=r"^glu: the size of axis -1 must be even, got shape "
+                                         r"\(2, 3\)"):
+        nn.glu(mx.ones((2, 3)))

@@ -75,3 +75,32 @@ def test_sparse_and_orthogonal() -> None:
         np.testing.assert_allclose(gram, 2.25 * np.eye(small), atol=1e-5)
     with pytest.raises(ValueError, match="orthogonal: requires a 2D array but got a 3D array"):
         I.orthogonal()(mx.zeros((2, 2, 2)))
+
+
+INIT_ERRORS = [
+    ("sparse-inf", lambda: nn.init.sparse(float("inf")), ValueError,
+     "^sparse: sparsity must be finite, got inf"),
+    ("sparse-nan", lambda: nn.init.sparse(float("nan")), ValueError,
+     "^sparse: sparsity must be finite, got nan"),
+    ("sparse-above-1", lambda: nn.init.sparse(1.5), ValueError,
+     r"^sparse: sparsity must be in \[0, 1\], got 1.5"),
+    ("sparse-str", lambda: nn.init.sparse("x"), TypeError,
+     "^sparse: sparsity must be a real number"),
+    ("normal-None", lambda: nn.init.normal()(None), TypeError,
+     "^normal: cannot convert NoneType to an array"),
+    ("he_uniform-None", lambda: nn.init.he_uniform()(None), TypeError,
+     "^he_uniform: cannot convert NoneType to an array"),
+    ("glorot_normal-None", lambda: nn.init.glorot_normal()(None), TypeError,
+     "^glorot_normal: cannot convert NoneType to an array"),
+    ("constant-str", lambda: nn.init.constant(1.0)("ab"), TypeError,
+     "^constant: cannot convert str to an array"),
+    ("orthogonal-None", lambda: nn.init.orthogonal()(None), TypeError,
+     "^orthogonal: cannot convert NoneType to an array"),
+]
+
+
+@pytest.mark.parametrize("call,error,message", [c[1:] for c in INIT_ERRORS],
+                         ids=[c[0] for c in INIT_ERRORS])
+def test_initializer_rejects_bad_arguments(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()

@@ -315,3 +315,148 @@ def test_qq_linear_construction_and_conversion() -> None:
     nn.quantize(model, quantize_input=True, mode="nvfp4", class_predicate=lambda path, m: (
         True if path == "layers.0" else {"quantize_input": False, "mode": "affine"}))
     assert [type(m).__name__ for m in model.layers] == ["QQLinear", "QuantizedLinear"]
+
+
+# Bad constructor arguments and inputs: a ValueError or TypeError at the call, naming the layer.
+LAYER_ERRORS = [
+    ("Linear-0", lambda: nn.Linear(0, 4), ValueError, "^Linear: input_dims must be >= 1, got 0"),
+    ("Linear-negative", lambda: nn.Linear(-3, 4), ValueError,
+     "^Linear: input_dims must be >= 1, got -3"),
+    ("Linear-float", lambda: nn.Linear(3, 2.5), TypeError,
+     r"^Linear: output_dims must be an int, got 2.5 \(float\)"),
+    ("Linear-huge", lambda: nn.Linear(2**20, 2**20), ValueError,
+     r"^Linear: an array of shape \(1048576, 1048576\) and dtype float32 needs 4398046511104 "
+     "bytes"),
+    ("Bilinear-0", lambda: nn.Bilinear(0, 2, 3), ValueError,
+     "^Bilinear: input1_dims must be >= 1, got 0"),
+    ("Embedding-dims-0", lambda: nn.Embedding(10, 0), ValueError,
+     "^Embedding: dims must be >= 1, got 0"),
+    ("Embedding-bool", lambda: nn.Embedding(True, 4), TypeError,
+     "^Embedding: num_embeddings must be an int, got True"),
+    ("Conv1d-kernel-0", lambda: nn.Conv1d(2, 4, 0), ValueError,
+     "^Conv1d: kernel_size must be >= 1, got 0"),
+    ("Conv2d-in-0", lambda: nn.Conv2d(0, 4, 3), ValueError,
+     "^Conv2d: in_channels must be >= 1, got 0"),
+    ("Conv2d-groups-0", lambda: nn.Conv2d(2, 4, 3, groups=0), ValueError,
+     "^Conv2d: groups must be >= 1, got 0"),
+    ("Conv3d-kernel-count", lambda: nn.Conv3d(2, 4, (1, 2)), ValueError,
+     r"^Conv3d: expected an int or 3 values for kernel_size, got \(1, 2\)"),
+    ("ConvTranspose1d-stride-0", lambda: nn.ConvTranspose1d(2, 4, 3, stride=0), ValueError,
+     "^ConvTranspose1d: stride must be >= 1, got 0"),
+    ("GRU-hidden-0", lambda: nn.GRU(3, 0), ValueError, "^GRU: hidden_size must be >= 1, got 0"),
+    ("LSTM-hidden-0", lambda: nn.LSTM(3, 0), ValueError,
+     "^LSTM: hidden_size must be >= 1, got 0"),
+    ("RNN-hidden-0", lambda: nn.RNN(3, 0), ValueError, "^RNN: hidden_size must be >= 1, got 0"),
+    ("QuantizedLinear-0", lambda: nn.QuantizedLinear(0, 64), ValueError,
+     "^QuantizedLinear: input_dims must be >= 1, got 0"),
+    ("MultiHeadAttention-heads-0", lambda: nn.MultiHeadAttention(8, 0), ValueError,
+     "^MultiHeadAttention: num_heads must be >= 1, got 0"),
+    ("TransformerEncoderLayer-heads-0", lambda: nn.TransformerEncoderLayer(8, 0), ValueError,
+     "^TransformerEncoderLayer: num_heads must be >= 1, got 0"),
+    ("Transformer-heads-0", lambda: nn.Transformer(8, 0), ValueError,
+     "^Transformer: num_heads must be >= 1, got 0"),
+    ("GroupNorm-groups-0", lambda: nn.GroupNorm(0, 4), ValueError,
+     "^GroupNorm: num_groups must be >= 1, got 0"),
+    ("Upsample-nan", lambda: nn.Upsample(float("nan")), ValueError,
+     "^Upsample: scale_factor must be finite, got nan"),
+    ("Upsample-inf", lambda: nn.Upsample(float("inf")), ValueError,
+     "^Upsample: scale_factor must be finite, got inf"),
+    ("Upsample-negative", lambda: nn.Upsample(-2.0), ValueError,
+     "^Upsample: scale_factor must be positive, got -2.0"),
+    ("Upsample-zero", lambda: nn.Upsample((2.0, 0.0)), ValueError,
+     "^Upsample: scale_factor must be positive, got 0.0"),
+    ("Upsample-huge-call", lambda: nn.Upsample(1e9)(mx.ones((1, 4, 4, 2))), ValueError,
+     r"^Upsample: shape dimension falls outside the supported int32 range, got "
+     r"\(1, 4000000000, 4, 2\)"),
+    ("Upsample-bytes-call", lambda: nn.Upsample(1e5)(mx.ones((1, 4, 4, 2))), ValueError,
+     r"^Upsample: an array of shape \(1, 400000, 400000, 2\) and dtype float32 needs "
+     "1280000000000 bytes"),
+    ("upsample_nearest-negative", lambda: nn.upsample_nearest(mx.ones((1, 4, 4, 2)), (-1, -1)),
+     ValueError, "^upsample_nearest: scale_factor must be positive, got -1.0"),
+    ("GRU-rank-1", lambda: nn.GRU(3, 4)(mx.ones((3,))), ValueError,
+     r"^GRU: expected inputs of shape \(N, L, 3\) or \(L, 3\) \(input_size=3\), got shape "
+     r"\(3,\)"),
+    ("LSTM-rank-1", lambda: nn.LSTM(3, 4)(mx.ones((3,))), ValueError,
+     r"^LSTM: expected inputs of shape \(N, L, 3\)"),
+    ("RNN-features", lambda: nn.RNN(3, 4)(mx.ones((2, 5))), ValueError,
+     r"^RNN: expected inputs of shape \(N, L, 3\) or \(L, 3\) \(input_size=3\), got shape "
+     r"\(2, 5\)"),
+    ("RNN-hidden", lambda: nn.RNN(3, 4)(mx.ones((2, 3)), mx.ones((5,))), ValueError,
+     r"^RNN: expected an initial state whose last dimension is hidden_size=4, got shape "
+     r"\(5,\)"),
+    ("ALiBi-rank-1", lambda: nn.ALiBi()(mx.ones((4,))), ValueError,
+     r"^ALiBi: expected inputs with 4 dimensions \(N, heads, queries, keys\), got shape \(4,\)"),
+    ("GroupNorm-rank-1", lambda: nn.GroupNorm(2, 4)(mx.ones((4,))), ValueError,
+     r"^GroupNorm: expected inputs with at least 2 dimensions \(N, ..., C\), got shape \(4,\)"),
+    ("GroupNorm-features", lambda: nn.GroupNorm(2, 4)(mx.ones((2, 3, 6))), ValueError,
+     r"^GroupNorm: expected inputs whose last dimension is dims=4, got shape \(2, 3, 6\)"),
+    ("InstanceNorm-rank-1", lambda: nn.InstanceNorm(4)(mx.array([1.0, 2.0, 3.0, 4.0])),
+     ValueError, r"^InstanceNorm: expected inputs with at least 3 dimensions \(N, ..., C\), "
+     r"got shape \(4,\)"),
+    ("InstanceNorm-rank-2", lambda: nn.InstanceNorm(4)(mx.ones((2, 4))), ValueError,
+     "^InstanceNorm: expected inputs with at least 3 dimensions"),
+    ("MultiHeadAttention-rank-1",
+     lambda: nn.MultiHeadAttention(8, 2)(*[mx.ones((8,))] * 3), ValueError,
+     r"^MultiHeadAttention: expected queries of shape \(N, L, 8\), got shape \(8,\)"),
+    ("MultiHeadAttention-features",
+     lambda: nn.MultiHeadAttention(8, 2)(mx.ones((1, 2, 7)), *[mx.ones((1, 2, 8))] * 2),
+     ValueError, r"^MultiHeadAttention: expected queries of shape \(N, L, 8\), got shape "
+     r"\(1, 2, 7\)"),
+    ("MultiHeadAttention-lengths",
+     lambda: nn.MultiHeadAttention(8, 2)(mx.ones((1, 2, 8)), mx.ones((1, 3, 8)),
+                                         mx.ones((1, 2, 8))), ValueError,
+     "^MultiHeadAttention: the batch sizes and the key and value lengths must match"),
+    ("SinusoidalPositionalEncoding-dict",
+     lambda: nn.SinusoidalPositionalEncoding(8)({"a": 1}), TypeError,
+     "^SinusoidalPositionalEncoding: cannot convert dict to an array"),
+    ("Linear-features", lambda: nn.Linear(3, 4)(mx.ones((2, 5))), ValueError,
+     r"^Linear: expected inputs whose last dimension is input_dims=3, got shape \(2, 5\)"),
+    ("Linear-None", lambda: nn.Linear(3, 4)(None), TypeError,
+     "^Linear: cannot convert NoneType to an array"),
+    ("LayerNorm-features", lambda: nn.LayerNorm(4)(mx.ones((2, 5))), ValueError,
+     r"^LayerNorm: expected inputs whose last dimension is dims=4, got shape \(2, 5\)"),
+    ("RMSNorm-features", lambda: nn.RMSNorm(4)(mx.ones((2, 5))), ValueError,
+     r"^RMSNorm: expected inputs whose last dimension is dims=4, got shape \(2, 5\)"),
+    ("Bilinear-features", lambda: nn.Bilinear(2, 3, 4)(mx.ones((5, 3)), mx.ones((5, 3))),
+     ValueError, r"^Bilinear: expected inputs whose last dimension is input1_dims=2, got "
+     r"shape \(5, 3\)"),
+    ("Bilinear-rows", lambda: nn.Bilinear(2, 3, 4)(mx.ones((5, 2)), mx.ones((4, 3))),
+     ValueError, r"^Bilinear: the inputs' leading shapes must match, got shapes \(5, 2\) and "
+     r"\(4, 3\)"),
+    ("BatchNorm-features", lambda: nn.BatchNorm(4)(mx.ones((2, 5))), ValueError,
+     r"^BatchNorm: expected inputs whose last dimension is num_features=4, got shape \(2, 5\)"),
+    ("Embedding-float-index", lambda: nn.Embedding(10, 4)(mx.array([1.5])), TypeError,
+     r"^Embedding: indices must be integers, got float32 \(shape \(1,\)\)"),
+    ("GLU-odd", lambda: nn.GLU()(mx.ones((3,))), ValueError,
+     r"^GLU: the size of axis -1 must be even, got shape \(3,\)"),
+    ("Conv1d-channels", lambda: nn.Conv1d(2, 4, 3)(mx.ones((1, 5, 3))), ValueError,
+     r"^Conv1d: expected inputs of shape \(N, L, in_channels=2\), got shape \(1, 5, 3\)"),
+    ("QuantizedLinear-features", lambda: nn.QuantizedLinear(64, 8)(mx.ones((2, 32))),
+     ValueError, "^QuantizedLinear: expected inputs whose last dimension is input_dims=64"),
+    ("MaxPool1d-arguments", lambda: nn.MaxPool1d(2)(1, 2), TypeError,
+     r"^MaxPool1d.__call__\(\) takes 2 positional arguments"),
+    ("ReLU-arguments", lambda: nn.ReLU()(1, 2), TypeError,
+     r"^ReLU.__call__\(\) takes 2 positional arguments"),
+    ("ReLU-init", lambda: nn.ReLU(3), TypeError, r"^ReLU.__init__\(\) takes 1 positional"),
+]
+
+
+@pytest.mark.parametrize("call,error,message", [c[1:] for c in LAYER_ERRORS],
+                         ids=[c[0] for c in LAYER_ERRORS])
+def test_layer_rejects_bad_arguments_and_inputs(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_layers_keep_accepting_what_mlx_accepts() -> None:
+    assert nn.Linear(3, 0)(mx.ones((2, 3))).shape == (2, 0)
+    assert nn.Embedding(0, 4).weight.shape == (0, 4)
+    assert nn.GRU(0, 3).Wx.shape == (9, 0)
+    assert nn.Linear(3, 2)([[1.0, 2.0, 3.0]]).shape == (1, 2)  # lists are converted
+    assert nn.LayerNorm(4, affine=False)(mx.ones((2, 5))).shape == (2, 5)
+    assert nn.InstanceNorm(4)(mx.ones((2, 3, 5))).shape == (2, 3, 5)  # dims unused
+    assert nn.Bilinear(2, 3, 4)(mx.ones((5, 2)), mx.ones((1, 3))).shape == (5, 4)
+    assert nn.Upsample((2, 0.5))(mx.ones((1, 4, 4, 2))).shape == (1, 8, 2, 2)
+    attention = nn.MultiHeadAttention(64, 2)
+    nn.quantize(attention)  # packed weights: the call still checks the input sizes
+    assert attention(*[mx.ones((1, 3, 64))] * 3).shape == (1, 3, 64)

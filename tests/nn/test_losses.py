@@ -170,3 +170,47 @@ def test_triplet_cosine_margin_ranking() -> None:
     with pytest.raises(ValueError, match=r"margin_ranking_loss: the shapes of the arguments do "
                                          r"not match: inputs1 \(4,\), inputs2 \(3, 4\)"):
         L.margin_ranking_loss(a64(X[0]), a64(Y), a64(t))
+
+
+_A, _T = mx.ones((2, 3)), mx.array([1, 2])
+LOSS_ERRORS = [
+    ("cross_entropy-0d", lambda: nn.losses.cross_entropy(mx.array(1.0), mx.array(1)),
+     ValueError, "^cross_entropy: axis -1 is out of bounds for an array with 0 dimensions"),
+    ("cross_entropy-axis-5", lambda: nn.losses.cross_entropy(_A, _T, axis=5), ValueError,
+     "^cross_entropy: axis 5 is out of bounds for an array with 2 dimensions"),
+    ("cross_entropy-axis-float", lambda: nn.losses.cross_entropy(_A, _T, axis=1.5), TypeError,
+     r"^cross_entropy: axis must be an int, got 1.5 \(float\)"),
+    ("cross_entropy-axis-bool", lambda: nn.losses.cross_entropy(_A, _T, axis=True), TypeError,
+     r"^cross_entropy: axis must be an int, got True \(bool\)"),
+    ("cross_entropy-smoothing-str",
+     lambda: nn.losses.cross_entropy(_A, _T, label_smoothing="x"), TypeError,
+     "^cross_entropy: label_smoothing must be a real number, got 'x'"),
+    ("cross_entropy-None", lambda: nn.losses.cross_entropy(None, _T), TypeError,
+     "^cross_entropy: cannot convert NoneType to an array"),
+    ("mse_loss-None", lambda: nn.losses.mse_loss(None, mx.ones((2,))), TypeError,
+     "^mse_loss: cannot convert NoneType to an array"),
+    ("l1_loss-str", lambda: nn.losses.l1_loss(mx.ones((2,)), "a"), TypeError,
+     "^l1_loss: cannot convert str to an array"),
+    ("triplet_loss-p-0", lambda: nn.losses.triplet_loss(_A, _A, _A, p=0), ValueError,
+     "^triplet_loss: p must be positive, got 0.0"),
+    ("kl_div_loss-None", lambda: nn.losses.kl_div_loss(None, _A), TypeError,
+     "^kl_div_loss: cannot convert NoneType to an array"),
+    ("margin_ranking_loss-None", lambda: nn.losses.margin_ranking_loss(_A, _A, None),
+     TypeError, "^margin_ranking_loss: cannot convert NoneType to an array"),
+]
+
+
+@pytest.mark.parametrize("call,error,message", [c[1:] for c in LOSS_ERRORS],
+                         ids=[c[0] for c in LOSS_ERRORS])
+def test_loss_rejects_bad_arguments(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_losses_convert_lists_and_take_positive_axes() -> None:
+    assert nn.losses.mse_loss([1.0, 2.0], [1.0, 3.0]).item() == 0.5
+    logits = mx.array([[0.0, 1.0], [2.0, 0.0], [1.0, 1.0]])
+    by_rows = nn.losses.cross_entropy(logits.T, mx.array([1, 0, 1]), axis=0)
+    np.testing.assert_allclose(np.asarray(by_rows),
+                               np.asarray(nn.losses.cross_entropy(logits, mx.array([1, 0, 1]))),
+                               rtol=1e-6)

@@ -389,3 +389,94 @@ def test_sgd_step_is_the_cast_rate_times_the_gradient(dtype) -> None:
         np.testing.assert_array_equal(np.asarray(new.astype(mx.float64)), want)
     new = optim.SGD(0.1).apply_gradients(g, p)["w"]
     assert not isinstance(new.inputs[1].inputs[0].primitive, BroadcastTo)
+
+
+# Hyperparameters are checked by the constructors, not at the first update.
+HYPERPARAMETER_ERRORS = [
+    ("Adam-betas-length", lambda: optim.Adam(0.1, betas=(0.9,)), ValueError,
+     r"^Adam: betas must hold 2 numbers, got 1: \[0.9\]"),
+    ("Adam-beta-range", lambda: optim.Adam(0.1, betas=(0.9, 1.5)), ValueError,
+     r"^Adam: betas\[1\] should be < 1, 1.5 was provided instead"),
+    ("AdamW-betas-str", lambda: optim.AdamW(0.1, betas="ab"), TypeError,
+     "^AdamW: betas must be a sequence of 2 numbers, got 'ab'"),
+    ("Adam-eps-negative", lambda: optim.Adam(0.1, eps=-1), ValueError,
+     "^Adam: epsilon should be >= 0, -1 was provided instead"),
+    ("Lion-betas-length", lambda: optim.Lion(0.1, betas=(0.9,)), ValueError,
+     "^Lion: betas must hold 2 numbers, got 1"),
+    ("SGD-momentum-str", lambda: optim.SGD(0.1, momentum="x"), TypeError,
+     "^SGD: momentum must be a real number, got 'x'"),
+    ("SGD-lr-str", lambda: optim.SGD("x"), TypeError,
+     "^SGD: learning_rate must be a real number, got 'x'"),
+    ("SGD-lr-None", lambda: optim.SGD(None), TypeError,
+     "^SGD: learning_rate must be a real number, got None"),
+    ("RMSprop-alpha-nan", lambda: optim.RMSprop(0.1, alpha=float("nan")), ValueError,
+     "^RMSprop: alpha must be finite, got nan"),
+    ("Adagrad-eps-str", lambda: optim.Adagrad(0.1, eps="x"), TypeError,
+     "^Adagrad: epsilon must be a real number, got 'x'"),
+    ("AdaDelta-rho-None", lambda: optim.AdaDelta(0.1, rho=None), TypeError,
+     "^AdaDelta: rho must be a real number, got None"),
+    ("Muon-ns-steps-float", lambda: optim.Muon(0.1, ns_steps=1.5), TypeError,
+     r"^Muon: ns_steps must be an int, got 1.5 \(float\)"),
+    ("Adafactor-eps-length", lambda: optim.Adafactor(eps=(0.9,)), ValueError,
+     "^Adafactor: eps must hold 2 numbers, got 1"),
+    ("Adafactor-clip-0", lambda: optim.Adafactor(clip_threshold=0.0), ValueError,
+     "^Adafactor: clip_threshold should be > 0, 0.0 was provided instead"),
+    ("Adafactor-no-rate", lambda: optim.Adafactor(relative_step=False), ValueError,
+     "^Adafactor: learning_rate is needed when relative_step is False"),
+]
+
+
+@pytest.mark.parametrize("call,error,message", [c[1:] for c in HYPERPARAMETER_ERRORS],
+                         ids=[c[0] for c in HYPERPARAMETER_ERRORS])
+def test_constructor_rejects_bad_hyperparameters(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_constructors_accept_schedules_and_arrays() -> None:
+    assert optim.SGD(optim.cosine_decay(0.1, 10)).learning_rate.item() == pytest.approx(0.1)
+    assert optim.Adam(mx.array(0.01)).learning_rate.item() == pytest.approx(0.01)
+    assert optim.Adam(0.1, betas=[0.5, 0.6]).betas == [0.5, 0.6]
+
+
+def _linear(seed: int = 0) -> nn.Linear:
+    mx.random.seed(seed)
+    return nn.Linear(3, 2)
+
+
+GRADIENT_ERRORS = [
+    ("unknown-key", {"weight": mx.ones((2, 3)), "zzz": mx.ones((2,))}, ValueError,
+     r"^SGD: the gradients hold 'zzz', which is not a parameter \(the parameters there: "
+     r"\['bias', 'weight'\]\)"),
+    ("list", [mx.ones((2, 3))], ValueError,
+     "^SGD: the gradients hold a list of 1 at the root where the parameters hold a dict"),
+    ("None", None, TypeError, "^SGD: gradients must be a dict, list or tuple of arrays"),
+    ("shape", {"weight": mx.ones((4, 2, 3)), "bias": mx.ones((2,))}, ValueError,
+     r"^SGD: the gradient of 'weight' has shape \(4, 2, 3\) but the parameter has shape "
+     r"\(2, 3\)"),
+    ("leaf-type", {"weight": [1.0], "bias": mx.ones((2,))}, ValueError,
+     "^SGD: the gradients hold a list of 1 at 'weight' where the parameters hold an array"),
+    ("leaf-number", {"bias": 1.0}, TypeError,
+     "^SGD: the gradient at 'bias' must be an array, got float"),
+]
+
+
+@pytest.mark.parametrize("gradients,error,message", [c[1:] for c in GRADIENT_ERRORS],
+                         ids=[c[0] for c in GRADIENT_ERRORS])
+def test_update_rejects_gradients_that_do_not_fit(gradients, error, message) -> None:
+    model, opt = _linear(), optim.SGD(0.1)
+    before = {k: v.tolist() for k, v in model.parameters().items()}
+    with pytest.raises(error, match=message):
+        opt.update(model, gradients)
+    assert {k: v.tolist() for k, v in model.parameters().items()} == before
+    assert opt.step.item() == 0  # nothing was applied
+
+
+def test_update_names_the_path_of_a_nested_parameter() -> None:
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 2))
+    grads = {"layers": [{}, {}, {"weight": mx.ones((3, 2))}]}
+    with pytest.raises(ValueError, match=r"^Adam: the gradient of 'layers.2.weight' has shape "
+                                         r"\(3, 2\) but the parameter has shape \(2, 2\)"):
+        optim.Adam(0.1).update(model, grads)
+    good = {"layers": [{}, {}, {"weight": mx.ones((2, 2))}]}  # partial trees still apply
+    optim.Adam(0.1).update(model, good)

@@ -11,6 +11,7 @@ from nuvec.nn.layers.activations import (
     leaky_relu, log_sigmoid, log_softmax, mish, prelu, relu, relu2, relu6, selu, sigmoid, silu,
     softmax, softmin, softplus, softshrink, softsign, step, tanh,
 )
+from nuvec.nn.layers.base import check_even_axis, input_array, own_methods
 from nuvec.nn.module import Module
 
 __all__ = [
@@ -119,6 +120,8 @@ class GLU(Module):
         self._axis = axis
 
     def __call__(self, x: mx.array) -> mx.array:
+        x = input_array(x, "GLU")
+        check_even_axis(x, self._axis, "GLU")
         return glu(x, self._axis)
 
 
@@ -190,10 +193,12 @@ def _activation_layer(name: str, fn: Callable[[mx.array], mx.array]) -> type:
            "        >>> import nuvec.nn as nn\n"
            f"        >>> nn.{name}()(mx.zeros((2,))).shape\n        (2,)\n    ")
 
-    def call(self: Module, x: mx.array) -> mx.array:
+    def __call__(self: Module, x: mx.array) -> mx.array:
         return fn(x)
 
-    return type(name, (Module,), {"__call__": call, "__doc__": doc, "__module__": __name__})
+    cls = type(name, (Module,), {"__call__": __call__, "__doc__": doc, "__module__": __name__,
+                                 "__init__": Module.__init__})
+    return own_methods(cls, "__init__", "__call__")
 
 
 Sigmoid = _activation_layer("Sigmoid", sigmoid)

@@ -4,8 +4,12 @@ input's shape. Each has a layer form in `activation_layers.py`."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import nuvec as mx
+from nuvec.graph.array import Array
+from nuvec.nn.layers.base import check_even_axis
+from nuvec.ops.arguments import as_array
 
 __all__ = [
     "sigmoid", "relu", "relu2", "relu6", "leaky_relu", "log_softmax", "elu", "softmax",
@@ -13,6 +17,12 @@ __all__ = [
     "gelu_fast_approx", "glu", "step", "selu", "prelu", "mish", "hardswish", "hard_tanh",
     "hard_shrink", "softmin", "tanh",
 ]
+
+
+def _input(x: Any, name: str) -> Array:
+    """`x` as an array (lists and scalars converted; other objects raise the standard
+    conversion error naming the function)."""
+    return x if type(x) is Array else as_array(x, name)
 
 
 def sigmoid(x: mx.array) -> mx.array:
@@ -23,6 +33,7 @@ def sigmoid(x: mx.array) -> mx.array:
         >>> nn.sigmoid(mx.array([0.0])).tolist()
         [0.5]
     """
+    x = _input(x, "sigmoid")
     return mx.sigmoid(x)
 
 
@@ -34,6 +45,7 @@ def relu(x: mx.array) -> mx.array:
         >>> nn.relu(mx.array([-1.0, 2.0])).tolist()
         [0.0, 2.0]
     """
+    x = _input(x, "relu")
     return mx.maximum(x, 0)
 
 
@@ -45,6 +57,7 @@ def relu2(x: mx.array) -> mx.array:
         >>> nn.relu2(mx.array([-1.0, 2.0])).tolist()
         [0.0, 4.0]
     """
+    x = _input(x, "relu2")
     return mx.square(mx.maximum(x, 0))
 
 
@@ -56,6 +69,7 @@ def relu6(x: mx.array) -> mx.array:
         >>> nn.relu6(mx.array([-1.0, 7.0])).tolist()
         [0.0, 6.0]
     """
+    x = _input(x, "relu6")
     return mx.minimum(mx.maximum(x, 0), 6.0)
 
 
@@ -74,6 +88,7 @@ def leaky_relu(x: mx.array, negative_slope: float = 0.01) -> mx.array:
         >>> nn.leaky_relu(mx.array([-2.0, 1.0]), 0.5).tolist()
         [-1.0, 1.0]
     """
+    x = _input(x, "leaky_relu")
     return mx.maximum(negative_slope * x, x)
 
 
@@ -92,6 +107,7 @@ def log_softmax(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.log_softmax(mx.array([0.0, 0.0])).tolist()
         [-0.6931..., -0.6931...]
     """
+    x = _input(x, "log_softmax")
     return x - mx.logsumexp(x, axis=axis, keepdims=True)
 
 
@@ -110,6 +126,7 @@ def elu(x: mx.array, alpha: float = 1.0) -> mx.array:
         >>> nn.elu(mx.array([0.0, 1.0])).tolist()
         [0.0, 1.0]
     """
+    x = _input(x, "elu")
     return mx.where(x > 0, x, alpha * (mx.exp(x) - 1))
 
 
@@ -128,6 +145,7 @@ def softmax(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.softmax(mx.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
+    x = _input(x, "softmax")
     return mx.softmax(x, axis=axis)
 
 
@@ -139,6 +157,7 @@ def softplus(x: mx.array) -> mx.array:
         >>> nn.softplus(mx.array([0.0])).tolist()
         [0.6931...]
     """
+    x = _input(x, "softplus")
     return mx.logaddexp(x, 0)
 
 
@@ -150,6 +169,7 @@ def softsign(x: mx.array) -> mx.array:
         >>> nn.softsign(mx.array([1.0])).tolist()
         [0.5]
     """
+    x = _input(x, "softsign")
     return mx.divide(x, 1 + mx.abs(x))
 
 
@@ -168,6 +188,7 @@ def softshrink(x: mx.array, lambd: float = 0.5) -> mx.array:
         >>> nn.softshrink(mx.array([1.0, 0.2])).tolist()
         [0.5, 0.0]
     """
+    x = _input(x, "softshrink")
     return mx.where(mx.abs(x) > lambd, x - mx.sign(x) * lambd, 0)
 
 
@@ -186,6 +207,7 @@ def celu(x: mx.array, alpha: float = 1.0) -> mx.array:
         >>> nn.celu(mx.array([0.0, 1.0])).tolist()
         [0.0, 1.0]
     """
+    x = _input(x, "celu")
     return mx.maximum(x, 0.0) + alpha * (mx.exp(mx.minimum(x, 0.0) / alpha) - 1)
 
 
@@ -197,6 +219,7 @@ def silu(x: mx.array) -> mx.array:
         >>> nn.silu(mx.array([0.0])).tolist()
         [0.0]
     """
+    x = _input(x, "silu")
     return x * mx.sigmoid(x)
 
 
@@ -208,6 +231,7 @@ def log_sigmoid(x: mx.array) -> mx.array:
         >>> nn.log_sigmoid(mx.array([0.0])).tolist()
         [-0.6931...]
     """
+    x = _input(x, "log_sigmoid")
     return -softplus(-x)
 
 
@@ -219,6 +243,7 @@ def gelu(x: mx.array) -> mx.array:
         >>> nn.gelu(mx.array([0.0])).tolist()
         [0.0]
     """
+    x = _input(x, "gelu")
     return x * (1 + mx.erf(x / math.sqrt(2))) / 2
 
 
@@ -230,6 +255,7 @@ def gelu_approx(x: mx.array) -> mx.array:
         >>> nn.gelu_approx(mx.array([0.0])).tolist()
         [0.0]
     """
+    x = _input(x, "gelu_approx")
     return 0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
@@ -241,6 +267,7 @@ def gelu_fast_approx(x: mx.array) -> mx.array:
         >>> nn.gelu_fast_approx(mx.array([0.0])).tolist()
         [0.0]
     """
+    x = _input(x, "gelu_fast_approx")
     return x * mx.sigmoid(1.702 * x)
 
 
@@ -259,6 +286,8 @@ def glu(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.glu(mx.array([2.0, 0.0])).tolist()
         [1.0]
     """
+    x = _input(x, "glu")
+    check_even_axis(x, axis, "glu")
     a, b = mx.split(x, 2, axis=axis)
     return a * mx.sigmoid(b)
 
@@ -278,6 +307,7 @@ def step(x: mx.array, threshold: float = 0.0) -> mx.array:
         >>> nn.step(mx.array([-1.0, 1.0])).tolist()
         [0, 1]
     """
+    x = _input(x, "step")
     return mx.where(x >= threshold, 1, 0)
 
 
@@ -289,6 +319,7 @@ def selu(x: mx.array) -> mx.array:
         >>> nn.selu(mx.array([0.0])).tolist()
         [0.0]
     """
+    x = _input(x, "selu")
     return elu(x, 1.67326) * 1.0507
 
 
@@ -307,6 +338,7 @@ def prelu(x: mx.array, alpha) -> mx.array:
         >>> nn.prelu(mx.array([-2.0, 1.0]), mx.array([0.25])).tolist()
         [-0.5, 1.0]
     """
+    x = _input(x, "prelu")
     return mx.maximum(0, x) + alpha * mx.minimum(0, x)
 
 
@@ -318,6 +350,7 @@ def mish(x: mx.array) -> mx.array:
         >>> nn.mish(mx.array([0.0])).tolist()
         [0.0]
     """
+    x = _input(x, "mish")
     return x * mx.tanh(softplus(x))
 
 
@@ -329,6 +362,7 @@ def hardswish(x: mx.array) -> mx.array:
         >>> nn.hardswish(mx.array([3.0])).tolist()
         [3.0]
     """
+    x = _input(x, "hardswish")
     return x * mx.minimum(mx.maximum(x + 3, 0), 6) / 6
 
 
@@ -348,6 +382,7 @@ def hard_tanh(x: mx.array, min_val: float = -1.0, max_val: float = 1.0) -> mx.ar
         >>> nn.hard_tanh(mx.array([-2.0, 0.5])).tolist()
         [-1.0, 0.5]
     """
+    x = _input(x, "hard_tanh")
     return mx.minimum(mx.maximum(x, min_val), max_val)
 
 
@@ -366,6 +401,7 @@ def hard_shrink(x: mx.array, lambd: float = 0.5) -> mx.array:
         >>> nn.hard_shrink(mx.array([1.0, 0.2])).tolist()
         [1.0, 0.0]
     """
+    x = _input(x, "hard_shrink")
     return mx.where(mx.abs(x) > lambd, x, 0)
 
 
@@ -384,6 +420,7 @@ def softmin(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.softmin(mx.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
+    x = _input(x, "softmin")
     return mx.softmax(-x, axis=axis)
 
 
@@ -395,4 +432,5 @@ def tanh(x: mx.array) -> mx.array:
         >>> nn.tanh(mx.array([0.0])).tolist()
         [0.0]
     """
+    x = _input(x, "tanh")
     return mx.tanh(x)

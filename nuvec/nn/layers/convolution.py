@@ -7,7 +7,7 @@ import math
 from typing import Any, Callable
 
 import nuvec as mx
-from nuvec.nn.layers.base import ntuple
+from nuvec.nn.layers.base import check_parameter_bytes, input_array, ntuple, size_arg
 from nuvec.nn.module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -25,19 +25,24 @@ class _Conv(Module):
                padding: Any, dilation: Any, groups: int, bias: bool,
                output_padding: Any = 0) -> None:
         name = type(self).__name__
+        in_channels = size_arg(in_channels, name, "in_channels")
+        out_channels = size_arg(out_channels, name, "out_channels", low=0)
+        groups = size_arg(groups, name, "groups")
         if in_channels % groups != 0:
             raise ValueError(f"{name}: the number of input channels ({in_channels}) must be "
                              f"divisible by the number of groups ({groups})")
         n = self._n
-        kernel = ntuple(kernel_size, n, name)
+        kernel = ntuple(kernel_size, n, name, "kernel_size", low=1)
+        check_parameter_bytes(name, (out_channels, *kernel, in_channels // groups))
         scale = math.sqrt(1.0 / (in_channels * math.prod(kernel)))
         self.weight = mx.random.uniform(-scale, scale,
                                         (out_channels, *kernel, in_channels // groups))
         if bias:
             self.bias = mx.zeros((out_channels,))
-        self.stride, self.padding = ntuple(stride, n, name), ntuple(padding, n, name)
-        self.dilation, self.groups = ntuple(dilation, n, name), groups
-        self.output_padding = ntuple(output_padding, n, name)
+        self.stride = ntuple(stride, n, name, "stride", low=1)
+        self.padding = ntuple(padding, n, name, "padding", low=0)
+        self.dilation, self.groups = ntuple(dilation, n, name, "dilation", low=1), groups
+        self.output_padding = ntuple(output_padding, n, name, "output_padding", low=0)
 
     def _extra_repr(self) -> str:
         out, *kernel, inp = self.weight.shape
@@ -46,6 +51,13 @@ class _Conv(Module):
                 f"bias={'bias' in self}")
 
     def __call__(self, x: mx.array) -> mx.array:
+        name = type(self).__name__
+        x = input_array(x, name)
+        channels = self.weight.shape[-1] * self.groups
+        if x.ndim != self._n + 2 or x.shape[-1] != channels:
+            spatial = ("L", "H, W", "D, H, W")[self._n - 1]
+            raise ValueError(f"{name}: expected inputs of shape (N, {spatial}, in_channels="
+                             f"{channels}), got shape {x.shape}")
         unpack = (lambda t: t[0]) if self._n == 1 else (lambda t: t)
         args = [unpack(self.stride), unpack(self.padding), unpack(self.dilation)]
         if self._transpose:

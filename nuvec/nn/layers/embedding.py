@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import nuvec as mx
+from nuvec.nn.layers.base import check_last_dim, check_parameter_bytes, input_array, size_arg
 from nuvec.nn.layers.quantized import QuantizedEmbedding
 from nuvec.nn.module import Module
 
@@ -26,6 +27,10 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, dims: int) -> None:
         super().__init__()
+        name = type(self).__name__
+        num_embeddings = size_arg(num_embeddings, name, "num_embeddings", low=0)
+        dims = size_arg(dims, name, "dims")
+        check_parameter_bytes(name, (num_embeddings, dims))
         scale = math.sqrt(1.0 / dims)
         self.weight = mx.random.normal((num_embeddings, dims), scale=scale)
 
@@ -33,10 +38,16 @@ class Embedding(Module):
         return f"{self.weight.shape[0]}, {self.weight.shape[1]}"
 
     def __call__(self, x: mx.array) -> mx.array:
+        x = input_array(x, type(self).__name__)
+        if not x.dtype.is_integer:
+            raise mx.DtypeError(f"{type(self).__name__}: indices must be integers, got "
+                                f"{x.dtype.name} (shape {x.shape})")
         return self["weight"][x]
 
     def as_linear(self, x: mx.array) -> mx.array:
         """`x @ weight.T`: the table used as an output projection (tied embeddings)."""
+        x = input_array(x, "Embedding.as_linear")
+        check_last_dim(x, self["weight"].shape[1], "Embedding.as_linear", "dims")
         lead = x.shape[:-1]
         y = x.reshape(-1, x.shape[-1]) @ self["weight"].T  # one 2-D product (see Linear)
         return y.reshape(*lead, y.shape[-1])

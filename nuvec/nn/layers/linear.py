@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import nuvec as mx
+from nuvec.nn.layers.base import check_last_dim, check_parameter_bytes, input_array, size_arg
 from nuvec.nn.layers.quantized import QQLinear, QuantizedLinear
 from nuvec.nn.module import Module
 
@@ -47,6 +48,10 @@ class Linear(Module):
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True) -> None:
         super().__init__()
+        name = type(self).__name__
+        input_dims = size_arg(input_dims, name, "input_dims")
+        output_dims = size_arg(output_dims, name, "output_dims", low=0)
+        check_parameter_bytes(name, (output_dims, input_dims))
         scale = math.sqrt(1.0 / input_dims)
         self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
         if bias:
@@ -57,15 +62,19 @@ class Linear(Module):
         return f"input_dims={inp}, output_dims={out}, bias={'bias' in self}"
 
     def __call__(self, x: mx.array) -> mx.array:
+        x = input_array(x, type(self).__name__)
+        weight = self["weight"]
+        if not x.shape or x.shape[-1] != weight.shape[1]:
+            check_last_dim(x, weight.shape[1], type(self).__name__, "input_dims")
         # Leading axes folded into one: a single 2-D product (and a 2-D weight gradient) runs
         # far faster on the CPU than a batch of them.
         lead = x.shape[:-1]
         if len(lead) > 1:
             x = x.reshape(-1, x.shape[-1])
         if "bias" in self:
-            y = mx.addmm(self["bias"], x, self["weight"].T)
+            y = mx.addmm(self["bias"], x, weight.T)
         else:
-            y = x @ self["weight"].T
+            y = x @ weight.T
         return y.reshape(*lead, y.shape[-1]) if len(lead) > 1 else y
 
     def to_quantized(self, group_size: int | None = None, bits: int | None = None,
@@ -105,6 +114,11 @@ class Bilinear(Module):
     def __init__(self, input1_dims: int, input2_dims: int, output_dims: int,
                  bias: bool = True) -> None:
         super().__init__()
+        name = type(self).__name__
+        input1_dims = size_arg(input1_dims, name, "input1_dims")
+        input2_dims = size_arg(input2_dims, name, "input2_dims", low=0)
+        output_dims = size_arg(output_dims, name, "output_dims", low=0)
+        check_parameter_bytes(name, (output_dims, input2_dims, input1_dims))
         scale = math.sqrt(1.0 / input1_dims)
         self.weight = mx.random.uniform(-scale, scale, (output_dims, input2_dims, input1_dims))
         if bias:
@@ -116,7 +130,15 @@ class Bilinear(Module):
                 f"bias={'bias' in self}")
 
     def __call__(self, x1: mx.array, x2: mx.array) -> mx.array:
+        name = type(self).__name__
+        x1, x2 = input_array(x1, name), input_array(x2, name)
         out, in2, in1 = self.weight.shape
+        check_last_dim(x1, in1, name, "input1_dims")
+        check_last_dim(x2, in2, name, "input2_dims")
+        rows1, rows2 = math.prod(x1.shape[:-1]), math.prod(x2.shape[:-1])
+        if rows2 not in (1, rows1):
+            raise ValueError(f"{name}: the inputs' leading shapes must match, got shapes "
+                             f"{x1.shape} and {x2.shape}")
         lead = x1.shape[:-1]
         x1 = x1.reshape(-1, in1)
         x2 = x2.reshape(-1, 1, in2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import nuvec as mx
+from nuvec.nn.layers.base import check_last_dim, check_ndim, input_array, size_arg
 from nuvec.nn.module import Module
 
 __all__ = ["RMSNorm", "LayerNorm", "GroupNorm", "InstanceNorm", "BatchNorm"]
@@ -29,14 +30,17 @@ class RMSNorm(Module):
 
     def __init__(self, dims: int, eps: float = 1e-5) -> None:
         super().__init__()
-        self.weight = mx.ones((dims,))
+        self.weight = mx.ones((size_arg(dims, type(self).__name__, "dims", low=0),))
         self.eps = eps
 
     def _extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"
 
     def __call__(self, x: mx.array) -> mx.array:
-        return mx.fast.rms_norm(x, self["weight"], self.eps)
+        x, weight = input_array(x, type(self).__name__), self["weight"]
+        if not x.shape or x.shape[-1] != weight.shape[0]:
+            check_last_dim(x, weight.shape[0], type(self).__name__, "dims")
+        return mx.fast.rms_norm(x, weight, self.eps)
 
 
 class LayerNorm(Module):
@@ -57,6 +61,7 @@ class LayerNorm(Module):
     def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True,
                  bias: bool = True) -> None:
         super().__init__()
+        dims = size_arg(dims, type(self).__name__, "dims", low=0)
         if affine:
             self.weight = mx.ones((dims,))
             if bias:
@@ -67,6 +72,9 @@ class LayerNorm(Module):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x: mx.array) -> mx.array:
+        x = input_array(x, type(self).__name__)
+        if not x.shape or ("weight" in self and x.shape[-1] != self.dims):
+            check_last_dim(x, self.dims, type(self).__name__, "dims")
         return mx.fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
 
 
@@ -93,7 +101,10 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, dims: int, eps: float = 1e-5, affine: bool = True,
                  pytorch_compatible: bool = False) -> None:
         super().__init__()
-        if num_groups <= 0 or dims % num_groups:
+        name = type(self).__name__
+        num_groups = size_arg(num_groups, name, "num_groups")
+        dims = size_arg(dims, name, "dims")
+        if dims % num_groups:
             raise ValueError(f"GroupNorm: dims ({dims}) must be a multiple of a positive "
                              f"num_groups, got num_groups={num_groups}")
         if affine:
@@ -124,6 +135,14 @@ class GroupNorm(Module):
         return x.reshape(batch, *rest, features)
 
     def __call__(self, x: mx.array) -> mx.array:
+        name = type(self).__name__
+        x = input_array(x, name)
+        check_ndim(x, 2, None, name, "(N, ..., C)")
+        if "weight" in self:
+            check_last_dim(x, self.dims, name, "dims")
+        elif x.shape[-1] % self.num_groups:
+            raise ValueError(f"{name}: the last dimension of the input must be divisible by "
+                             f"num_groups={self.num_groups}, got shape {x.shape}")
         norm = self._pytorch_group_norm if self.pytorch_compatible else self._group_norm
         x = norm(x)
         return self.weight * x + self.bias if "weight" in self else x
@@ -148,6 +167,7 @@ class InstanceNorm(Module):
 
     def __init__(self, dims: int, eps: float = 1e-5, affine: bool = False) -> None:
         super().__init__()
+        dims = size_arg(dims, type(self).__name__, "dims")
         if affine:
             self.weight = mx.ones((dims,))
             self.bias = mx.zeros((dims,))
@@ -157,6 +177,11 @@ class InstanceNorm(Module):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x: mx.array) -> mx.array:
+        name = type(self).__name__
+        x = input_array(x, name)
+        check_ndim(x, 3, None, name, "(N, ..., C)")
+        if "weight" in self:
+            check_last_dim(x, self.dims, name, "dims")
         axes = tuple(range(1, x.ndim - 1))
         mean = mx.mean(x, axis=axes, keepdims=True)
         var = mx.var(x, axis=axes, keepdims=True)
@@ -188,6 +213,7 @@ class BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = True, track_running_stats: bool = True) -> None:
         super().__init__()
+        num_features = size_arg(num_features, type(self).__name__, "num_features")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.track_running_stats = track_running_stats
         if affine:
@@ -210,9 +236,12 @@ class BatchNorm(Module):
                 f"affine={'weight' in self}, track_running_stats={self.track_running_stats}")
 
     def __call__(self, x: mx.array) -> mx.array:
+        x = input_array(x, type(self).__name__)
         if not 2 <= x.ndim <= 4:
             raise ValueError(f"BatchNorm: expected input to have 2, 3 or 4 dimensions, but got "
                              f"shape {x.shape}")
+        if "weight" in self or self.track_running_stats:
+            check_last_dim(x, self.num_features, type(self).__name__, "num_features")
         if self.training and math.prod(x.shape[:-1]) == 1:
             raise ValueError(f"BatchNorm: training requires more than one value per channel, "
                              f"got input of shape {x.shape}")

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 import nuvec as mx
-from nuvec.nn.layers.base import ntuple
+from nuvec.nn.layers.base import input_array, ntuple, own_methods
 from nuvec.nn.module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d"]
@@ -28,9 +28,10 @@ class _Pool(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
         name = type(self).__name__
-        self.kernel_size = ntuple(kernel_size, self._n, name)
-        self.stride = ntuple(stride if stride is not None else kernel_size, self._n, name)
-        self.padding = ntuple(padding, self._n, name)
+        self.kernel_size = ntuple(kernel_size, self._n, name, "kernel_size")
+        self.stride = ntuple(stride if stride is not None else kernel_size, self._n, name,
+                             "stride")
+        self.padding = ntuple(padding, self._n, name, "padding")
         if min(self.kernel_size + self.stride) <= 0 or min(self.padding) < 0:
             raise ValueError(f"{name}: kernel_size and stride must be positive and padding "
                              f"non-negative, got kernel_size={self.kernel_size}, "
@@ -42,6 +43,7 @@ class _Pool(Module):
 
     def __call__(self, x: mx.array) -> mx.array:
         name = type(self).__name__
+        x = input_array(x, name)
         if x.ndim not in (self._n + 1, self._n + 2):
             raise ValueError(f"{name}: expected an input of {self._n + 2} (or {self._n + 1}) "
                              f"dimensions, got shape {x.shape}")
@@ -80,8 +82,9 @@ def _pool_class(name: str, n: int, is_max: bool, example: str, shape: str) -> ty
            "        >>> import nuvec.nn as nn\n"
            f"        >>> {example}.shape\n"
            f"        {shape}\n    ")
-    return type(name, (_Pool,), {"_n": n, "_max": is_max, "__doc__": doc,
-                                 "__module__": __name__})
+    cls = type(name, (_Pool,), {"_n": n, "_max": is_max, "__doc__": doc,
+                                "__module__": __name__})
+    return own_methods(cls, "__init__", "__call__")
 
 
 MaxPool1d = _pool_class("MaxPool1d", 1, True, "nn.MaxPool1d(2)(mx.ones((1, 8, 3)))", "(1, 4, 3)")

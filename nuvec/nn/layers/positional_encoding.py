@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import nuvec as mx
+from nuvec.nn.layers.base import check_ndim, input_array
 from nuvec.nn.module import Module
 
 __all__ = ["RoPE", "SinusoidalPositionalEncoding", "ALiBi"]
@@ -35,6 +36,7 @@ class RoPE(Module):
         return f"{self.dims}, traditional={self.traditional}"
 
     def __call__(self, x: mx.array, offset: Any = 0) -> mx.array:
+        x = input_array(x, type(self).__name__)
         return mx.fast.rope(x, self.dims, traditional=self.traditional, base=self.base,
                             scale=self.scale, offset=offset)
 
@@ -76,7 +78,7 @@ class SinusoidalPositionalEncoding(Module):
         self.cos_first = cos_first
 
     def __call__(self, x: mx.array) -> mx.array:
-        y = x[..., None] * self._sigmas
+        y = input_array(x, type(self).__name__)[..., None] * self._sigmas
         parts = [mx.cos(y), mx.sin(y)] if self.cos_first else [mx.sin(y), mx.cos(y)]
         y = mx.concatenate(parts, axis=-1)
         return y * self.scale if self.scale != 1 else y
@@ -109,6 +111,8 @@ class ALiBi(Module):
 
     def __call__(self, attention_scores: mx.array, offset: int = 0,
                  mask: mx.array | None = None) -> mx.array:
+        attention_scores = input_array(attention_scores, type(self).__name__)
+        check_ndim(attention_scores, 4, 4, type(self).__name__, "(N, heads, queries, keys)")
         bias = self.create_alibi_matrix(attention_scores.shape[-2] + offset,
                                         attention_scores.shape[-1], attention_scores.shape[1],
                                         offset, attention_scores.dtype)

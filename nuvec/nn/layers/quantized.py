@@ -12,11 +12,20 @@ import math
 from typing import Any, Callable
 
 import nuvec as mx
+from nuvec.nn.layers.base import check_last_dim, check_parameter_bytes, input_array, size_arg
 from nuvec.nn.module import Module
 from nuvec.ops.microscaled import PRODUCT_MODES, float_mode_params
 from nuvec.utils import tree_map_with_path
 
 __all__ = ["QuantizedLinear", "QuantizedEmbedding", "QQLinear", "quantize"]
+
+
+def _linear_sizes(name: str, input_dims: Any, output_dims: Any) -> tuple[int, int]:
+    """A quantized linear layer's checked sizes (`input_dims >= 1`, `output_dims >= 0`)."""
+    input_dims = size_arg(input_dims, name, "input_dims")
+    output_dims = size_arg(output_dims, name, "output_dims", low=0)
+    check_parameter_bytes(name, (output_dims, input_dims))
+    return input_dims, output_dims
 
 
 def store_quantized(layer: Module, weight: mx.array, group_size: int | None, bits: int | None,
@@ -69,6 +78,7 @@ class QuantizedLinear(QuantizedModule):
                  group_size: int | None = None, bits: int | None = None,
                  mode: str = "affine") -> None:
         super().__init__()
+        input_dims, output_dims = _linear_sizes(type(self).__name__, input_dims, output_dims)
         scale = math.sqrt(1.0 / input_dims)
         weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
         store_quantized(self, weight, group_size, bits, mode)
@@ -83,6 +93,10 @@ class QuantizedLinear(QuantizedModule):
                 f"mode={self.mode}")
 
     def __call__(self, x: mx.array) -> mx.array:
+        x = input_array(x, type(self).__name__)
+        columns = self["weight"].shape[1] * 32 // self.bits
+        if not x.shape or x.shape[-1] != columns:
+            check_last_dim(x, columns, type(self).__name__, "input_dims")
         y = mx.quantized_matmul(x, self["weight"], scales=self["scales"],
                                 biases=self.get("biases"), transpose=True,
                                 group_size=self.group_size, bits=self.bits, mode=self.mode)
@@ -119,6 +133,10 @@ class QuantizedEmbedding(QuantizedModule):
     def __init__(self, num_embeddings: int, dims: int, group_size: int | None = None,
                  bits: int | None = None, mode: str = "affine") -> None:
         super().__init__()
+        name = type(self).__name__
+        num_embeddings = size_arg(num_embeddings, name, "num_embeddings", low=0)
+        dims = size_arg(dims, name, "dims")
+        check_parameter_bytes(name, (num_embeddings, dims))
         weight = mx.random.normal((num_embeddings, dims), scale=math.sqrt(1.0 / dims))
         store_quantized(self, weight, group_size, bits, mode)
         self.num_embeddings, self.dims = num_embeddings, dims
@@ -129,6 +147,10 @@ class QuantizedEmbedding(QuantizedModule):
                 f"bits={self.bits}, mode={self.mode}")
 
     def __call__(self, x: mx.array) -> mx.array:
+        x = input_array(x, type(self).__name__)
+        if not x.dtype.is_integer:
+            raise mx.DtypeError(f"{type(self).__name__}: indices must be integers, got "
+                                f"{x.dtype.name} (shape {x.shape})")
         shape = x.shape
         x = x.flatten()
         biases = self["biases"][x] if "biases" in self else None
@@ -184,6 +206,7 @@ class QQLinear(Module):
             raise ValueError(f"QQLinear: mode must be 'nvfp4', 'mxfp8' or 'mxfp4', got {mode!r}")
         self.group_size, self.bits = float_mode_params("QQLinear", mode, group_size, bits)
         self.mode = mode
+        input_dims, output_dims = _linear_sizes("QQLinear", input_dims, output_dims)
         scale = math.sqrt(1.0 / input_dims)
         self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
 

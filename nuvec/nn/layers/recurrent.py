@@ -7,6 +7,7 @@ import math
 from typing import Callable
 
 import nuvec as mx
+from nuvec.nn.layers.base import check_ndim, check_parameter_bytes, input_array, size_arg
 from nuvec.nn.module import Module
 
 __all__ = ["RNN", "GRU", "LSTM"]
@@ -14,6 +15,34 @@ __all__ = ["RNN", "GRU", "LSTM"]
 
 def _uniform(scale: float, *shape: int) -> mx.array:
     return mx.random.uniform(-scale, scale, shape)
+
+
+def _sizes(layer: Module, input_size: int, hidden_size: int, gates: int) -> tuple[int, int]:
+    """The checked sizes: `input_size >= 0`, `hidden_size >= 1` (`gates` weights' rows)."""
+    name = type(layer).__name__
+    input_size = size_arg(input_size, name, "input_size", low=0)
+    hidden_size = size_arg(hidden_size, name, "hidden_size")
+    check_parameter_bytes(name, (gates * hidden_size, input_size + hidden_size))
+    return input_size, hidden_size
+
+
+def _check_input(layer: Module, x: mx.array, input_size: int, *states: mx.array | None
+                 ) -> mx.array:
+    """`x` as an array of shape `(N, L, input_size)` or `(L, input_size)`; `states` (the
+    initial hidden or cell state, or None) of the hidden size."""
+    name = type(layer).__name__
+    x = input_array(x, name)
+    if not 2 <= x.ndim <= 3 or x.shape[-1] != input_size:
+        raise ValueError(f"{name}: expected inputs of shape (N, L, {input_size}) or "
+                         f"(L, {input_size}) (input_size={input_size}), got shape {x.shape}")
+    for state in states:
+        if state is not None:
+            state = input_array(state, name)
+            check_ndim(state, 1, 2, name, "for the initial state")
+            if state.shape[-1] != layer.hidden_size:
+                raise ValueError(f"{name}: expected an initial state whose last dimension is "
+                                 f"hidden_size={layer.hidden_size}, got shape {state.shape}")
+    return x
 
 
 def _project(x: mx.array, weight: mx.array, bias: mx.array | None) -> mx.array:
@@ -45,6 +74,7 @@ class RNN(Module):
         if not callable(self.nonlinearity):
             raise ValueError(f"RNN: nonlinearity must be callable. Current value: "
                              f"{nonlinearity}.")
+        input_size, hidden_size = _sizes(self, input_size, hidden_size, 1)
         scale = 1.0 / math.sqrt(hidden_size)
         self.hidden_size = hidden_size
         self.Wxh = _uniform(scale, hidden_size, input_size)
@@ -57,6 +87,7 @@ class RNN(Module):
                 f"nonlinearity={self.nonlinearity}, bias={'bias' in self}")
 
     def __call__(self, x: mx.array, hidden: mx.array | None = None) -> mx.array:
+        x = _check_input(self, x, self.Wxh.shape[1], hidden)
         x = _project(x, self.Wxh, self.get("bias"))
         states = []
         for t in range(x.shape[-2]):
@@ -85,6 +116,7 @@ class GRU(Module):
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True) -> None:
         super().__init__()
+        input_size, hidden_size = _sizes(self, input_size, hidden_size, 3)
         self.hidden_size = hidden_size
         scale = 1.0 / math.sqrt(hidden_size)
         self.Wx = _uniform(scale, 3 * hidden_size, input_size)
@@ -99,6 +131,7 @@ class GRU(Module):
 
     def __call__(self, x: mx.array, hidden: mx.array | None = None) -> mx.array:
         h_size = self.hidden_size
+        x = _check_input(self, x, self.Wx.shape[1], hidden)
         x = _project(x, self.Wx, self.get("b"))
         x_rz, x_n = x[..., :-h_size], x[..., -h_size:]
         states = []
@@ -142,6 +175,7 @@ class LSTM(Module):
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True) -> None:
         super().__init__()
+        input_size, hidden_size = _sizes(self, input_size, hidden_size, 4)
         self.hidden_size = hidden_size
         scale = 1.0 / math.sqrt(hidden_size)
         self.Wx = _uniform(scale, 4 * hidden_size, input_size)
@@ -155,6 +189,7 @@ class LSTM(Module):
 
     def __call__(self, x: mx.array, hidden: mx.array | None = None,
                  cell: mx.array | None = None) -> tuple[mx.array, mx.array]:
+        x = _check_input(self, x, self.Wx.shape[1], hidden, cell)
         x = _project(x, self.Wx, self.get("bias"))
         hiddens, cells = [], []
         for t in range(x.shape[-2]):

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import nuvec as mx
 from nuvec.nn.layers.activations import relu
+from nuvec.nn.layers.base import input_array, size_arg
 from nuvec.nn.layers.dropout import Dropout
 from nuvec.nn.layers.linear import Linear
 from nuvec.nn.layers.normalization import LayerNorm
@@ -54,15 +55,16 @@ class MultiHeadAttention(Module):
                  value_dims: int | None = None, value_output_dims: int | None = None,
                  bias: bool = False) -> None:
         super().__init__()
-        if dims % num_heads != 0:
-            raise ValueError(f"MultiHeadAttention: the input feature dimensions should be "
-                             f"divisible by the number of heads ({dims} % {num_heads}) != 0")
+        _check_heads(type(self).__name__, dims, num_heads)
         query_input_dims = query_input_dims or dims
         key_input_dims = key_input_dims or dims
         value_input_dims = value_input_dims or key_input_dims
         value_dims = value_dims or dims
         value_output_dims = value_output_dims or dims
         self.num_heads = num_heads
+        # (the input sizes, for the call's checks: a quantized projection's weight is packed)
+        object.__setattr__(self, "_input_dims",
+                           (query_input_dims, key_input_dims, value_input_dims))
         self.query_proj = Linear(query_input_dims, dims, bias=bias)
         self.key_proj = Linear(key_input_dims, dims, bias=bias)
         self.value_proj = Linear(value_input_dims, value_dims, bias=bias)
@@ -70,6 +72,17 @@ class MultiHeadAttention(Module):
 
     def __call__(self, queries: mx.array, keys: mx.array, values: mx.array,
                  mask: Any = None) -> mx.array:
+        name = type(self).__name__
+        queries, keys, values = (input_array(a, name) for a in (queries, keys, values))
+        for what, a, features in zip(("queries", "keys", "values"), (queries, keys, values),
+                                     self._input_dims):
+            if a.ndim != 3 or a.shape[-1] != features:
+                raise ValueError(f"{name}: expected {what} of shape (N, L, {features}), got "
+                                 f"shape {a.shape}")
+        if keys.shape[:2] != values.shape[:2] or keys.shape[0] != queries.shape[0]:
+            raise ValueError(f"{name}: the batch sizes and the key and value lengths must "
+                             f"match, got queries {queries.shape}, keys {keys.shape}, values "
+                             f"{values.shape}")
         queries = self.query_proj(queries)
         keys = self.key_proj(keys)
         values = self.value_proj(values)
@@ -93,6 +106,15 @@ class MultiHeadAttention(Module):
         return hidden.astype(dtype) * mx.finfo(dtype).min
 
 
+def _check_heads(name: str, dims: Any, num_heads: Any) -> None:
+    """Raises for sizes that are not positive ints or heads that do not divide `dims`."""
+    dims = size_arg(dims, name, "dims")
+    num_heads = size_arg(num_heads, name, "num_heads")
+    if dims % num_heads:
+        raise ValueError(f"{name}: the input feature dimensions should be divisible by the "
+                         f"number of heads ({dims} % {num_heads}) != 0")
+
+
 def _mlp(dims: int, mlp_dims: int | None) -> tuple[Linear, Linear]:
     hidden = mlp_dims or dims * 4
     return Linear(dims, hidden), Linear(hidden, dims)
@@ -114,6 +136,7 @@ class TransformerEncoderLayer(Module):
                  dropout: float = 0.0, activation: Callable[[Any], Any] = relu,
                  norm_first: bool = True) -> None:
         super().__init__()
+        _check_heads(type(self).__name__, dims, num_heads)
         self.attention = MultiHeadAttention(dims, num_heads)
         self.ln1, self.ln2 = LayerNorm(dims), LayerNorm(dims)
         self.linear1, self.linear2 = _mlp(dims, mlp_dims)
@@ -148,6 +171,8 @@ class TransformerEncoder(Module):
                  dropout: float = 0.0, activation: Callable[[Any], Any] = relu,
                  norm_first: bool = True, checkpoint: bool = False) -> None:
         super().__init__()
+        _check_heads(type(self).__name__, dims, num_heads)
+        num_layers = size_arg(num_layers, type(self).__name__, "num_layers", low=0)
         self.layers = [TransformerEncoderLayer(dims, num_heads, mlp_dims, dropout, activation,
                                                norm_first) for _ in range(num_layers)]
         self.ln = LayerNorm(dims)
@@ -176,6 +201,7 @@ class TransformerDecoderLayer(Module):
                  dropout: float = 0.0, activation: Callable[[Any], Any] = relu,
                  norm_first: bool = True) -> None:
         super().__init__()
+        _check_heads(type(self).__name__, dims, num_heads)
         self.self_attention = MultiHeadAttention(dims, num_heads)
         self.cross_attention = MultiHeadAttention(dims, num_heads)
         self.ln1, self.ln2, self.ln3 = LayerNorm(dims), LayerNorm(dims), LayerNorm(dims)
@@ -214,6 +240,8 @@ class TransformerDecoder(Module):
                  dropout: float = 0.0, activation: Callable[[Any], Any] = relu,
                  norm_first: bool = True, checkpoint: bool = False) -> None:
         super().__init__()
+        _check_heads(type(self).__name__, dims, num_heads)
+        num_layers = size_arg(num_layers, type(self).__name__, "num_layers", low=0)
         self.layers = [TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation,
                                                norm_first) for _ in range(num_layers)]
         self.ln = LayerNorm(dims)
@@ -243,6 +271,7 @@ class Transformer(Module):
                  custom_encoder: Module | None = None, custom_decoder: Module | None = None,
                  norm_first: bool = True, checkpoint: bool = False) -> None:
         super().__init__()
+        _check_heads(type(self).__name__, dims, num_heads)
         # `is None`, not `or`: an empty module (`nn.Identity()`) is an empty dict, so falsy.
         self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
             num_encoder_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,

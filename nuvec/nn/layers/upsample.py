@@ -18,7 +18,9 @@ from typing import Any, Sequence
 import numpy as np
 
 import nuvec as mx
+from nuvec.nn.layers.base import check_parameter_bytes, input_array
 from nuvec.nn.module import Module
+from nuvec.ops.arguments import check_shape, real_number
 
 __all__ = ["Upsample", "upsample_nearest", "upsample_linear", "upsample_cubic"]
 
@@ -57,14 +59,40 @@ def _resample(x: mx.array, axis: int, taps: list[tuple[np.ndarray, np.ndarray]])
     return out
 
 
-def _scales(x: mx.array, scale_factor: Any, name: str) -> tuple[float, ...]:
+def _scale_factors(scale_factor: Any, name: str) -> float | tuple[float, ...]:
+    """One finite, positive scale factor or a tuple of them, as floats.
+
+    Raises:
+        TypeError: for a factor that is not a real number.
+        ValueError: for a factor that is NaN, infinite, zero or negative.
+    """
+    if isinstance(scale_factor, (list, tuple)):
+        return tuple(real_number(s, name, "scale_factor", positive=True) for s in scale_factor)
+    return real_number(scale_factor, name, "scale_factor", positive=True)
+
+
+def _scales(x: mx.array, scale_factor: Any, name: str, dtype: Any) -> tuple[float, ...]:
+    """The checked factor of each spatial axis of `x` (`(N, *spatial, C)`).
+
+    Raises:
+        ValueError: for a bad rank or factor, or an output (or a step towards it: one axis
+            is resampled at a time) with a dimension past int32 or more bytes than the
+            device's memory (`dtype` being the result's).
+    """
+    if x.ndim < 3:
+        raise ValueError(f"{name}: expected (N, *spatial, C) input, got shape {x.shape}")
     spatial = x.ndim - 2
-    if isinstance(scale_factor, (int, float)):
-        return (float(scale_factor),) * spatial
-    scales = tuple(float(s) for s in scale_factor)
+    scales = _scale_factors(scale_factor, name)
+    if not isinstance(scales, tuple):
+        scales = (scales,) * spatial
     if len(scales) != spatial:
         raise ValueError(f"{name}: got {len(scales)} scale factors for an input of shape "
                          f"{x.shape} ({spatial} spatial axes)")
+    shape = list(x.shape)
+    for axis, scale in enumerate(scales, start=1):
+        shape[axis] = int(scale * shape[axis])
+        check_shape(tuple(shape), name)
+        check_parameter_bytes(name, tuple(shape), dtype.size, dtype.name)
     return scales
 
 
@@ -84,9 +112,15 @@ def upsample_nearest(x: mx.array, scale_factor: Sequence[float]) -> mx.array:
         >>> nn.upsample_nearest(mx.array([[[1], [2]]]), (2,)).reshape(-1).tolist()
         [1, 1, 2, 2]
     """
-    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_nearest"), start=1):
+    x = input_array(x, "upsample_nearest")
+    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_nearest", x.dtype),
+                                 start=1):
         x = mx.take(x, mx.array(_nearest_indices(x.shape[axis], scale)), axis=axis)
     return x
+
+
+def _float_dtype(x: mx.array) -> Any:
+    return mx.promote_types(x.dtype, mx.float32)
 
 
 def _triangle(d: np.ndarray) -> np.ndarray:
@@ -109,7 +143,7 @@ def _antialiased(x: mx.array, scale_factor: Any, name: str, align_corners: bool,
     if align_corners:
         raise ValueError(f"{name}: antialias=True with align_corners=True is not supported; "
                          "use align_corners=False")
-    for axis, scale in enumerate(_scales(x, scale_factor, name), start=1):
+    for axis, scale in enumerate(_scales(x, scale_factor, name, _float_dtype(x)), start=1):
         n = x.shape[axis]
         src = _coordinates(n, scale, False)
         widen = 1.0 / scale if scale < 1 else 1.0
@@ -142,9 +176,11 @@ def upsample_linear(x: mx.array, scale_factor: Sequence[float], align_corners: b
         >>> nn.upsample_linear(mx.array([[[1.0], [2.0]]]), (2,)).reshape(-1).tolist()
         [1.0, 1.25, 1.75, 2.0]
     """
+    x = input_array(x, "upsample_linear")
     if antialias:
         return _antialiased(x, scale_factor, "upsample_linear", align_corners, _triangle, 1.0)
-    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_linear"), start=1):
+    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_linear", _float_dtype(x)),
+                                 start=1):
         n = x.shape[axis]
         src = np.clip(_coordinates(n, scale, align_corners), 0, n - 1)
         low = np.floor(src)
@@ -181,9 +217,11 @@ def upsample_cubic(x: mx.array, scale_factor: Sequence[float], align_corners: bo
         >>> nn.upsample_cubic(mx.ones((1, 2, 2, 1)), 2).shape
         (1, 4, 4, 1)
     """
+    x = input_array(x, "upsample_cubic")
     if antialias:
         return _antialiased(x, scale_factor, "upsample_cubic", align_corners, _cubic_pil, 2.0)
-    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_cubic"), start=1):
+    for axis, scale in enumerate(_scales(x, scale_factor, "upsample_cubic", _float_dtype(x)),
+                                 start=1):
         n = x.shape[axis]
         src = _coordinates(n, scale, align_corners)
         low = np.floor(src)
@@ -225,8 +263,7 @@ class Upsample(Module):
                              f"align_corners=False, got mode={mode!r}, "
                              f"align_corners={align_corners}")
         self.antialias = antialias
-        self.scale_factor = (tuple(map(float, scale_factor))
-                             if isinstance(scale_factor, (list, tuple)) else float(scale_factor))
+        self.scale_factor = _scale_factors(scale_factor, "Upsample")
         self.mode, self.align_corners = mode, align_corners
 
     def _extra_repr(self) -> str:
@@ -234,8 +271,9 @@ class Upsample(Module):
                 f"align_corners={self.align_corners}, antialias={self.antialias}")
 
     def __call__(self, x: mx.array) -> mx.array:
-        if x.ndim < 3:
-            raise ValueError(f"Upsample: expected (N, *spatial, C) input, got shape {x.shape}")
+        x = input_array(x, "Upsample")
+        dtype = x.dtype if self.mode == "nearest" else _float_dtype(x)
+        _scales(x, self.scale_factor, "Upsample", dtype)  # (checked here to name the layer)
         if self.mode == "nearest":
             return upsample_nearest(x, self.scale_factor)
         interpolate = upsample_linear if self.mode == "linear" else upsample_cubic
