@@ -134,7 +134,23 @@ class Node:
         return [handle(self, i) for i in range(len(self.shapes))]
 
 
-class Array:
+class _Fields:
+    """`Array`'s fields, read as plain slots (the fastest attribute access).
+
+    Arrays are read-only, as MLX's: `Array` refuses attribute writes, so new handles are
+    filled in as `_WritableArray`s (the same layout) and then become Arrays.
+    """
+
+    __slots__ = ("_node", "_index", "shape", "dtype", "__weakref__")
+    shape: Shape
+    dtype: dt.Dtype
+
+
+class _WritableArray(_Fields):
+    __slots__ = ()
+
+
+class Array(_Fields):
     """A lazy n-dimensional array, the result of recorded operations.
 
     `nuvec.array` is this class, as `mlx.core.array` is MLX's (`isinstance(x, mx.array)`
@@ -159,15 +175,21 @@ class Array:
         True
     """
 
-    __slots__ = ("_node", "_index", "shape", "dtype", "__weakref__")
+    __slots__ = ()
     __array_priority__ = 100
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"attribute {name!r} of 'array' objects is not writable")
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
 
     def _rebind(self, other: Array) -> None:
         """Makes this handle refer to `other`'s value (MLX's in-place updates)."""
-        self._node = other._node
-        self._index = other._index
-        self.shape = other.shape
-        self.dtype = other.dtype
+        _set(self, "_node", other._node)
+        _set(self, "_index", other._index)
+        _set(self, "shape", other.shape)
+        _set(self, "dtype", other.dtype)
 
     # -- structure -------------------------------------------------------------------------
     @property
@@ -302,7 +324,8 @@ class Array:
         return self.item()
 
     def __format__(self, spec: str) -> str:
-        if not spec:
+        # as MLX: an empty spec formats a 0-d array's value (f"loss {loss}") and prints others
+        if not spec and self.shape:
             return repr(self)
         if self.size != 1:
             raise TypeError(
@@ -312,6 +335,10 @@ class Array:
 
     def __repr__(self) -> str:
         return format_array(self)
+
+    def __bytes__(self) -> bytes:
+        """The raw bytes of the elements in row-major order (MLX's buffer)."""
+        return self._host().tobytes()
 
     def __hash__(self) -> int:
         return id(self)
@@ -326,15 +353,17 @@ def _rebuild(data: np.ndarray, dtype_name: str) -> Array:
 
 
 _new = object.__new__
+_set = object.__setattr__  # past `Array.__setattr__`
 
 
 def handle(node: Node, index: int) -> Array:
     """A new handle on output `index` of `node`."""
-    out = _new(Array)
+    out = _new(_WritableArray)
     out._node = node
     out._index = index
     out.shape = node.shapes[index]
     out.dtype = node.dtypes[index]
+    out.__class__ = Array
     return out
 
 
@@ -402,11 +431,12 @@ def record_pair(primitive: Primitive, a: Node, i: int, b: Node, j: int, stream: 
     node.data = node.pending = None
     node.keep = _Tracing.threads > 0 and tracing.depth > 0
     node.nbytes = 0
-    out = _new(Array)  # `handle(node, 0)`, inline
+    out = _new(_WritableArray)  # `handle(node, 0)`, inline
     out._node = node
     out._index = 0
     out.shape = shape
     out.dtype = dtype
+    out.__class__ = Array
     return out
 
 
@@ -415,9 +445,10 @@ def record1(primitive: Primitive, inputs: Sequence[Array], stream: Stream) -> Ar
     ((shape, dtype),) = primitive.output_specs(inputs)
     if primitive.allocates and (len(shape) > 1 or (shape and shape[0] > 1 << 26)):
         _check_size(primitive, shape, dtype, stream)  # (small 1-D outputs skip the call)
-    out = _new(Array)  # `handle(node, 0)`, inline
+    out = _new(_WritableArray)  # `handle(node, 0)`, inline
     out._node = Node(primitive, inputs, stream, (shape,), (dtype,))
     out._index = 0
     out.shape = shape
     out.dtype = dtype
+    out.__class__ = Array
     return out

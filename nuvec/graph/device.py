@@ -268,20 +268,34 @@ def set_default_device(device: Device | DeviceType) -> None:
     dev = _as_device(device)
     backend_for(dev)
     _global_device = dev
-    _global_stream = default_stream(dev)
+    _global_stream = _device_stream(dev)
     _state.device = None
     _state.stream = None
 
 
 def default_stream(device: Device | DeviceType) -> Stream:
-    """The default stream of `device` (a `Device` or `DeviceType`), made on first use.
+    """The default stream of `device` (a `Device` or `DeviceType`), made on first use; within
+    a `stream(s)` block, `s` for its device (as MLX).
 
     Example:
         >>> import nuvec as mx
-        >>> mx.default_stream(mx.cpu).device
-        Device(cpu, 0)
+        >>> s = mx.new_stream(mx.cpu)
+        >>> with mx.stream(s):
+        ...     mx.default_stream(mx.cpu) == s
+        True
+        >>> mx.default_stream(mx.cpu) == s
+        False
     """
     dev = _as_device(device)
+    if _scoped:
+        s = _state.stream
+        if s is not None and s.device == dev:
+            return s
+    return _device_stream(dev)
+
+
+def _device_stream(dev: Device) -> Stream:
+    """The default stream of `dev` outside `stream(...)` blocks, made on first use."""
     s = _default_streams.get(dev)
     if s is None:
         with _lock:
@@ -432,7 +446,7 @@ def current_stream() -> Stream:
 
 def _init_global_stream() -> Stream:
     global _global_stream
-    _global_stream = default_stream(_global_device or _initial_device())
+    _global_stream = _device_stream(_global_device or _initial_device())
     return _global_stream
 
 
@@ -452,7 +466,7 @@ _host_stream: Stream | None = None
 
 def _init_host_stream() -> Stream:
     global _host_stream
-    _host_stream = default_stream(DeviceType.cpu)
+    _host_stream = _device_stream(Device(DeviceType.cpu, 0))
     return _host_stream
 
 

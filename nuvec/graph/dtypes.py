@@ -7,6 +7,7 @@ and `can_cast`. Imports nothing from the rest of nuvec.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import ml_dtypes
@@ -36,23 +37,33 @@ class IntegerOverflowError(OverflowError, ValueError):
     MLX raises, that is also a `ValueError` (nuvec's error for values)."""
 
 
-class DtypeCategory:
-    """An abstract dtype category (`floating`, `integer`, ...) as in MLX.
+class DtypeCategory(enum.Enum):
+    """An abstract dtype category, as MLX's enum: `mx.floating` is `mx.DtypeCategory.floating`.
 
     Example:
         >>> import nuvec as mx
         >>> mx.floating, mx.floating.parent
         (DtypeCategory.floating, DtypeCategory.inexact)
+        >>> mx.issubdtype(mx.float32, mx.DtypeCategory.floating)
+        True
     """
 
-    __slots__ = ("name", "parent")
-
-    def __init__(self, name: str, parent: DtypeCategory | None):
-        self.name = name
-        self.parent = parent
+    complexfloating = 0
+    floating = 1
+    inexact = 2
+    signedinteger = 3
+    unsignedinteger = 4
+    integer = 5
+    number = 6
+    generic = 7
 
     def __repr__(self) -> str:
         return f"DtypeCategory.{self.name}"
+
+    @property
+    def parent(self) -> DtypeCategory | None:
+        """The category directly above this one (None for `generic`)."""
+        return _PARENTS[self]
 
     def ancestors(self) -> list[DtypeCategory]:
         out, node = [], self
@@ -62,14 +73,18 @@ class DtypeCategory:
         return out
 
 
-generic = DtypeCategory("generic", None)
-number = DtypeCategory("number", generic)
-integer = DtypeCategory("integer", number)
-signedinteger = DtypeCategory("signedinteger", integer)
-unsignedinteger = DtypeCategory("unsignedinteger", integer)
-inexact = DtypeCategory("inexact", number)
-floating = DtypeCategory("floating", inexact)
-complexfloating = DtypeCategory("complexfloating", inexact)
+generic = DtypeCategory.generic
+number = DtypeCategory.number
+integer = DtypeCategory.integer
+signedinteger = DtypeCategory.signedinteger
+unsignedinteger = DtypeCategory.unsignedinteger
+inexact = DtypeCategory.inexact
+floating = DtypeCategory.floating
+complexfloating = DtypeCategory.complexfloating
+_PARENTS = {
+    generic: None, number: generic, integer: number, signedinteger: integer,
+    unsignedinteger: integer, inexact: number, floating: inexact, complexfloating: inexact,
+}
 
 
 class Dtype:
@@ -344,10 +359,14 @@ def can_cast(from_: Dtype, to: Dtype) -> bool:
 class finfo:
     """Machine limits of a floating dtype: `min`, `max`, `eps`, `tiny`, `bits`, `dtype`.
 
+    For complex64 they are those of its float32 parts, and `dtype` is float32 (as MLX).
+
     Example:
         >>> import nuvec as mx
         >>> mx.finfo(mx.float16).max, mx.finfo(mx.float32).eps
         (65504.0, 1.1920928955078125e-07)
+        >>> mx.finfo(mx.complex64)
+        finfo(min=-3.40282e+38, max=3.40282e+38, dtype=float32)
     """
 
     def __init__(self, dtype: Any):
@@ -355,7 +374,7 @@ class finfo:
         if not dt.is_inexact:
             raise ValueError(f"finfo: {dt.name} is not inexact")
         info = ml_dtypes.finfo(dt.np) if dt is bfloat16 else np.finfo(dt.np)
-        self.dtype = dt
+        self.dtype = float32 if dt is complex64 else dt
         self.bits = int(info.bits)
         self.min = float(info.min)
         self.max = float(info.max)
@@ -365,7 +384,7 @@ class finfo:
         self.resolution = float(info.resolution)
 
     def __repr__(self) -> str:
-        return f"finfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+        return f"finfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype.name})"
 
 
 class iinfo:

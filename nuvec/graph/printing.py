@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -21,27 +21,49 @@ def _format_float(x: float, precision: int) -> str:
     return f"{x:g}"
 
 
+def _item_format(kind: str, precision: int) -> Callable[[Any], str]:
+    """How one Python scalar of a NumPy dtype `kind` prints."""
+    if kind == "f":
+        return lambda x: _format_float(x, precision)
+    if kind == "c":
+        def complex_format(z: complex) -> str:
+            sign, imag = ("-", -z.imag) if z.imag < 0 else ("+", z.imag)  # MLX: 1+-0j, nan+nanj
+            return f"{_format_float(z.real, precision)}{sign}{_format_float(imag, precision)}j"
+
+        return complex_format
+    return str  # bools as True/False, integers unpadded
+
+
 def format_array(a: Array) -> str:
-    """`array([...], dtype=name)` with C++-stream float formatting as MLX prints."""
+    """`array([...], dtype=name)` as MLX prints: C++-stream float formatting, each row on a
+    line (no blank lines between blocks, no wrapping), and every axis shown even when empty
+    (shape (2, 0) prints two `[]` rows)."""
     data = np.asarray(a)
     if a.dtype.name == "bfloat16":
         data = data.astype(np.float32)
-    precision = _options["precision"]
-    body = np.array2string(
-        data,
-        separator=", ",
-        prefix="array(",
-        threshold=_options["threshold"],
-        edgeitems=_options["edgeitems"],
-        formatter={
-            "float_kind": lambda x: _format_float(float(x), precision),
-            "complex_kind": lambda z: f"{_format_float(z.real, precision)}"
-            f"{'+' if z.imag >= 0 else '-'}{_format_float(abs(z.imag), precision)}j",
-            "bool": lambda b: str(bool(b)),
-            "int": lambda i: str(int(i)),  # unpadded, as MLX
-        },
-    )
+    item = _item_format(data.dtype.kind, _options["precision"])
+    edge = _options["edgeitems"] if data.size > _options["threshold"] else None
+    body = item(data.item()) if data.ndim == 0 else _format_rows(data, item, edge, len("array("))
     return f"array({body}, dtype={a.dtype.name})"
+
+
+def _format_rows(data: np.ndarray, item: Callable[[Any], str], edge: int | None,
+                 column: int) -> str:
+    """`data` (at least 1-D) as nested brackets, the outer one at `column`; with `edge`, axes
+    longer than twice it show their first and last `edge` entries around `...`."""
+    n = len(data)
+    cut = edge is not None and n > 2 * edge
+    if data.ndim == 1:
+        if cut:
+            parts = [*map(item, data[:edge].tolist()), "...", *map(item, data[n - edge:].tolist())]
+        else:
+            parts = [*map(item, data.tolist())]
+        return "[" + ", ".join(parts) + "]"
+    rows = [*range(edge), None, *range(n - edge, n)] if cut else range(n)
+    inner = [
+        "..." if i is None else _format_rows(data[i], item, edge, column + 1) for i in rows
+    ]
+    return "[" + (",\n" + " " * (column + 1)).join(inner) + "]"
 
 
 @dataclass

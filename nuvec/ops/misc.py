@@ -153,7 +153,8 @@ def view(a: Any, /, dtype: Any, *, stream: Any = None) -> Array:
         dtype: the dtype to read the bytes as.
 
     Returns:
-        An array of `dtype` whose last axis is `a.shape[-1] * a.itemsize / dtype.size` long.
+        An array of `dtype` whose last axis is `a.shape[-1] * a.itemsize / dtype.size` long
+        (a 0-d array stays 0-d).
 
     Raises:
         ValueError: if the item sizes differ and `a` is 0-d, or the last axis's bytes do not
@@ -169,10 +170,14 @@ def view(a: Any, /, dtype: Any, *, stream: Any = None) -> Array:
     target = dt.to_dtype(dtype, "view")
     if target is a.dtype:
         return fresh(a)
-    if target.size != a.dtype.size:
-        if a.ndim == 0:
+    if a.ndim == 0:
+        if target.size != a.dtype.size:
             raise ValueError(f"view: a 0-d {a.dtype.name} array cannot be viewed as "
                              f"{target.name}, whose item size differs")
+        # as a 1-element row: `View`'s shape rule and kernels work on a last axis
+        return reshape(view(reshape(a, (1,), stream=stream), target, stream=stream), (),
+                       stream=stream)
+    if target.size != a.dtype.size:
         if (a.shape[-1] * a.dtype.size) % target.size:
             raise ValueError(
                 f"view: the last axis of shape {a.shape} ({a.shape[-1] * a.dtype.size} bytes of "

@@ -70,6 +70,37 @@ def test_repr_in_mlx_style():
     assert repr(mx.array([[1, 2], [3, 4]])) == "array([[1, 2],\n       [3, 4]], dtype=int32)"
 
 
+@pytest.mark.parametrize(
+    "shape, expected",
+    [
+        ((2, 0), "array([[],\n       []], dtype=float32)"),
+        ((0, 2), "array([], dtype=float32)"),
+        ((1, 0), "array([[]], dtype=float32)"),
+        ((2, 3, 0), "array([[[],\n        [],\n        []],\n       [[],\n        [],\n"
+                    "        []]], dtype=float32)"),
+        ((2, 0, 3), "array([[],\n       []], dtype=float32)"),
+    ],
+    ids=["2x0", "0x2", "1x0", "2x3x0", "2x0x3"],
+)
+def test_repr_of_empty_arrays_shows_their_axes(shape, expected):
+    assert repr(mx.zeros(shape)) == expected  # as MLX prints them
+
+
+def test_repr_has_no_blank_lines_or_wrapping():
+    # MLX puts 3-D blocks on consecutive lines and never wraps a long row
+    assert repr(mx.arange(8).reshape(2, 2, 2)) == (
+        "array([[[0, 1],\n        [2, 3]],\n       [[4, 5],\n        [6, 7]]], dtype=int32)"
+    )
+    rows = repr(mx.arange(343.0).reshape(7, 7, 7) / 3).split("\n")
+    assert len(rows) == 43 and rows[3] == "        ...," and rows[21] == "       ...,"
+    assert rows[0] == "array([[[0, 0.333333, 0.666667, ..., 1.33333, 1.66667, 2],"
+    wide = repr(mx.array([1 / 3 + 2j] * 5))
+    assert "\n" not in wide and wide.count("0.333333+2j") == 5
+    assert repr(mx.array([complex(1, -0.0), complex(1, -2)])) == (
+        "array([1+-0j, 1-2j], dtype=complex64)"
+    )
+
+
 def test_printoptions():
     with mx.printoptions(precision=2):
         assert repr(mx.array([1.23456])) == "array([1.23], dtype=float32)"
@@ -142,6 +173,50 @@ def test_format_spec_on_size_one_arrays():
     assert f"{mx.array([1, 2])}" == repr(mx.array([1, 2]))
     with pytest.raises(TypeError, match="^format: "):
         f"{mx.array([1.0, 2.0]):.2f}"
+
+
+def test_empty_format_spec_formats_a_0d_arrays_value():
+    # as MLX: f"loss {loss}" shows the number; other arrays print as their repr
+    assert f"loss {mx.mean(mx.array([1.0, 2.0]))}" == "loss 1.5"
+    assert f"{mx.array(True)}" == "True" and "{}".format(mx.array(3)) == "3"
+    assert format(mx.array(0.1), "") == "0.10000000149011612"  # the float32 value, as MLX
+    assert f"{mx.array(1 + 2j)}" == "(1+2j)" and f"{mx.array(1.5, mx.bfloat16)}" == "1.5"
+    assert f"{mx.array([1.5])}" == repr(mx.array([1.5]))
+    assert str(mx.array(2.5)) == "array(2.5, dtype=float32)"
+
+
+@pytest.mark.parametrize(
+    "values, dtype, expected",
+    [
+        ([1], mx.uint8, b"\x01"),
+        ([[1, 2], [3, 4]], mx.int16, b"\x01\x00\x02\x00\x03\x00\x04\x00"),
+        (1.0, mx.float32, b"\x00\x00\x80?"),
+        ([1.5], mx.bfloat16, b"\xc0?"),
+        ([True, False], mx.bool_, b"\x01\x00"),
+        ([], mx.float32, b""),
+    ],
+    ids=["uint8", "int16-2d", "float32-0d", "bfloat16", "bool", "empty"],
+)
+def test_bytes_are_the_raw_elements(values, dtype, expected):
+    assert bytes(mx.array(values, dtype)) == expected  # MLX's buffer, not bytes(n) via __index__
+
+
+def test_bytes_follow_logical_row_major_order():
+    x = mx.array([[1, 2], [3, 4]], mx.int16)
+    assert bytes(x.T) == b"\x01\x00\x03\x00\x02\x00\x04\x00"
+
+
+def test_shape_and_dtype_are_read_only():
+    x = mx.ones(2)
+    for name, value in (("shape", (3,)), ("dtype", mx.int32), ("other", 1)):
+        with pytest.raises(AttributeError, match=f"^attribute '{name}' of 'array' objects is not "
+                                                 "writable"):
+            setattr(x, name, value)
+    with pytest.raises(AttributeError, match="^attribute 'shape'"):
+        del x.shape
+    assert x.shape == (2,) and x.dtype is mx.float32 and repr(x) == "array([1, 1], dtype=float32)"
+    x += 1  # in-place updates still rebind the handle
+    assert x.tolist() == [2.0, 2.0] and type(x) is mx.array and type(x + x) is mx.array
 
 
 def test_dtype_none_is_rejected_where_a_dtype_is_required():

@@ -47,6 +47,17 @@ def test_stream_context_sets_default_per_thread_and_restores():
     assert mx.exp(mx.array(1.0)).stream == mx.default_stream(mx.cpu)
 
 
+def test_default_stream_follows_the_stream_context():
+    s = mx.new_stream(mx.cpu)
+    with mx.stream(s):  # as MLX: the block's stream is its device's default stream
+        assert mx.default_stream(mx.cpu) == s and mx.default_stream(mx.Device(mx.cpu, 0)) == s
+        assert mx.exp(mx.array(1.0), stream=mx.cpu).stream == s
+        with mx.stream(mx.cpu) as inner:
+            assert inner == s
+    assert mx.default_stream(mx.cpu) != s
+    assert mx.exp(mx.array(1.0)).stream == mx.default_stream(mx.cpu)
+
+
 def test_stream_keyword_accepts_stream_device_and_device_type():
     s = mx.new_stream(mx.cpu)
     x = mx.array([1.0])

@@ -131,6 +131,35 @@ def test_issubdtype_categories():
     assert not mx.issubdtype(mx.bool_, mx.number)
 
 
+def test_dtype_categories_are_mlx_s_enum():
+    assert mx.DtypeCategory.floating is mx.floating and mx.floating.parent is mx.inexact
+    assert [(c.name, c.value) for c in mx.DtypeCategory] == [
+        ("complexfloating", 0), ("floating", 1), ("inexact", 2), ("signedinteger", 3),
+        ("unsignedinteger", 4), ("integer", 5), ("number", 6), ("generic", 7),
+    ]
+    assert mx.DtypeCategory(5) is mx.integer and repr(mx.integer) == "DtypeCategory.integer"
+    assert mx.issubdtype(mx.float32, mx.DtypeCategory.floating)
+    assert mx.issubdtype(mx.DtypeCategory.floating, mx.DtypeCategory.inexact)
+    assert not mx.issubdtype(mx.inexact, mx.floating)
+
+
+def test_finfo_of_complex64_describes_its_float32_parts():
+    info = mx.finfo(mx.complex64)
+    assert info.dtype is mx.float32 and info.eps == mx.finfo(mx.float32).eps  # as MLX
+
+
+@pytest.mark.parametrize(
+    "d, expected",
+    [(mx.float16, "finfo(min=-65504, max=65504, dtype=float16)"),
+     (mx.bfloat16, "finfo(min=-3.38953e+38, max=3.38953e+38, dtype=bfloat16)"),
+     (mx.float32, "finfo(min=-3.40282e+38, max=3.40282e+38, dtype=float32)"),
+     (mx.float64, "finfo(min=-1.79769e+308, max=1.79769e+308, dtype=float64)")],
+    ids=["float16", "bfloat16", "float32", "float64"],
+)
+def test_finfo_repr_as_mlx(d, expected):
+    assert repr(mx.finfo(d)) == expected
+
+
 @pytest.mark.parametrize("d", [mx.float16, mx.bfloat16, mx.float32, mx.float64], ids=str)
 def test_finfo_matches_numpy(d):
     ref = ml_dtypes.finfo(d.np) if d is mx.bfloat16 else np.finfo(d.np)

@@ -148,6 +148,17 @@ def test_view_of_a_transposed_input_reads_logical_order():
     np.testing.assert_array_equal(np.asarray(out), np.ascontiguousarray(a.T).view(np.int32))
 
 
+@pytest.mark.parametrize(
+    "value, src, dst, expected",
+    [(1.0, "float32", "int32", 1065353216), (-1, "int64", "uint64", 2**64 - 1),
+     (1.0, "float16", "bfloat16", 0.0078125), (True, "bool_", "uint8", 1)],
+)
+def test_view_of_a_0d_array_stays_0d(value, src, dst, expected):
+    out = mx.array(value, getattr(mx, src)).view(getattr(mx, dst))
+    assert out.shape == () and out.dtype is getattr(mx, dst) and out.item() == expected
+    assert np.asarray(out).shape == ()
+
+
 def test_view_errors_and_no_gradient():
     with pytest.raises(ValueError, match="^view: a 0-d"):
         mx.view(mx.array(1.0), mx.uint8)
