@@ -56,6 +56,17 @@ def test_buffer_protocol_route():
     assert mx.array([1.0], mx.bfloat16).__buffer__(0).format == "H"
 
 
+def test_numpy_operands_promote_as_arrays():
+    assert (mx.array([1]) + np.array([1.5])).tolist() == [2.5]
+    assert (mx.ones(2, mx.float16) * np.float32(2)).dtype == mx.float32
+    assert (mx.array([1]) + mx.array(np.array([1.5]), mx.int32)).tolist() == [2]
+
+
+def test_format_specs_on_one_element_arrays():
+    assert f"{mx.array([2.5]):.1f}" == "2.5" and f"{mx.array(1.5)}" == "1.5"
+    assert f"{mx.array([1, 2])}" == repr(mx.array([1, 2]))
+
+
 def test_numpy_functions_return_numpy():
     a = mx.ones((2, 3))
     assert isinstance(np.sum(a, axis=0), np.ndarray)
