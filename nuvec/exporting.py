@@ -24,7 +24,7 @@ from nuvec.graph.array import Array
 from nuvec.graph.convert import from_data
 from nuvec.graph.device import DeviceType, is_available, to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import check_callable
+from nuvec.ops.arguments import bool_flag, check_callable
 
 __all__ = ["export_function", "import_function", "exporter", "FunctionExporter"]
 
@@ -216,6 +216,7 @@ class FunctionExporter:
             raise TypeError(f"{op}: metadata must be a str, got {type(metadata).__name__}")
         if metadata is not None and callable(file):
             raise ValueError(f"{op}: metadata is only saved to a file, not given to a callback")
+        shapeless = bool_flag(shapeless, op, "shapeless")
         self._file, self._fun, self._shapeless, self._metadata = file, fun, shapeless, metadata
         self._op = op
         self._encoder = _Encoder(op)
@@ -388,6 +389,7 @@ def import_function(file: str, return_metadata: bool = False) -> Any:
     Raises:
         ValueError: if the file is not an exported nuvec function.
     """
+    return_metadata = bool_flag(return_metadata, "import_function", "return_metadata")
     try:
         with np.load(file, allow_pickle=False) as archive:
             header = json.loads(bytes(archive["program"]).decode())

@@ -17,6 +17,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf
+from nuvec.ops.arguments import bool_flag
 
 __all__ = ["from_dlpack"]
 
@@ -141,9 +142,15 @@ class _Capsule:
 
 def _take_capsule(x: Any) -> Any:
     try:
-        return x.__dlpack__(max_version=(1, 0))
-    except TypeError:  # a producer from before DLPack 1.0 takes no keywords
-        return x.__dlpack__()
+        try:
+            return x.__dlpack__(max_version=(1, 0))
+        except TypeError:  # a producer from before DLPack 1.0 takes no keywords
+            return x.__dlpack__()
+    except BufferError as e:  # the producer cannot export its data (an object dtype, ...)
+        dtype = getattr(x, "dtype", None)
+        of = f" of dtype {dtype}" if dtype is not None else ""
+        raise dt.DtypeError(f"from_dlpack: cannot import {type(x).__name__} data{of}: {e}"
+                            ) from None
 
 
 def _host_from_dlpack(x: Any, copy: bool | None) -> np.ndarray:
@@ -181,7 +188,7 @@ def from_dlpack(x: Any, /, *, copy: bool | None = None) -> Array:
 
     Raises:
         DtypeError: if the data's dtype has no nuvec dtype (complex128 converts to complex64
-            unless `copy=False`).
+            unless `copy=False`), or the producer cannot export it.
         BufferError: if the data cannot be shared and `copy=False`.
 
     Example:
@@ -191,6 +198,8 @@ def from_dlpack(x: Any, /, *, copy: bool | None = None) -> Array:
         array([[0, 2],
                [3, 5]], dtype=float64)
     """
+    if copy is not None:
+        copy = bool_flag(copy, "from_dlpack", "copy")
     if isinstance(x, Array):
         return x
     if not hasattr(x, "__dlpack__"):

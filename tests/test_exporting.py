@@ -117,3 +117,18 @@ def test_bad_files_are_refused_without_running_them(tmp_path):
     forge()
     with pytest.raises(ValueError, match="^import_function: .* has format 'other/9'"):
         mx.import_function(forged)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda p: mx.export_function(p, lambda a: a, mx.ones(2), shapeless="no"),
+     r"^export_function: shapeless must be a bool, got 'no' \(str\)"),
+    (lambda p: mx.exporter(p, lambda a: a, shapeless=1),
+     r"^exporter: shapeless must be a bool, got 1 \(int\)"),
+    (lambda p: mx.import_function(p, return_metadata="yes"),
+     r"^import_function: return_metadata must be a bool, got 'yes' \(str\)"),
+    (lambda p: mx.load(p, return_metadata=None),
+     r"^load: return_metadata must be a bool, got None \(NoneType\)"),
+], ids=["export-shapeless", "exporter-shapeless", "import-metadata", "load-metadata"])
+def test_flags_must_be_bools(tmp_path, call, message):
+    with pytest.raises(TypeError, match=message):
+        call(str(tmp_path / "f.mlxfn"))

@@ -15,6 +15,7 @@ import numpy as np
 from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, leaf, record
+from nuvec.graph.caller import public_caller
 from nuvec.graph.device import DeviceType, default_stream, stream as stream_context, to_stream
 from nuvec.graph.evaluator import eval as evaluate
 from nuvec.graph.primitive import Primitive
@@ -38,15 +39,15 @@ def mx() -> Any:
 def floating(op: str, dtype: dt.Dtype) -> None:
     """Raises TypeError unless `dtype` is a floating-point type."""
     if not dtype.is_floating:
-        raise DtypeError(f"{op}: unsupported dtype {dtype.name}, expected a floating-point type")
+        raise DtypeError(f"{public_caller(op)}: unsupported dtype {dtype.name}, expected a "
+                         "floating-point type")
 
 
 def check_param(op: str, what: str, p: Array, x: Array) -> None:
     """Raises ValueError unless `p` is 1-D with the size of `x`'s last axis."""
     if p.ndim != 1 or p.size != x.shape[-1]:
-        raise ValueError(
-            f"{op}: {what} must be 1-D with {x.shape[-1]} elements, got shape {p.shape}"
-        )
+        raise ValueError(f"{public_caller(op)}: {what} must be 1-D with {x.shape[-1]} elements, "
+                         f"got shape {p.shape}")
 
 
 def as_f32_bits(value: float) -> float:

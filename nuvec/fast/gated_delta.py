@@ -13,7 +13,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import KERNEL_FLOATS, NODE_FLOATS, FastOp, floating, mx, on_gpu, wide
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, bool_flag
 
 __all__ = ["gated_delta", "gated_delta_steps", "gated_delta_slots", "gated_delta_update",
            "gated_delta_from_projections"]
@@ -351,6 +351,7 @@ def gated_delta_from_projections(q: Any, k: Any, v: Any, a: Any, b: Any, A_log: 
         ((1, 2, 1, 3), (1, 1, 3, 4), nuvec.float32)
     """
     op = "gated_delta_from_projections"
+    bool_flag(use_kernel, op, "use_kernel")  # accepted for mlx-lm, unused
     with stream_context(to_stream(stream)):
         ops = mx()
         q, k, v, a, b = (as_array(x, op) for x in (q, k, v, a, b))

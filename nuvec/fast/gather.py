@@ -16,9 +16,10 @@ from typing import Any
 from nuvec.fast.base import KERNEL_FLOATS, FastOp, mx, one
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
+from nuvec.graph.caller import rename_error
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.ops import quantized
-from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.arguments import as_array, bool_flag, broadcast_shapes
 from nuvec.ops.comparison import less
 from nuvec.ops.creation import arange
 from nuvec.ops.gathered import matrix_operands
@@ -252,6 +253,7 @@ def gather_mm(
         (2, 3, 6)
     """
     op = "gather_mm"
+    sorted_indices = bool_flag(sorted_indices, op, "sorted_indices")
     s = to_stream(stream)
     a, b = as_array(a, op), as_array(b, op)
     if lhs_indices is None and rhs_indices is None:
@@ -305,6 +307,8 @@ def gather_qmm(
         (2, 2, 3)
     """
     op = "gather_qmm"
+    transpose = bool_flag(transpose, op, "transpose")
+    sorted_indices = bool_flag(sorted_indices, op, "sorted_indices")
     if mode in FLOAT_MODES:
         with stream_context(to_stream(stream)):
             x, weights = quantized.float_mode_operands(op, x, w, scales, biases, transpose,
@@ -314,8 +318,12 @@ def gather_qmm(
     if global_scale is not None:
         raise ValueError(f"{op}: global_scale is only used by nvfp4 quantization")
     if lhs_indices is None and rhs_indices is None:
-        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
-                                stream=stream)
+        try:
+            return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
+                                    stream=stream)
+        except (TypeError, ValueError) as e:  # checked there: the error names `gather_qmm`
+            rename_error(e, "quantized_matmul", op)
+            raise
     check_quantization_mode(op, mode)
     if biases is None:
         raise ValueError(f"{op}: biases must be given for affine quantization")

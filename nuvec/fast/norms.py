@@ -10,6 +10,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
+from nuvec.graph.caller import public_caller
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import (
     FastOp,
@@ -215,7 +216,8 @@ class LayerNormVjp(_Eps):
 def _input(x: Any, op: str) -> Array:
     x = as_array(x, op)
     if x.ndim == 0:
-        raise ValueError(f"{op}: the input needs at least one dimension")
+        raise ValueError(f"{public_caller(op)}: the input needs at least one dimension, got "
+                         f"shape {x.shape}")
     return x
 
 
@@ -325,7 +327,6 @@ def add_rms_norm(
         eps = real_number(eps, "add_rms_norm", "eps")
         if weight is not None:
             weight = as_array(weight, "add_rms_norm")
-            check_param("add_rms_norm", "weight", weight, x)
         dtype = dt.promote_types(x.dtype, residual.dtype)
         fused = (
             x.shape == residual.shape
@@ -340,7 +341,7 @@ def add_rms_norm(
                 )
             )
         )
-        if not fused:
+        if not fused:  # (`rms_norm` checks h and weight, its messages naming add_rms_norm)
             h = mx().add(x, residual)
             return h, rms_norm(h, weight, eps)
         w = scalar_array(1.0, dtype) if weight is None else mx().astype(weight, dtype)

@@ -23,7 +23,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, bool_flag
 from nuvec.ops.families import batch_size
 
 __all__ = ["packed_attention"]
@@ -453,6 +453,7 @@ def packed_attention(qkv: Any, lengths: Any, cos: Any, sin: Any, *, heads: int,
     with stream_context(to_stream(stream)):
         qkv = as_array(qkv, OP)
         cos, sin = as_array(cos, OP), as_array(sin, OP)
+        return_lse = bool_flag(return_lse, OP, "return_lse")
         d = check_qkv(qkv, heads)
         lengths = check_lengths(lengths, qkv.shape[0])
         check_tables(cos, sin, d, max(lengths, default=0))

@@ -15,7 +15,7 @@ from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context, to_stream
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, record_or_fallback
 from nuvec.fast.norms import RmsNorm, rms_norm
-from nuvec.ops.arguments import as_array, index_int, real_number, scalar_array
+from nuvec.ops.arguments import as_array, bool_flag, index_int, real_number, scalar_array
 
 __all__ = ["rope", "norm_rope"]
 
@@ -242,6 +242,7 @@ def rope(
     with stream_context(to_stream(stream)):
         x = as_array(a, "rope")
         dims = index_int(dims, "rope", "dims")
+        traditional = bool_flag(traditional, "rope", "traditional")
         scale = real_number(scale, "rope", "scale")
         if base is not None:  # the frequencies are base ** (-2i / dims)
             base = real_number(base, "rope", "base", positive=True)
@@ -306,6 +307,7 @@ def norm_rope(
     with stream_context(to_stream(stream)):
         x = as_array(x, "norm_rope")
         dims, scale = index_int(dims, "norm_rope", "dims"), real_number(scale, "norm_rope", "scale")
+        traditional = bool_flag(traditional, "norm_rope", "traditional")
         if base is not None:
             base = real_number(base, "norm_rope", "base", positive=True)
         if eps is not None:

@@ -14,7 +14,7 @@ from nuvec.fast.softmax import LOGSUMEXP, SOFTMAX
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops.arguments import as_array, fresh, normalize_axes
+from nuvec.ops.arguments import as_array, bool_flag, fresh, normalize_axes
 from nuvec.ops.families import kept_shape, squeezed_shape
 from nuvec.ops.methods import reduction_method
 from nuvec.ops.reduction import Axis, at_least_float, check_nonempty, from_rows, to_rows
@@ -64,7 +64,7 @@ def logsumexp(
         0.6931
     """
     s = to_stream(stream)
-    a = _float_input("logsumexp", a, s)
+    a, keepdims = _float_input("logsumexp", a, s), bool_flag(keepdims, "logsumexp", "keepdims")
     axes = normalize_axes(axis, a.ndim, "logsumexp")
     if not axes:
         return fresh(a)
@@ -108,6 +108,7 @@ def softmax(
     """
     s = to_stream(stream)
     a = _float_input("softmax", a, s)
+    bool_flag(precise, "softmax", "precise")  # half types always accumulate in float32
     axes = normalize_axes(axis, a.ndim, "softmax")
     if a.size == 0:  # no groups to normalize
         return fresh(a)

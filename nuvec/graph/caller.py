@@ -71,3 +71,28 @@ def name_function(fn, name: str):
     fn.__name__ = fn.__qualname__ = name
     fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
     return fn
+
+
+def rename_error(error: BaseException, old: str, new: str) -> None:
+    """Rewrites, in place, the leading `old:` of `error`'s message as `new:`, for a function
+    that calls another public function under its own name (`acos` calling `arccos`) and whose
+    error was raised with the callee's name written out. Only error paths call it.
+
+    Args:
+        error: the exception being raised.
+        old: the name its message may start with.
+        new: the name to put there instead.
+
+    Example:
+        >>> from nuvec.graph.caller import rename_error
+        >>> e = ValueError("norm: invalid ord 'x'")
+        >>> rename_error(e, "norm", "matrix_norm"); str(e)
+        "matrix_norm: invalid ord 'x'"
+    """
+    args = error.args
+    if not args or not isinstance(args[0], str) or not args[0].startswith(old + ":"):
+        return
+    message = new + args[0][len(old):]
+    if getattr(error, "_msg", None) == args[0]:  # NumPy's AxisError keeps its message apart
+        error._msg = message  # type: ignore[attr-defined]
+    error.args = (message, *args[1:])

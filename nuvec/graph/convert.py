@@ -112,7 +112,8 @@ def _check_wide_ints(data: np.ndarray, target: dt.Dtype | None) -> None:
     """NumPy stores Python ints in [2**63, 2**64) as uint64; only a uint64 target takes them (a
     cast to int64 would wrap them silently)."""
     if data.dtype.kind == "u" and target is not dt.uint64:
-        raise dt.IntegerOverflowError(f"array: the integer {data.max()} does not fit in int64")
+        raise dt.IntegerOverflowError(f"{public_caller('array')}: the integer {data.max()} does "
+                                      "not fit in int64")
 
 
 def _reject_wide_python_ints(a: Any) -> None:
@@ -122,8 +123,8 @@ def _reject_wide_python_ints(a: Any) -> None:
     except ValueError:  # ragged
         return
     if items and all(type(v) is int or type(v) is bool for v in items):
-        raise dt.IntegerOverflowError(f"array: the integer {max(items, key=abs)} does not fit "
-                                      "in int64")
+        raise dt.IntegerOverflowError(f"{public_caller('array')}: the integer "
+                                      f"{max(items, key=abs)} does not fit in int64")
 
 
 def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
@@ -137,7 +138,8 @@ def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]
     if wide:  # NumPy holds ints past int64 as objects or, mixed with others, as floats
         _reject_wide_python_ints(a)
     if data.dtype == object:
-        raise ValueError("array: nested sequences must be rectangular and hold numbers")
+        raise ValueError(f"{public_caller('array')}: nested sequences must be rectangular and "
+                         "hold numbers")
     kind = data.dtype.kind
     if kind == "b":
         return data, dt.bool_
@@ -152,7 +154,8 @@ def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]
         return data, dt.float32
     if kind == "c":
         return data, dt.complex64
-    raise ValueError(f"array: cannot make an array from data of type {data.dtype}")
+    raise dt.DtypeError(f"{public_caller('array')}: cannot make an array from data of type "
+                        f"{data.dtype}")
 
 
 def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
@@ -193,7 +196,9 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
         else:
             converted = np.array(data, dtype=out.np, copy=True)
     except OverflowError as exc:
-        raise dt.IntegerOverflowError(f"array: cannot convert data to {out.name}: {exc}") from None
+        raise dt.IntegerOverflowError(f"{public_caller('array')}: cannot convert data to "
+                                      f"{out.name}: {exc}") from None
     except ValueError as exc:
-        raise ValueError(f"array: cannot convert data to {out.name}: {exc}") from None
+        raise ValueError(f"{public_caller('array')}: cannot convert data to {out.name}: "
+                         f"{exc}") from None
     return leaf(converted, out, upload=True)  # on a GPU default device: uploaded

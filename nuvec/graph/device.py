@@ -103,6 +103,11 @@ class Stream:
         return f"Stream({self.device}, {self.index})"
 
 
+class DeviceUnavailableError(RuntimeError, ValueError):
+    """A device nuvec cannot compute on here (a `RuntimeError`, and a `ValueError` as MLX raises
+    for a GPU stream or device without a GPU backend)."""
+
+
 # Each module defines `backend`, an object behind the protocol of `nuvec.graph.backend`.
 _BACKEND_MODULES = {DeviceType.cpu: "nuvec.backends.numpy", DeviceType.gpu: "nuvec.backends.cupy"}
 _backends: dict[DeviceType, Any] = {}
@@ -141,8 +146,8 @@ def backend_for(device: Device | DeviceType) -> Any:
     """The backend of a device, imported on first use.
 
     Raises:
-        RuntimeError: if the device has no available backend; for the GPU the message says
-            whether CuPy or a CUDA device is missing and how to install CuPy.
+        DeviceUnavailableError: if the device has no available backend; for the GPU the
+            message says whether CuPy or a CUDA device is missing and how to install CuPy.
     """
     kind = device if isinstance(device, DeviceType) else device.type
     found = _backends.get(kind)
@@ -150,7 +155,7 @@ def backend_for(device: Device | DeviceType) -> Any:
         return found
     backend = importlib.import_module(_BACKEND_MODULES[kind]).backend
     if not backend.available():
-        raise RuntimeError(
+        raise DeviceUnavailableError(
             f"the {kind.name} device is not available: {backend.unavailable_reason()}"
         )
     with _lock:
@@ -186,12 +191,31 @@ def is_available(device: Device | DeviceType) -> bool:
     return True
 
 
-def _as_device(device: Device | DeviceType) -> Device:
+def _available(device: Device, op: str) -> None:
+    """Raises `DeviceUnavailableError`, named for the public function called (`op` if none
+    is found), if `device` has no backend here."""
+    try:
+        backend_for(device)
+    except DeviceUnavailableError as e:
+        raise DeviceUnavailableError(f"{public_caller(op)}: {e}") from None
+
+
+def _as_device(device: Device | DeviceType, op: str) -> Device:
+    """`device` as a `Device`; `op` names the public function in the error."""
     if isinstance(device, Device):
         return device
     if isinstance(device, DeviceType):
         return Device(device, 0)
-    raise TypeError(f"expected a Device or DeviceType, got {type(device).__name__}")
+    raise TypeError(f"{op}: device must be a Device or DeviceType, got {device!r} "
+                    f"({type(device).__name__})")
+
+
+def _usable_device(device: Device | DeviceType, op: str) -> Device:
+    """`device` as a `Device` that nuvec can compute on here (for a stream made on it)."""
+    dev = _as_device(device, op)
+    if dev.type is not DeviceType.cpu and dev.type not in _backends:
+        _available(dev, op)
+    return dev
 
 
 def _make_stream(device: Device, owned: bool = True) -> Stream:
@@ -254,7 +278,8 @@ def set_default_device(device: Device | DeviceType) -> None:
         device: a `Device`, or a `DeviceType` (index 0).
 
     Raises:
-        RuntimeError: if the device is not available here.
+        DeviceUnavailableError: (a `RuntimeError` and `ValueError`) if the device is not
+            available here.
         TypeError: if `device` is not a device.
 
     Example:
@@ -265,8 +290,8 @@ def set_default_device(device: Device | DeviceType) -> None:
         >>> mx.set_default_device(old)
     """
     global _global_device, _global_stream
-    dev = _as_device(device)
-    backend_for(dev)
+    dev = _as_device(device, "set_default_device")
+    _available(dev, "set_default_device")
     _global_device = dev
     _global_stream = _device_stream(dev)
     _state.device = None
@@ -277,6 +302,11 @@ def default_stream(device: Device | DeviceType) -> Stream:
     """The default stream of `device` (a `Device` or `DeviceType`), made on first use; within
     a `stream(s)` block, `s` for its device (as MLX).
 
+    Raises:
+        DeviceUnavailableError: (a `RuntimeError` and `ValueError`) if the device is not
+            available here.
+        TypeError: if `device` is not a device.
+
     Example:
         >>> import nuvec as mx
         >>> s = mx.new_stream(mx.cpu)
@@ -286,7 +316,7 @@ def default_stream(device: Device | DeviceType) -> Stream:
         >>> mx.default_stream(mx.cpu) == s
         False
     """
-    dev = _as_device(device)
+    dev = _usable_device(device, "default_stream")
     if _scoped:
         s = _state.stream
         if s is not None and s.device == dev:
@@ -311,25 +341,35 @@ def new_stream(device: Device | DeviceType) -> Stream:
     """A new stream on `device` (a `Device` or `DeviceType`); work on different streams may run
     concurrently.
 
+    Raises:
+        DeviceUnavailableError: (a `RuntimeError` and `ValueError`) if the device is not
+            available here.
+        TypeError: if `device` is not a device.
+
     Example:
         >>> import nuvec as mx
         >>> s = mx.new_stream(mx.cpu)
         >>> s == mx.default_stream(mx.cpu), mx.add(1, 2, stream=s).item()
         (False, 3)
     """
-    return _make_stream(_as_device(device))
+    return _make_stream(_usable_device(device, "new_stream"))
 
 
 def new_thread_unsafe_stream(device: Device | DeviceType) -> Stream:
     """A new stream on `device` that any thread may use, as MLX's (every nuvec stream may be
     used from any thread: this is `new_stream`, except that `clear_streams` keeps it, as MLX).
 
+    Raises:
+        DeviceUnavailableError: (a `RuntimeError` and `ValueError`) if the device is not
+            available here.
+        TypeError: if `device` is not a device.
+
     Example:
         >>> import nuvec as mx
         >>> mx.add(1, 2, stream=mx.new_thread_unsafe_stream(mx.cpu)).item()
         3
     """
-    return _make_stream(_as_device(device), owned=False)
+    return _make_stream(_usable_device(device, "new_thread_unsafe_stream"), owned=False)
 
 
 def clear_streams() -> None:
@@ -402,12 +442,17 @@ class ThreadLocalStream:
 def new_thread_local_stream(device: Device | DeviceType) -> ThreadLocalStream:
     """A `ThreadLocalStream` on `device`: one stream per thread that uses it.
 
+    Raises:
+        DeviceUnavailableError: (a `RuntimeError` and `ValueError`) if the device is not
+            available here.
+        TypeError: if `device` is not a device.
+
     Example:
         >>> import nuvec as mx
         >>> mx.new_thread_local_stream(mx.cpu).device
         Device(cpu, 0)
     """
-    return ThreadLocalStream(_as_device(device))
+    return ThreadLocalStream(_usable_device(device, "new_thread_local_stream"))
 
 
 def set_default_stream(s: Stream) -> None:
@@ -429,7 +474,7 @@ def set_default_stream(s: Stream) -> None:
         raise TypeError(f"set_default_stream: expected a Stream, got {type(s).__name__}")
     if s.cleared:
         raise RuntimeError(f"set_default_stream: {s} was destroyed by clear_streams")
-    backend_for(s.device)
+    _available(s.device, "set_default_stream")
     with _lock:
         _default_streams[s.device] = s
     if s.device == (_global_device or _initial_device()):
@@ -490,8 +535,8 @@ def to_stream(s: Stream | Device | DeviceType | None) -> Stream:
         raise _not_a_stream(public_caller("stream"), s)
     if s.cleared:
         raise RuntimeError(f"{public_caller('stream')}: {s} was destroyed by clear_streams")
-    if s.device.type is not DeviceType.cpu:
-        backend_for(s.device)
+    if s.device.type is not DeviceType.cpu and s.device.type not in _backends:
+        _available(s.device, "stream")
     return s
 
 
@@ -586,5 +631,6 @@ def device_info(d: Device | DeviceType | None = None) -> dict[str, Any]:
         >>> sorted(mx.device_info(mx.cpu))[:3]
         ['architecture', 'device_name', 'memory_size']
     """
-    dev = default_device() if d is None else _as_device(d)
+    dev = default_device() if d is None else _as_device(d, "device_info")
+    _available(dev, "device_info")
     return backend_for(dev).device_info(dev.index)

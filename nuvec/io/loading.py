@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from nuvec.graph.device import to_stream
+from nuvec.ops.arguments import bool_flag
 from nuvec.io.gguf_files import load_gguf
 from nuvec.io.numpy_files import load_npy, load_npz
 from nuvec.io.safetensors_files import load_safetensors
@@ -68,6 +69,7 @@ def load(
         nuvec.float64
     """
     to_stream(stream)
+    return_metadata = bool_flag(return_metadata, "load", "return_metadata")
     fmt = _format(file) if format is None else format
     if fmt not in _FORMATS:
         raise ValueError(f"load: unsupported format {fmt!r}; nuvec reads "

@@ -1,8 +1,13 @@
-"""MLX's second names for existing operations (the array API standard's spellings): each is the
-same function as the operation it names, so errors and documentation are that operation's."""
+"""MLX's second names for existing operations (the array API standard's spellings): each calls
+the operation it names and shares its documentation, but its errors name the function called
+(`mx.acos("x")` says `acos:`)."""
 
 from __future__ import annotations
 
+import functools
+from typing import Any, Callable
+
+from nuvec.graph.caller import name_function, rename_error
 from nuvec.ops import binary, comparison, creation, linalg_compose, scan, unary
 
 __all__ = [
@@ -10,9 +15,32 @@ __all__ = [
     "bitwise_right_shift", "cumulative_prod", "cumulative_sum", "empty", "matrix_norm", "pow",
 ]  # fmt: skip
 
-acos, acosh, asin, asinh = unary.arccos, unary.arccosh, unary.arcsin, unary.arcsinh
-atan, atanh, atan2, pow = unary.arctan, unary.arctanh, binary.arctan2, binary.power
-bitwise_left_shift, bitwise_right_shift = comparison.left_shift, comparison.right_shift
-cumulative_sum, cumulative_prod = scan.cumsum, scan.cumprod
-matrix_norm = linalg_compose.norm  # MLX's top-level name of `linalg.norm`
-empty = creation.zeros  # MLX's `empty` is `zeros`: a new array is never uninitialised
+
+
+def _alias(target: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`target` under the second name `name`: the same signature and docstring; named `name`
+    on the call stack (so `public_caller` reports it) and in errors raised with `target`'s
+    name written out."""
+    old = target.__name__
+
+    @functools.wraps(target)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return target(*args, **kwargs)
+        except (TypeError, ValueError) as e:  # the error path only
+            rename_error(e, old, name)
+            raise
+
+    return name_function(alias, name)
+
+
+acos, acosh = _alias(unary.arccos, "acos"), _alias(unary.arccosh, "acosh")
+asin, asinh = _alias(unary.arcsin, "asin"), _alias(unary.arcsinh, "asinh")
+atan, atanh = _alias(unary.arctan, "atan"), _alias(unary.arctanh, "atanh")
+atan2, pow = _alias(binary.arctan2, "atan2"), _alias(binary.power, "pow")
+bitwise_left_shift = _alias(comparison.left_shift, "bitwise_left_shift")
+bitwise_right_shift = _alias(comparison.right_shift, "bitwise_right_shift")
+cumulative_sum = _alias(scan.cumsum, "cumulative_sum")
+cumulative_prod = _alias(scan.cumprod, "cumulative_prod")
+matrix_norm = _alias(linalg_compose.norm, "matrix_norm")  # MLX's top-level `linalg.norm`
+empty = _alias(creation.zeros, "empty")  # MLX's `empty` is `zeros`: never uninitialised

@@ -89,19 +89,21 @@ def as_array(x: Any, op: str, dtype: dt.Dtype | None = None) -> Array:
                          f"({exc})") from None
 
 
-# the integer dtypes MLX checks weak Python ints against (uint64 is not checked there: it wraps)
-_INT_RANGES = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
-               for d in dt.INTEGER_DTYPES if d is not dt.uint64}
+# each integer dtype's (min, max), which the weak Python numbers it takes must lie in
+_INT_RANGES = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max)) for d in dt.INTEGER_DTYPES}
 
 
 def check_weak_int(op: str, value: Any, dtype: dt.Dtype) -> None:
-    """Raises, as MLX does, if a weak Python int does not fit the integer dtype it takes."""
-    if type(value) is int:
+    """Raises if a weak Python number cannot take the integer `dtype`: an int past its range
+    (as MLX, which lets ints wrap in uint64 only), or a float that is NaN, infinite or past the
+    range (a silent INT_MIN, or an undefined value in MLX)."""
+    kind = type(value)
+    if kind is int and dtype is not dt.uint64 or kind is float or isinstance(value, np.floating):
         bounds = _INT_RANGES.get(dtype)
-        if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            raise ValueError(f"{public_caller(op)}: the Python int {value} does not fit in "
-                             f"{dtype.name} "
-                             f"(range {bounds[0]} to {bounds[1]})")
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:  # (False for NaN)
+            what = f"Python {kind.__name__}" if kind in (int, float) else kind.__name__
+            raise ValueError(f"{public_caller(op)}: the {what} {value} does not fit in "
+                             f"{dtype.name} (range {bounds[0]} to {bounds[1]})")
 
 
 def promote(op: str, a: Any, b: Any, stream: Stream) -> tuple[Array, Array]:
@@ -279,6 +281,21 @@ def real_number(value: Any, op: str, what: str, finite: bool = True,
     if positive and not out > 0:
         raise ValueError(f"{public_caller(op)}: {what} must be positive, got {out}")
     return out
+
+
+def bool_flag(value: Any, op: str, what: str) -> bool:
+    """`value` (a Python or NumPy bool) as a Python bool. Like MLX, nothing else is
+    truth-tested: not ints, strings, None or arrays.
+
+    Raises:
+        TypeError: if `value` is not a bool.
+    """
+    if type(value) is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TypeError(f"{public_caller(op)}: {what} must be a bool, got {value!r} "
+                    f"({type(value).__name__})")
 
 
 def check_callable(op: str, fun: Any, what: str = "fun") -> None:

@@ -438,7 +438,10 @@ def divmod(a: Any, b: Any, /, *, stream: Any = None) -> list[Array]:
         >>> [x.tolist() for x in mx.divmod(mx.array([7, -7]), 2)]
         [[3, -4], [1, 1]]
     """
-    return [floor_divide(a, b, stream=stream), remainder(a, b, stream=stream)]
+    s = to_stream(stream)
+    a, b = binary_operands("divmod", a, b, s)  # checked here, so errors say `divmod`
+    _real_only("divmod", a, b)
+    return [floor_divide(a, b, stream=s), remainder(a, b, stream=s)]
 
 
 def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> Array:

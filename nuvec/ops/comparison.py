@@ -19,7 +19,7 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary, creation, nonfinite, reduction
 from nuvec.ops import unary as u
-from nuvec.ops.arguments import as_array, broadcast_all, promote
+from nuvec.ops.arguments import as_array, bool_flag, broadcast_all, promote
 from nuvec.ops.families import Binary, Unary, apply, batch_inputs
 
 __all__ = [
@@ -362,6 +362,7 @@ def isclose(
         if not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"{public_caller('isclose')}: {name} must be a real number, got "
                             f"{value!r} ({type(value).__name__})")
+    equal_nan = bool_flag(equal_nan, "isclose", "equal_nan")
     s = to_stream(stream)
     a, b = binary.binary_operands("isclose", a, b, s)
     if not a.dtype.is_inexact:
@@ -428,6 +429,7 @@ def array_equal(a: Any, b: Any, /, equal_nan: bool = False, *, stream: Any = Non
         True
     """
     a, b = as_array(a, "array_equal"), as_array(b, "array_equal")
+    equal_nan = bool_flag(equal_nan, "array_equal", "equal_nan")
     if a.shape != b.shape:
         return creation.array(False)
     s = to_stream(stream)

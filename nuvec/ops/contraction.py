@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import broadcast_all, normalize_axis
+from nuvec.ops.arguments import broadcast_all, int_tuple, normalize_axis
 from nuvec.ops.binary import multiply
 from nuvec.ops.complex_parts import conjugate
 from nuvec.ops.einsum import LETTERS, contract, promoted
@@ -55,11 +55,10 @@ def tensordot(a: Any, b: Any, /, axes: int | Sequence[Sequence[int]] = 2, *,
     else:
         try:
             first, second = axes
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"tensordot: axes must be an int or a pair of lists, got {axes!r}") from None
-        first = [first] if isinstance(first, int) else list(first)
-        second = [second] if isinstance(second, int) else list(second)
+            first, second = int_tuple(first, "", ""), int_tuple(second, "", "")
+        except (TypeError, ValueError) as e:  # not iterable, not two entries, not ints
+            raise type(e)(f"tensordot: axes must be an int or a pair of lists of ints, got "
+                          f"{axes!r}") from None
         if len(first) != len(second):
             raise ValueError(f"tensordot: axes {axes!r} name {len(first)} and {len(second)} "
                              "axes")
@@ -156,9 +155,10 @@ def vecdot(a: Any, b: Any, /, *, axis: int = -1, stream: Any = None) -> Array:
     """
     s = to_stream(stream)
     a, b = promoted("vecdot", (a, b), s)
+    if a.ndim == 0 or b.ndim == 0:  # (before broadcasting, as MLX and NumPy)
+        raise ValueError(f"vecdot: inputs must have at least one dimension, got shapes "
+                         f"{a.shape} and {b.shape}")
     a, b = broadcast_all("vecdot", (a, b), s)
-    if a.ndim == 0:
-        raise ValueError("vecdot: inputs must have at least one dimension")
     ax = normalize_axis(axis, a.ndim, "vecdot")
     if a.dtype is dt.complex64:
         a = conjugate(a, stream=s)

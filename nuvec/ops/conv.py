@@ -19,7 +19,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import Stream, to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, index_int
+from nuvec.ops.arguments import as_array, bool_flag, index_int
 from nuvec.ops.binary import add
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 from nuvec.ops.shape import moveaxis, reshape, transpose
@@ -248,7 +248,7 @@ def conv_general(input: Any, weight: Any, /, stride: int | Sequence[int] = 1,
     prim = Convolution(int_params("conv_general", "stride", stride, nd, 1), lo, hi,
                        int_params("conv_general", "kernel_dilation", kernel_dilation, nd, 1),
                        int_params("conv_general", "input_dilation", input_dilation, nd, 1),
-                       groups, bool(flip))
+                       groups, bool_flag(flip, "conv_general", "flip"))
     return record_conv("conv_general", x, w, prim, s)
 
 

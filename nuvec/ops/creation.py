@@ -21,7 +21,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary, join, unary
 from nuvec.ops import shape as shape_ops
 from nuvec.ops import sharing
-from nuvec.ops.arguments import (as_array, check_shape, check_weak_int, fresh, index_int,
+from nuvec.ops.arguments import (as_array, bool_flag, check_shape, check_weak_int, fresh, index_int,
                                  mlx_array_of, real_number)
 from nuvec.ops.families import apply
 
@@ -45,7 +45,8 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
             memory when the dtype allows and copies otherwise; False shares or raises.
 
     Raises:
-        TypeError: if `dtype` is not a dtype or the data is not numeric.
+        TypeError: if `dtype` is not a dtype, the data is not numeric or `copy` is not a bool
+            or None.
         ValueError: if nested sequences are ragged, or `copy=False` and a copy is needed.
 
     Example:
@@ -55,6 +56,8 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
     """
     target = dt.to_dtype(dtype, "array") if dtype is not None else None
     val = mlx_array_of(val, "array")
+    if copy is not True and copy is not None:
+        copy = bool_flag(copy, "array", "copy")
     if copy is not True:
         shared = sharing.shared_array(val, target, copy, "array")
         if shared is not None:
@@ -379,6 +382,7 @@ def linspace(
 
     Raises:
         ValueError: if `num` is negative.
+        TypeError: if `endpoint` is not a bool.
 
     Example:
         >>> import nuvec as mx
@@ -386,6 +390,7 @@ def linspace(
         [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     num = index_int(num, "linspace", "num", high=2**31 - 1)
+    endpoint = bool_flag(endpoint, "linspace", "endpoint")
     start = real_number(start, "linspace", "start", finite=False)
     stop = real_number(stop, "linspace", "stop", finite=False)
     if num < 0:
@@ -428,6 +433,7 @@ def meshgrid(
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    sparse = bool_flag(sparse, "meshgrid", "sparse")
     xs = [as_array(x, "meshgrid") for x in arrays]
     n = len(xs)
     sizes = [x.size for x in xs]

@@ -481,7 +481,9 @@ def permutation(
         The permuted values (uint32 for an int `x`).
 
     Raises:
-        ValueError: for a negative length, a 0-d array or a bad axis.
+        ValueError: for a negative length or one past 2**31 - 1, a 0-d array or an axis out
+            of range.
+        TypeError: if `axis` is not an int.
 
     Example:
         >>> import nuvec as mx
@@ -493,7 +495,9 @@ def permutation(
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         if x < 0:
             raise ValueError(f"permutation: length must be non-negative, got {x}")
-        return argsort(record1(RandomBits((int(x),), 4), (k,), s), stream=s)
+        n = index_int(x, "permutation", "x", high=2**31 - 1)  # MLX's lengths are int32
+        normalize_axis(axis, 1, "permutation")  # (arange(n) has the one axis)
+        return argsort(record1(RandomBits((n,), 4), (k,), s), stream=s)
     a = as_array(x, "permutation")
     if a.ndim == 0:
         raise ValueError("permutation: cannot permute a 0-d array")

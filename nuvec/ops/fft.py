@@ -341,7 +341,7 @@ def ifftshift(a: Any, axes: Sequence[int] | None = None, *, stream: Any = None) 
 
 
 def _spacing(n: Any, d: Any, op: str) -> tuple[int, float]:
-    n = index_int(n, op, "n")
+    n = index_int(n, op, "n", high=2**31 - 1)  # MLX's n is an int32
     if n <= 0:
         raise ValueError(f"{op}: n must be greater than 0, got {n}")
     if isinstance(d, bool) or not isinstance(d, (int, float, np.integer, np.floating)):

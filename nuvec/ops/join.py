@@ -11,13 +11,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from nuvec.graph import dtypes as dt
+from nuvec.graph import memory
 from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import creation, indexing, slicing, unary
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import INT64_MAX, INT64_MIN, as_array, fresh, int_tuple, normalize_axis
+from nuvec.ops.arguments import (INT64_MAX, INT64_MIN, as_array, check_shape, fresh, int_tuple,
+                                 normalize_axis)
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 
 __all__ = ["concatenate", "concat", "stack", "unstack", "split", "pad", "repeat", "tile", "roll"]
@@ -278,8 +280,8 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
         The padded array.
 
     Raises:
-        ValueError: for an unknown mode, negative or mismatched widths, or edge, reflect or
-            symmetric padding of an empty axis.
+        ValueError: for an unknown mode, negative or mismatched widths, edge, reflect or
+            symmetric padding of an empty axis, or a result past int32 dimensions or memory.
 
     Example:
         >>> import nuvec as mx
@@ -294,6 +296,8 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
     s = to_stream(stream)
     if not any(lo or hi for lo, hi in widths):
         return fresh(a)
+    shape = check_shape(tuple(d + lo + hi for d, (lo, hi) in zip(a.shape, widths)), "pad")
+    memory.check_allocation("pad", shape, a.dtype.size, a.dtype.name, s.device)
     if mode != "constant":
         out = a
         for ax, (lo, hi) in enumerate(widths):
@@ -308,7 +312,6 @@ def pad(a: Any, pad_width: int | Sequence[Any], mode: str = "constant",
     value = as_array(constant_values, "pad", a.dtype)
     if value.size != 1:
         raise ValueError(f"pad: constant_values must be a scalar, got shape {value.shape}")
-    shape = tuple(d + lo + hi for d, (lo, hi) in zip(a.shape, widths))
     base = slicing.fit_update("pad", shape_ops.reshape(value, (), stream=s), shape, a.dtype, s)
     start = tuple(lo for lo, _ in widths)
     stop = tuple(lo + d for (lo, _), d in zip(widths, a.shape))
@@ -328,7 +331,8 @@ def repeat(array: Any, repeats: int, axis: int | None = None, *, stream: Any = N
 
     Raises:
         TypeError: if `repeats` is not an int.
-        ValueError: if `repeats` is negative.
+        ValueError: if `repeats` is negative, or `axis` is out of range (an `AxisError`, also
+            an IndexError; a 0-d array has no axis).
 
     Example:
         >>> import nuvec as mx
@@ -344,9 +348,7 @@ def repeat(array: Any, repeats: int, axis: int | None = None, *, stream: Any = N
     if axis is None:
         a = shape_ops.reshape(a, (-1,), stream=s)
         axis = 0
-    if a.ndim == 0:
-        a = shape_ops.reshape(a, (1,), stream=s)
-    ax = normalize_axis(axis, a.ndim, "repeat")
+    ax = normalize_axis(axis, a.ndim, "repeat")  # (a 0-d array has no axis, as in MLX)
     x = shape_ops.expand_dims(a, ax + 1, stream=s)
     shape = list(x.shape)
     shape[ax + 1] = int(repeats)

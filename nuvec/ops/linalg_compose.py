@@ -12,10 +12,11 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, broadcast_shapes, index_int, int_tuple, normalize_axis
+from nuvec.ops.arguments import (as_array, bool_flag, broadcast_shapes, index_int, int_tuple,
+                                 normalize_axis)
 from nuvec.ops.binary import add, multiply, power, subtract
 from nuvec.ops.comparison import greater, not_equal, where
-from nuvec.ops.creation import ones, zeros_like
+from nuvec.ops.creation import ones, zeros, zeros_like
 from nuvec.ops.families import squeezed_shape
 from nuvec.ops.join import concatenate, split
 from nuvec.ops.linalg import INVERSE, LU_FACTOR, SLOGDET, SVD, mm, mT, triangle
@@ -78,6 +79,9 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
     if ord in ("fro", "f") or ord is None:
         return _l2(a, axes, keepdims)
     dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
+    if ord in (2, -2) and not a.shape[row] * a.shape[col]:
+        raise ValueError(f"norm: an empty matrix has no largest or smallest singular value "
+                         f"(ord={ord}), got shape {a.shape}")
     if ord in ("nuc", 2, -2):
         s = _singular_values(a, axes)
         reduce = reduce_sum if ord == "nuc" else reduce_max if ord == 2 else reduce_min
@@ -92,6 +96,9 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
         inner, outer = col, row
     else:
         raise ValueError(f"norm: invalid ord {ord} for a matrix norm")
+    if not a.shape[outer]:
+        raise ValueError(f"norm: ord={ord} takes an extremum over axis {outer}, which is empty, "
+                         f"got shape {a.shape}")
     pick = reduce_max if ord > 0 else reduce_min
     out = pick(reduce_sum(absolute(a), axis=inner, keepdims=True), axis=outer, keepdims=True)
     if not keepdims:
@@ -135,7 +142,7 @@ def norm(
         >>> mx.linalg.norm(mx.array([3.0, 4.0])).item()
         5.0
     """
-    a = as_array(a, "norm")
+    a, keepdims = as_array(a, "norm"), bool_flag(keepdims, "norm", "keepdims")
     with stream_context(to_stream(stream)):
         return _norm(a, ord, axis, keepdims)
 
@@ -177,7 +184,8 @@ def solve_triangular(a: Any, b: Any, *, upper: bool = False, stream: Any = None)
         >>> mx.linalg.solve_triangular(a, mx.array([2.0, 3.0])).tolist()
         [1.0, 2.0]
     """
-    return solve_batched("solve_triangular", a, b, stream, upper=bool(upper))
+    return solve_batched("solve_triangular", a, b, stream,
+                         upper=bool_flag(upper, "solve_triangular", "upper"))
 
 
 def tri_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
@@ -203,7 +211,7 @@ def tri_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
     """
     a = check_matrix("tri_inv", a)
     s = to_stream(stream)
-    return record1(INVERSE, (triangle(a, bool(upper)),), s)
+    return record1(INVERSE, (triangle(a, bool_flag(upper, "tri_inv", "upper")),), s)
 
 
 def cholesky_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
@@ -224,7 +232,8 @@ def cholesky_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
         [[0.25, 0.0], [0.0, 1.0]]
     """
     factor = check_matrix("cholesky_inv", a)
-    inv_factor = record1(INVERSE, (triangle(factor, bool(upper)),), to_stream(stream))
+    upper = bool_flag(upper, "cholesky_inv", "upper")
+    inv_factor = record1(INVERSE, (triangle(factor, upper),), to_stream(stream))
     if upper:
         return mm(inv_factor, mT(inv_factor))
     return mm(mT(inv_factor), inv_factor)
@@ -285,9 +294,11 @@ def pinv(a: Any, *, stream: Any = None) -> Array:
         [[0.5, 0.0], [0.0, 0.25]]
     """
     a = check_matrix("pinv", a, square=False)
-    u, s, vt = record(SVD(True), (a,), to_stream(stream))
     m, n = a.shape[-2:]
     k = min(m, n)
+    if k == 0:  # no singular values: the pseudo-inverse of an empty matrix is all zeros (MLX)
+        return zeros((*a.shape[:-2], n, m), a.dtype, stream=stream)
+    u, s, vt = record(SVD(True), (a,), to_stream(stream))
     u_k = u[..., :, :k] if m > k else u
     vt_k = vt[..., :k, :] if n > k else vt
     rcond = 10.0 * max(m, n) * dt.finfo(a.dtype).eps

@@ -10,7 +10,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import to_stream
-from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.arguments import as_array, bool_flag, broadcast_shapes
 from nuvec.ops.linalg import (
     INVERSE, LU_FACTOR, QR_, SLOGDET, SOLVE, SVD, Cholesky, Eig, Eigh, triangle,
 )
@@ -84,7 +84,7 @@ def cholesky(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
         [[2.0, 0.0], [1.0, 1.0]]
     """
     a = check_matrix("cholesky", a)
-    return record1(Cholesky(upper), (a,), to_stream(stream))
+    return record1(Cholesky(bool_flag(upper, "cholesky", "upper")), (a,), to_stream(stream))
 
 
 def qr(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
@@ -124,7 +124,7 @@ def svd(a: Any, compute_uv: bool = True, *, stream: Any = None) -> Any:
         derivative.
 
     Raises:
-        TypeError: if `a` is not float32/float64/complex64.
+        TypeError: if `a` is not float32/float64/complex64, or `compute_uv` not a bool.
         ValueError: if `a` has fewer than 2 dimensions.
 
     Example:
@@ -133,6 +133,7 @@ def svd(a: Any, compute_uv: bool = True, *, stream: Any = None) -> Any:
         [4.0, 3.0]
     """
     a = check_matrix("svd", a, square=False, complex_ok=True)
+    compute_uv = bool_flag(compute_uv, "svd", "compute_uv")
     outs = record(SVD(compute_uv), (a,), to_stream(stream))
     return tuple(outs) if compute_uv else outs[0]
 

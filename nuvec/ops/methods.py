@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nuvec.graph.array import Array
+from nuvec.graph.caller import name_function
 from nuvec.graph.dtypes import DtypeError
 from nuvec.ops import binary, comparison, matrices, misc, reduction, rounding, shape, statistics
 from nuvec.ops import complex_parts, creation, unary
@@ -16,7 +17,9 @@ def _construct(self: Array, val: Any, dtype: Any = None, *, copy: bool | None = 
     self._rebind(creation.array(val, dtype, copy=copy))
 
 
-Array.__init__ = _construct  # `mx.array(val, dtype)` is `creation.array` (see Array's summary)
+# `mx.array(val, dtype)` is `creation.array` (see Array's summary); named `array` so that a
+# call with wrong arguments says `array() got an unexpected keyword argument ...`
+Array.__init__ = name_function(_construct, "array")
 
 
 def _reflected(op):
@@ -177,7 +180,7 @@ Array.__imatmul__ = _in_place(_matmul)
 
 def _reshape(self: Array, *shape: Any, stream: Any = None) -> Array:
     if len(shape) == 1 and not isinstance(shape[0], int):
-        shape = tuple(shape[0])
+        shape = shape[0]  # a sequence (or anything else, which `reshape` rejects)
     return shape_module.reshape(self, shape, stream=stream)
 
 

@@ -31,7 +31,7 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary, comparison, creation, reduction, rounding, shape, unary
-from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.arguments import as_array, bool_flag, broadcast_shapes, index_int
 from nuvec.ops.families import batch_size, move_batch_to_front
 from nuvec.ops.fp8 import from_fp8, to_fp8
 from nuvec.ops.indexing import take
@@ -52,10 +52,10 @@ def float_mode_params(op: str, mode: str, group_size: int | None,
                       bits: int | None) -> tuple[int, int]:
     """The mode's fixed `(group_size, bits)`; None reads as them, anything else is refused."""
     size, width, _ = FLOAT_MODES[mode]
-    if group_size is not None and group_size != size:
+    if group_size is not None and index_int(group_size, op, "group_size") != size:
         raise ValueError(f"{op}: {mode} quantization requires group size {size}, got "
                          f"{group_size}")
-    if bits is not None and bits != width:
+    if bits is not None and index_int(bits, op, "bits") != width:
         raise ValueError(f"{op}: {mode} quantization requires bits {width}, got {bits}")
     return size, width
 
@@ -473,6 +473,7 @@ def gather_qqmm(
         [[[288.0, 288.0]], [[144.0, 144.0]]]
     """
     op = "gather_qqmm"
+    bool_flag(sorted_indices, op, "sorted_indices")  # a hint this implementation leaves unused
     x, w, scales, global_x, global_w = _product_operands(
         op, x, w, scales, group_size, bits, mode, global_scale_x, global_scale_w)
     if x.ndim < 2:

@@ -12,7 +12,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, comparison, complex_parts, unary
-from nuvec.ops.arguments import StreamLike, as_array, fresh
+from nuvec.ops.arguments import StreamLike, as_array, fresh, real_number
 
 __all__ = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "nan_to_num"]
 
@@ -155,9 +155,11 @@ def nan_to_num(
         [0.0, 1.0]
     """
     stream = to_stream(stream)  # checked even when nothing is recorded
-    for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-            raise TypeError(f"nan_to_num: {what} must be a real number, got {type(v).__name__}")
+    nan = real_number(nan, "nan_to_num", "nan", finite=False)
+    if posinf is not None:
+        posinf = real_number(posinf, "nan_to_num", "posinf", finite=False)
+    if neginf is not None:
+        neginf = real_number(neginf, "nan_to_num", "neginf", finite=False)
     a = as_array(a, "nan_to_num")
     if not a.dtype.is_inexact:
         return fresh(a)

@@ -17,7 +17,7 @@ from nuvec.graph.array import Array, record, record1
 from nuvec.graph.device import stream as stream_scope
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array, broadcast_shapes
+from nuvec.ops.arguments import as_array, bool_flag, broadcast_shapes, index_int
 from nuvec.ops.binary import add, multiply
 from nuvec.ops.creation import ones_like, zeros_like
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
@@ -50,10 +50,10 @@ BITS = (2, 3, 4, 5, 6, 8)
 
 
 def check_quantization_params(op: str, group_size: int | None, bits: int | None) -> tuple[int, int]:
-    """`(group_size, bits)` with None read as MLX's affine defaults (64, 4); raises ValueError
-    unless they are values MLX's affine mode supports."""
-    group_size = 64 if group_size is None else group_size
-    bits = 4 if bits is None else bits
+    """`(group_size, bits)` with None read as MLX's affine defaults (64, 4); raises TypeError
+    for non-integers and ValueError unless they are values MLX's affine mode supports."""
+    group_size = 64 if group_size is None else index_int(group_size, op, "group_size")
+    bits = 4 if bits is None else index_int(bits, op, "bits")
     if group_size not in GROUP_SIZES:
         raise ValueError(f"{op}: group_size must be 32, 64 or 128, got {group_size}")
     if bits not in BITS:
@@ -365,7 +365,8 @@ def dequantize(
         `[..., K]` of `dtype`.
 
     Raises:
-        TypeError: for non-uint32 weights or non-floating scales/biases.
+        TypeError: for non-uint32 weights, non-floating scales/biases, a `dtype` that is not
+            real floating (also a ValueError, as MLX), or a non-integer group size or bits.
         ValueError: for unsupported parameters or mismatched shapes.
 
     Example:
@@ -376,11 +377,15 @@ def dequantize(
     """
     s = to_stream(stream)
     check_any_mode("dequantize", mode)
+    if dtype is not None:
+        dtype = dt.to_dtype(dtype, "dequantize")
+        if not dtype.is_floating:
+            raise DtypeError(f"dequantize: dtype must be a real floating type, got {dtype.name}")
     if mode in FLOAT_MODES:
         float_mode_params("dequantize", mode, group_size, bits)
         if biases is not None:
             raise ValueError(f"dequantize: {mode} quantization has no biases")
-        out_type = dt.bfloat16 if dtype is None else dt.to_dtype(dtype, "dequantize")
+        out_type = dt.bfloat16 if dtype is None else dtype
         with stream_scope(s):
             return dequantize_floats("dequantize", as_array(w, "dequantize"),
                                      as_array(scales, "dequantize"), mode, global_scale,
@@ -449,6 +454,7 @@ def quantized_matmul(
         [[64.0, 64.0, 64.0], [64.0, 64.0, 64.0]]
     """
     op = "quantized_matmul"
+    transpose = bool_flag(transpose, op, "transpose")
     s = to_stream(stream)
     check_any_mode(op, mode)
     if mode in FLOAT_MODES:
@@ -472,4 +478,4 @@ def quantized_matmul(
         if w.shape[:-2] != batch:
             w, scales, biases = (broadcast_to(a, (*batch, *a.shape[-2:]), stream=s)
                                  for a in (w, scales, biases))
-    return record1(QuantizedMatmul(group_size, bits, bool(transpose)), (x, w, scales, biases), s)
+    return record1(QuantizedMatmul(group_size, bits, transpose), (x, w, scales, biases), s)

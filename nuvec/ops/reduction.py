@@ -13,10 +13,11 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
+from nuvec.graph.caller import public_caller
 from nuvec.graph.device import Stream, to_stream
 from nuvec.ops import binary, comparison, scan, unary
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import as_array, fresh, normalize_axes
+from nuvec.ops.arguments import as_array, bool_flag, fresh, normalize_axes
 from nuvec.ops.families import Linear, Reduction, apply, is_ones, ones, squeezed_shape
 
 __all__ = [
@@ -208,6 +209,8 @@ class AnyTrue(NoGradient):
 
 
 def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any) -> Array:
+    if type(keepdims) is not bool:
+        keepdims = bool_flag(keepdims, op, "keepdims")
     a = as_array(a, op)
     axes = normalize_axes(axis, a.ndim, op)
     if cls in (Max, Min):
@@ -224,8 +227,8 @@ def _reduce(cls: type, op: str, a: Any, axis: Axis, keepdims: bool, stream: Any)
 def check_nonempty(op: str, a: Array, axes: tuple[int, ...]) -> Array:
     """`a`, unless a reduction group over `axes` would be empty (the other axes may be)."""
     if axes and reduced_size(a, axes) == 0:
-        raise ValueError(f"{op}: cannot reduce over an empty axis, got shape {a.shape} and "
-                         f"axes {axes}")
+        raise ValueError(f"{public_caller(op)}: cannot reduce over an empty axis, got shape "
+                         f"{a.shape} and axes {axes}")
     return a
 
 
@@ -381,6 +384,7 @@ def any(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any = N
 
 
 def _arg_reduce(cls: type, op: str, a: Any, axis: int | None, keepdims: bool, stream: Any):
+    keepdims = bool_flag(keepdims, op, "keepdims")
     a = as_array(a, op)
     s = to_stream(stream)
     if axis is None:

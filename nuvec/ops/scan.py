@@ -17,7 +17,7 @@ from nuvec.graph.primitive import Primitive
 from nuvec.ops import (binary, comparison, complex_parts, creation, join, nonfinite, reduction,
                        slicing, unary)
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import as_array, index_int, normalize_axis
+from nuvec.ops.arguments import as_array, bool_flag, index_int, normalize_axis
 from nuvec.ops.families import apply, move_batch_to_front
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff"]
@@ -167,6 +167,7 @@ def _recurrence(a: Array, b: Array, axis: int, step: int) -> Array:
 
 def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive: bool,
           stream: Any, dtype: Any = None) -> Array:
+    reverse, inclusive = bool_flag(reverse, op, "reverse"), bool_flag(inclusive, op, "inclusive")
     s = to_stream(stream)
     a = as_array(a, op)
     if dtype is not None:
@@ -183,7 +184,7 @@ def _scan(op: str, kind: str, a: Any, axis: int | None, reverse: bool, inclusive
         if a.ndim == 0:
             raise ValueError(f"{op}: axis {axis} is out of bounds for an array with 0 dimensions")
         ax = normalize_axis(axis, a.ndim, op)
-    return record1(Scan(kind, ax, bool(reverse), bool(inclusive)), (a,), s)
+    return record1(Scan(kind, ax, reverse, inclusive), (a,), s)
 
 
 
@@ -219,6 +220,7 @@ def cumsum(a: Any, /, axis: int | None = None, *, reverse: bool = False,
 
     Raises:
         ValueError: if `axis` is out of range.
+        TypeError: if `reverse` or `inclusive` is not a bool.
 
     Example:
         >>> import nuvec as mx

@@ -13,7 +13,7 @@ from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Copy, Primitive
 from nuvec.ops import reduction
-from nuvec.ops.arguments import (as_array, check_shape, fresh, index_int, int_tuple,
+from nuvec.ops.arguments import (as_array, bool_flag, check_shape, fresh, index_int, int_tuple,
                                   normalize_axis)
 from nuvec.ops.arguments import broadcast_shapes as _broadcast_shapes
 from nuvec.ops.families import Linear, apply, is_ones, move_batch_to_front, ones
@@ -367,7 +367,8 @@ def contiguous(a: Any, /, allow_col_major: bool = False, *, stream: Any = None) 
         True
     """
     a = as_array(a, "contiguous")
-    return record1(Contiguous(bool(allow_col_major)), (a,), to_stream(stream))
+    return record1(Contiguous(bool_flag(allow_col_major, "contiguous", "allow_col_major")), (a,),
+                   to_stream(stream))
 
 
 def swapaxes(a: Any, /, axis1: int, axis2: int, *, stream: Any = None) -> Array:

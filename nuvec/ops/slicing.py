@@ -16,7 +16,8 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import shape as shape_ops
 from nuvec.ops import creation, unary
-from nuvec.ops.arguments import as_array, check_shape, fresh, normalize_axes, normalize_axis
+from nuvec.ops.arguments import (as_array, check_shape, fresh, int_tuple, normalize_axes,
+                                  normalize_axis)
 from nuvec.ops.families import Linear, apply, batch_size, move_batch_to_front
 
 __all__ = ["slice", "slice_update", "flip"]
@@ -252,7 +253,7 @@ def _dynamic_args(op: str, a: Array, start_indices: Any, axes: Sequence[int]):
     start = as_array(start_indices, op)
     if not start.dtype.is_integer:
         raise DtypeError(f"{op}: start_indices must be integers, got {start.dtype.name}")
-    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    axes = int_tuple(axes, op, "axes")
     norm = tuple(normalize_axis(x, a.ndim, op) for x in axes)
     if len(set(norm)) != len(norm):
         raise ValueError(f"{op}: repeated axis in {axes}")

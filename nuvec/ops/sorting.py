@@ -305,7 +305,10 @@ def topk(a: Any, /, k: int, axis: int | None = -1, *, stream: Any = None) -> Arr
     n = a.shape[ax]
     if isinstance(k, bool) or not hasattr(k, "__index__"):
         raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
-    k = operator.index(k)  # a size-1 integer array works too (MLX)
+    try:
+        k = operator.index(k)  # a size-1 integer array works too (MLX)
+    except TypeError:
+        raise TypeError(f"topk: k must be an int, got {k!r} ({type(k).__name__})") from None
     if not 0 <= k <= n:
         raise ValueError(f"topk: k {k} is out of range for an axis of size {n}")
     index = (slice(None),) * ax + (slice(n - k, None),)

@@ -10,7 +10,7 @@ from typing import Any
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
-from nuvec.ops.arguments import as_array, index_int
+from nuvec.ops.arguments import as_array, bool_flag, index_int
 from nuvec.ops.arguments import normalize_axes
 from nuvec.ops.binary import add, multiply, subtract
 from nuvec.ops.comparison import where
@@ -188,7 +188,7 @@ def median(a: Any, /, axis: Axis = None, keepdims: bool = False, *, stream: Any 
         >>> mx.median(mx.array([3.0, 1.0, 4.0, 2.0])).item()
         2.5
     """
-    a = as_array(a, "median")
+    a, keepdims = as_array(a, "median"), bool_flag(keepdims, "median", "keepdims")
     axes = normalize_axes(axis, a.ndim, "median")
     n = reduced_size(a, axes)
     if n == 0:

@@ -18,7 +18,7 @@ from nuvec.graph.array import Array
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, comparison, creation, indexing, join, shape, unary
-from nuvec.ops.arguments import as_array, index_int
+from nuvec.ops.arguments import as_array, bool_flag, index_int
 from nuvec.ops.complex_parts import real as real_part
 from nuvec.ops.fft import check_norm, fft, ifft, irfft, rfft
 
@@ -29,7 +29,7 @@ _TINY_ENVELOPE = 1e-11  # where the squared window's overlap-add is below this, 
 
 
 def _positive(value: Any, op: str, what: str) -> int:
-    n = index_int(value, op, what)
+    n = index_int(value, op, what, high=2**31 - 1)  # MLX's sizes are int32
     if n <= 0:
         raise ValueError(f"{op}: {what} must be positive, got {n}")
     return n
@@ -104,12 +104,13 @@ def stft(x: Any, n_fft: int = 2048, hop_length: int | None = None,
         n_fft = _positive(n_fft, op, "n_fft")
         hop = max(n_fft // 4, 1) if hop_length is None else _positive(hop_length, op,
                                                                        "hop_length")
+        center = bool_flag(center, op, "center")
         check_norm(op, norm)
         if pad_mode not in _PAD_MODES:
             raise ValueError(f"{op}: pad_mode must be 'reflect', 'constant' or 'edge', got "
                              f"{pad_mode!r}")
         is_complex = x.dtype is dt.complex64
-        onesided = not is_complex if onesided is None else bool(onesided)
+        onesided = not is_complex if onesided is None else bool_flag(onesided, op, "onesided")
         if onesided and is_complex:
             raise ValueError(f"{op}: onesided needs a real input, got complex64 (pass "
                              "onesided=False)")
@@ -190,7 +191,7 @@ def istft(stft_matrix: Any, n_fft: int | None = None, hop_length: int | None = N
             raise ValueError(f"{op}: the input must be [..., n_freq, n_frames], got shape "
                              f"{spectra.shape}")
         n_freq = spectra.shape[-2]
-        onesided = True if onesided is None else bool(onesided)
+        onesided = True if onesided is None else bool_flag(onesided, op, "onesided")
         if n_fft is None:
             n_fft = 2 * (n_freq - 1) if onesided else n_freq
         n_fft = _positive(n_fft, op, "n_fft")
@@ -202,6 +203,7 @@ def istft(stft_matrix: Any, n_fft: int | None = None, hop_length: int | None = N
                                                                        "hop_length")
         if length is not None:
             length = _positive(length, op, "length")
+        center = bool_flag(center, op, "center")
         check_norm(op, norm)
         w = _window(op, window, win_length, n_fft)
         columns = shape.swapaxes(spectra, -1, -2)

@@ -41,7 +41,10 @@ Shape = tuple[int, ...]
 
 def _static_array(op: str, value: Any) -> list[tuple]:
     """NumPy data / lists as index items: integer arrays, or a boolean mask as its nonzero."""
-    data = np.asarray(value)
+    try:
+        data = np.asarray(value)
+    except ValueError:  # NumPy's "inhomogeneous shape"
+        raise ValueError(f"{op}: nested index lists must be rectangular, got {value!r}") from None
     if data.dtype == bool:
         if data.ndim == 0:
             raise TypeError(f"{op}: a boolean scalar is not a valid index")

@@ -10,7 +10,7 @@ from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, comparison, creation, indexing, join, scan, slicing
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import as_array, index_int
+from nuvec.ops.arguments import as_array, bool_flag, index_int
 from nuvec.ops.sorting import argsort
 
 __all__ = ["unique"]
@@ -51,6 +51,9 @@ def unique(a: Any, /, size: int, return_index: bool = False, return_inverse: boo
     """
     a = as_array(a, "unique")
     size = index_int(size, "unique", "size", low=0)
+    return_index = bool_flag(return_index, "unique", "return_index")
+    return_inverse = bool_flag(return_inverse, "unique", "return_inverse")
+    return_counts = bool_flag(return_counts, "unique", "return_counts")
     s = to_stream(stream)
     flat = shape_ops.reshape(a, (-1,), stream=s)
     n = flat.size

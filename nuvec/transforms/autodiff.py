@@ -210,7 +210,7 @@ def vjp(
         output does not depend on a primal, or the primal is not a float).
 
     Raises:
-        TypeError: if primals, cotangents or outputs are not arrays.
+        TypeError: if `fun` is not callable, or primals, cotangents or outputs are not arrays.
         ValueError: if the number or shapes of the cotangents do not match the outputs.
         TransformError: if a primitive on the path has no reverse-mode rule.
 
@@ -220,6 +220,7 @@ def vjp(
         >>> g.item()
         6.0
     """
+    check_callable("vjp", fun)
     cotangents = check_arrays("vjp", "cotangents", cotangents)
     outputs, grads = pullback(fun, primals, conjugated(cotangents))
     return outputs, conjugated(grads)
@@ -239,7 +240,7 @@ def jvp(
         (outputs, jvps): the outputs of `fun` and one tangent per output.
 
     Raises:
-        TypeError: if primals, tangents or outputs are not arrays.
+        TypeError: if `fun` is not callable, or primals, tangents or outputs are not arrays.
         ValueError: if the number or shapes of the tangents do not match the primals.
         TransformError: if a primitive on the path has no forward-mode rule.
 
@@ -249,6 +250,7 @@ def jvp(
         >>> t.item()
         6.0
     """
+    check_callable("jvp", fun)
     primals = check_arrays("jvp", "primals", primals)
     tangents = check_arrays("jvp", "tangents", tangents)
     if len(tangents) != len(primals):

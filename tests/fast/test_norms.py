@@ -70,6 +70,12 @@ def test_add_rms_norm(dtype, weighted):
         assert isinstance(y.primitive, AddRmsNorm) or y.is_evaluated
 
 
+def test_add_rms_norm_broadcasts_a_0d_input_to_the_residual():
+    h, y = mx.fast.add_rms_norm(mx.array(1.0), mx.full((2, 8), 2.0), mx.ones((8,)), EPS)
+    assert h.shape == y.shape == (2, 8)
+    assert_allclose(y, np.ones((2, 8)), dtype=mx.float32)
+
+
 def test_add_rms_norm_broadcasts_without_fusing():
     rng = np.random.default_rng(5)
     x, xr = sample(rng, (2, 8), mx.float32)
@@ -99,7 +105,13 @@ def test_add_rms_norm_broadcasts_without_fusing():
     (lambda: mx.fast.add_rms_norm(mx.ones((2, 4)), mx.ones((3,)), None, EPS),
      "add_rms_norm: ", ValueError),
     (lambda: mx.fast.add_rms_norm(mx.array([1, 2]), mx.array([1, 2]), None, EPS),
-     "rms_norm: unsupported dtype int32", TypeError),
+     "add_rms_norm: unsupported dtype int32", TypeError),
+    (lambda: mx.fast.add_rms_norm(mx.ones((2, 8), mx.complex64), mx.ones((2, 8)), mx.ones((8,)),
+                                  EPS), "add_rms_norm: unsupported dtype complex64", TypeError),
+    (lambda: mx.fast.add_rms_norm(mx.array(1.0), mx.array(2.0), mx.ones((8,)), EPS),
+     r"add_rms_norm: the input needs at least one dimension, got shape \(\)", ValueError),
+    (lambda: mx.fast.add_rms_norm(mx.ones((1, 8)), mx.ones((2, 8)), mx.ones((4,)), EPS),
+     r"add_rms_norm: weight must be 1-D with 8 elements, got shape \(4,\)", ValueError),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_rejected_inputs(call, message, error):
     with pytest.raises(error, match="^" + message):

@@ -120,7 +120,7 @@ X3 = mx.ones((2, 3, 4))
     (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), dims=4, base=1.0, offset=-1),
      "norm_rope: offset must be a non-negative int, got -1", ValueError),
     (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), mx.ones((3,)), 1e-5, dims=4, base=1.0),
-     r"rms_norm: weight must be 1-D with 4 elements, got shape \(3,\)", ValueError),
+     r"norm_rope: weight must be 1-D with 4 elements, got shape \(3,\)", ValueError),
     (lambda: mx.fast.norm_rope(mx.ones((1, 1, 2, 4)), dims=4),
      "rope: exactly one of base and freqs must be given", ValueError),
 ], ids=lambda v: v if isinstance(v, str) else None)

@@ -187,3 +187,35 @@ def test_clear_streams_replaces_a_destroyed_default_stream():
         assert mx.add(1, 2).item() == 3 and mx.add(1, 2).stream == fresh
     finally:
         mx.set_default_stream(old)
+
+
+@pytest.mark.parametrize("name", [
+    "default_stream", "new_stream", "new_thread_local_stream", "new_thread_unsafe_stream",
+    "set_default_device", "device_info",
+])
+def test_device_functions_name_themselves_for_a_non_device(name):
+    with pytest.raises(TypeError, match=rf"^{name}: device must be a Device or DeviceType, "
+                                        r"got 'cpu' \(str\)"):
+        getattr(mx, name)("cpu")
+
+
+@pytest.mark.skipif(mx.is_available(mx.gpu), reason="a GPU is available")
+@pytest.mark.parametrize("call, name", [
+    (lambda: mx.default_stream(mx.gpu), "default_stream"),
+    (lambda: mx.new_stream(mx.gpu), "new_stream"),
+    (lambda: mx.new_stream(mx.Device(mx.gpu, 0)), "new_stream"),
+    (lambda: mx.new_thread_local_stream(mx.gpu), "new_thread_local_stream"),
+    (lambda: mx.new_thread_unsafe_stream(mx.gpu), "new_thread_unsafe_stream"),
+    (lambda: mx.set_default_device(mx.gpu), "set_default_device"),
+    (lambda: mx.device_info(mx.gpu), "device_info"),
+    (lambda: mx.stream(mx.gpu), "stream"),
+    (lambda: mx.add(1, 2, stream=mx.gpu), "add"),
+    (lambda: mx.ones((2,), stream=mx.Device(mx.gpu, 0)), "ones"),
+])
+def test_an_unavailable_gpu_is_refused_alike_everywhere(call, name):
+    # MLX raises ValueError for a GPU stream or device without a GPU backend; nuvec's error is
+    # both that and the RuntimeError it always raised
+    with pytest.raises(ValueError, match=rf"^{name}: the gpu device is not available") as info:
+        call()
+    assert isinstance(info.value, RuntimeError)
+    assert mx.default_device() == mx.cpu

@@ -6,6 +6,8 @@ expected values are MLX 0.32's."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -20,8 +22,37 @@ RNG = np.random.default_rng(3)
     ("bitwise_left_shift", "left_shift"), ("bitwise_right_shift", "right_shift"),
     ("cumulative_sum", "cumsum"), ("cumulative_prod", "cumprod"), ("empty", "zeros"),
 ])
-def test_second_names_are_the_same_functions(alias, name):
-    assert getattr(mx, alias) is getattr(mx, name)
+def test_second_names_call_the_functions_with_their_documentation(alias, name):
+    second, first = getattr(mx, alias), getattr(mx, name)
+    assert second.__wrapped__ is first and second.__name__ == alias
+    assert second.__doc__ == first.__doc__
+    assert inspect.signature(second) == inspect.signature(first)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: mx.acos("x"), TypeError, r"^acos: cannot convert str"),
+    (lambda: mx.acosh("x"), TypeError, r"^acosh: cannot convert str"),
+    (lambda: mx.asin("x"), TypeError, r"^asin: cannot convert str"),
+    (lambda: mx.asinh("x"), TypeError, r"^asinh: cannot convert str"),
+    (lambda: mx.atan("x"), TypeError, r"^atan: cannot convert str"),
+    (lambda: mx.atanh("x"), TypeError, r"^atanh: cannot convert str"),
+    (lambda: mx.atan2(mx.ones((2,)), mx.ones((3,))), ValueError, r"^atan2: "),
+    (lambda: mx.pow(mx.ones((2,)), "x"), TypeError, r"^pow: cannot convert str"),
+    (lambda: mx.bitwise_left_shift(mx.ones((2,)), 1), TypeError,
+     r"^bitwise_left_shift: only integer and boolean arrays are supported, got float32"),
+    (lambda: mx.bitwise_right_shift(mx.ones((2,)), 1), TypeError,
+     r"^bitwise_right_shift: only integer and boolean arrays are supported, got float32"),
+    (lambda: mx.cumulative_sum(mx.ones((2, 3)), axis=5), IndexError,
+     r"^cumulative_sum: axis 5 is out of bounds"),
+    (lambda: mx.cumulative_prod(mx.ones((2, 3)), axis=5), IndexError,
+     r"^cumulative_prod: axis 5 is out of bounds"),
+    (lambda: mx.empty((-1, 3)), ValueError, r"^empty: negative dimensions are not allowed"),
+    (lambda: mx.matrix_norm(mx.ones((2, 2)), ord="bad"), ValueError,
+     r"^matrix_norm: invalid ord 'bad'"),
+])
+def test_second_names_name_themselves_in_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (2, 0, 1), ()])

@@ -231,6 +231,8 @@ def test_einsum_grad_through_matmul():
     (lambda: mx.inner(mx.zeros((2, 3)), mx.zeros((2,))), ValueError, "^inner: last dimensions"),
     (lambda: mx.vecdot(mx.zeros((2, 3)), mx.zeros((2,))), ValueError, "^vecdot: shapes"),
     (lambda: mx.vecdot(mx.zeros(()), mx.zeros(())), ValueError, "^vecdot: inputs"),
+    (lambda: mx.vecdot(mx.array(2.0), mx.ones((2, 3))), ValueError,
+     r"^vecdot: inputs must have at least one dimension, got shapes \(\) and \(2, 3\)"),
     (lambda: mx.vecdot(mx.zeros((3,)), mx.zeros((3,)), axis=1), ValueError, "^vecdot: axis 1"),
 ])
 def test_errors(call, error, message):

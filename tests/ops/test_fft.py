@@ -210,3 +210,9 @@ def test_grad_of_power_spectrum():
     assert_allclose(mx.grad(loss)(mx.array(x)), numeric, rtol=1e-3, atol=1e-3)
     ortho = mx.grad(lambda a: mx.sum(mx.abs(F.rfft(a, norm="ortho")) ** 2))(mx.array(x))
     assert_allclose(ortho, numeric / 8, rtol=1e-3, atol=1e-3)  # the spectrum scaled by 1/sqrt(8)
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequency_lengths_are_int32(name):
+    with pytest.raises(ValueError, match=f"^{name}: n must be <= 2147483647, got 2147483648"):
+        getattr(mx.fft, name)(2**31)

@@ -482,3 +482,28 @@ def test_det_rejects_bad_inputs(op):
         fn(mx.zeros((2, 3)))
     with pytest.raises(ValueError, match=f"^{op}: arrays must have at least 2 dimensions"):
         fn(mx.zeros((3,)))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (2, 0, 3)], ids=str)
+def test_pinv_of_empty_matrices_is_empty_zeros(shape):
+    out = L.pinv(mx.ones(shape, mx.float64))
+    assert out.shape == (*shape[:-2], shape[-1], shape[-2]) and out.dtype is mx.float64
+    np.testing.assert_array_equal(np.asarray(out), np.linalg.pinv(np.ones(shape)))
+
+
+@pytest.mark.parametrize("shape, ord, message", [
+    ((0, 3), 2, r"^norm: an empty matrix has no largest or smallest singular value \(ord=2\), "
+                r"got shape \(0, 3\)"),
+    ((3, 0), -2, r"^norm: an empty matrix has no .* \(ord=-2\)"),
+    ((0, 3), np.inf, r"^norm: ord=inf takes an extremum over axis 0, which is empty, got shape "
+                     r"\(0, 3\)"),
+    ((3, 0), 1, r"^norm: ord=1 takes an extremum over axis 1, which is empty"),
+], ids=str)
+def test_norm_extremum_of_an_empty_matrix_names_norm(shape, ord, message):
+    with pytest.raises(ValueError, match=message):
+        L.norm(mx.ones(shape), ord=ord)
+
+
+def test_norm_sums_of_empty_matrices_are_zero():
+    for shape, ord in [((0, 3), 1), ((3, 0), np.inf), ((0, 3), "nuc"), ((0, 0), "fro")]:
+        assert L.norm(mx.ones(shape), ord=ord).item() == 0.0

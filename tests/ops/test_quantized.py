@@ -754,3 +754,27 @@ def test_gather_qqmm_rejects_bad_arguments():
     for call, kind, message in cases:
         with pytest.raises(kind, match=message):
             call()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: mx.quantize(mx.ones((4, 64)), bits=2.0), r"^quantize: bits must be an int, got 2.0"),
+    (lambda: mx.quantize(mx.ones((4, 64)), group_size=64.0),
+     r"^quantize: group_size must be an int, got 64.0"),
+    (lambda: mx.dequantize(*mx.quantize(mx.ones((4, 64))), bits=3.0),
+     r"^dequantize: bits must be an int, got 3.0"),
+    (lambda: mx.quantize(mx.ones((4, 64)), mode="mxfp4", bits=4.0),
+     r"^quantize: bits must be an int, got 4.0"),
+])
+def test_float_group_size_and_bits_are_refused_at_the_call(call, message):
+    with pytest.raises(TypeError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("dtype", [mx.int8, mx.bool_, mx.uint64, mx.complex64],
+                         ids=lambda d: d.name)
+def test_dequantize_to_a_non_floating_dtype_is_refused(dtype):
+    packed = mx.quantize(mx.ones((2, 64)))
+    # MLX: "Only real floating types are supported" (a ValueError; DtypeError is both)
+    with pytest.raises((TypeError, ValueError),
+                       match=f"^dequantize: dtype must be a real floating type, got {dtype.name}"):
+        mx.dequantize(*packed, dtype=dtype)

@@ -458,3 +458,19 @@ def test_gradient_flows_through_parameters_not_keys():
 def test_rejected_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("axis, error, message", [
+    ("0", TypeError, r"^permutation: axis must be an int, got '0' \(str\)"),
+    (1.5, TypeError, r"^permutation: axis must be an int, got 1.5"),
+    (7, ValueError, r"^permutation: axis 7 is out of bounds for an array with 1 dimensions"),
+])
+def test_permutation_of_a_length_checks_its_axis(axis, error, message):
+    with pytest.raises(error, match=message):
+        mx.random.permutation(5, axis=axis)
+
+
+def test_permutation_length_is_an_int32_at_the_call():
+    with pytest.raises(ValueError, match=r"^permutation: x must be <= 2147483647, got 2147483648"):
+        mx.random.permutation(2**31)
+    assert sorted(mx.random.permutation(4, axis=-1).tolist()) == [0, 1, 2, 3]

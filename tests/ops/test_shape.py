@@ -306,3 +306,24 @@ def test_binary_operands_record_one_broadcast_each():
     with pytest.raises(ValueError, match=r"^add: shapes \(2, 3\) and \(2,\) cannot be "
                                          r"broadcast together$"):
         mx.add(x, mx.array([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("axis", [0, -1, 5])
+def test_repeat_along_an_axis_of_a_0d_array_is_refused(axis):
+    # MLX: IndexError "Axis 0 is out of bounds for array with 0 dimensions"
+    with pytest.raises(IndexError, match=f"^repeat: axis {axis} is out of bounds for an array "
+                                         "with 0 dimensions"):
+        mx.repeat(mx.array(1.0), 2, axis=axis)
+    assert mx.repeat(mx.array(1.0), 2).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("width, message", [
+    (2**30, r"^pad: shape dimension falls outside the supported int32 range, got "
+            r"\(2147483652, 2147483652\)"),
+    (2**20, r"^pad: an array of shape \(2097156, 2097156\) and dtype float32 needs "
+            r"17592253153344 bytes, more than"),
+])
+@pytest.mark.parametrize("mode", ["constant", "edge"])
+def test_pad_checks_the_result_size_at_the_call(width, message, mode):
+    with pytest.raises(ValueError, match=message):
+        mx.pad(mx.ones((4, 4)), width, mode)

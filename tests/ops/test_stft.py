@@ -133,3 +133,19 @@ ERRORS = [
 def test_rejected_inputs(call, error, message):
     with pytest.raises(error, match="^" + message):
         call()
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(hop_length=2**31), "hop_length"), (dict(win_length=2**31), "win_length"),
+    (dict(n_fft=2**31), "n_fft"),
+])
+def test_stft_sizes_are_int32(kwargs, name):
+    args = dict(n_fft=16) | kwargs
+    with pytest.raises(ValueError, match=f"^stft: {name} must be <= 2147483647, got 2147483648"):
+        mx.fft.stft(mx.ones((64,)), **args)
+
+
+def test_istft_length_is_int32():
+    spectra = mx.fft.stft(mx.ones((64,)), n_fft=16)
+    with pytest.raises(ValueError, match=r"^istft: length must be <= 2147483647"):
+        mx.fft.istft(spectra, n_fft=16, length=2**40)

@@ -111,6 +111,10 @@ BATTERY: dict[str, list[tuple[str, Any]]] = {
     "callable": [("int", 3), ("str", "f")],
     "array": [("object", Opaque()), ("str", "x")],
     "pair": [("mismatched", "MISMATCH")],
+    # flags take only bools (MLX refuses 0/1, None and 0-d arrays too)
+    "bool": [("str", "no"), ("int", 1), ("none", None), ("array", mx.array(True)),
+             ("object", Opaque())],
+    "bool-or-none": [("str", "no"), ("int", 1), ("array", mx.array(True)), ("object", Opaque())],
 }
 
 
@@ -123,19 +127,21 @@ def public_callables() -> Iterator[tuple[str, Callable]]:
                 continue
             own = getattr(fn, "__name__", name)
             if own != name and any(getattr(n, own, None) is fn for n in NAMESPACES.values()):
-                continue  # a second name (`acos` for `arccos`, `matrix_norm` for
-                # `linalg.norm`): checked under its own
+                continue  # the same function under a second name: checked under its own
+                # (`acos`, `matrix_norm`... are wrappers named for themselves: checked)
             if callable(fn):
                 yield prefix + name, fn
 
 
 def kind_of(p: inspect.Parameter) -> str | None:
-    """The kind of parameter `p` (None: a flag or a value with no invalid battery)."""
+    """The kind of parameter `p` (None: a value with no invalid battery)."""
     if p.name in NAME_KINDS:
         return NAME_KINDS[p.name]
     ann = str(p.annotation)
-    if ann in ("bool", "bool | None") or isinstance(p.default, bool):
-        return None
+    if ann == "bool | None":
+        return "bool-or-none"
+    if ann == "bool" or isinstance(p.default, bool):
+        return "bool"
     if ann.startswith("int") or type(p.default) is int:
         return "integer"
     if ann.startswith("float") or type(p.default) is float:
@@ -153,7 +159,8 @@ def fill(kind: str | None, square: int) -> Any:
     """A valid value of `kind` for a required parameter."""
     return {"axis": 0, "axes": (0,), "shape": (2, 3), "dtype": mx.float32, "key": mx.random.key(0),
             "callable": lambda x: x, "size": 4, "integer": 1, "finite": 1.0, "float": 1.0,
-            "option": None}.get(kind, mx.ones((square, square)) if kind == "array" else None)
+            "option": None, "bool": False}.get(kind, mx.ones((square, square)) if kind == "array"
+                                               else None)
 
 
 def evaluate(out: Any) -> None:

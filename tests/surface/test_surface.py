@@ -64,6 +64,8 @@ VALID = {
     "bitwise_invert": ((mx.ones((4,), mx.int32),), {}),
     "left_shift": ((mx.ones((4,), mx.int32), mx.ones((4,), mx.int32)), {}),
     "right_shift": ((mx.ones((4,), mx.int32), mx.ones((4,), mx.int32)), {}),
+    "bitwise_left_shift": ((mx.ones((4,), mx.int32), mx.ones((4,), mx.int32)), {}),
+    "bitwise_right_shift": ((mx.ones((4,), mx.int32), mx.ones((4,), mx.int32)), {}),
     "broadcast_to": ((mx.ones((4,)), (3, 4)), {}),
     "reshape": ((mx.ones((4, 4)), (2, 8)), {}),
     "unflatten": ((mx.ones((4, 4)), 1, (2, 2)), {}),
