@@ -37,8 +37,9 @@ def save_safetensors(file: Any, arrays: dict[str, Array],
                      metadata: dict[str, str] | None = None) -> None:
     """Saves a dict of arrays to a `.safetensors` file (MLX's `save_safetensors`).
 
-    The header's `__metadata__` holds `metadata` and `"format": "mlx"`, as MLX writes it, so the
-    file loads in MLX, in the `safetensors` library (NumPy or PyTorch) and back in nuvec.
+    The header's `__metadata__` holds `metadata` as given (no such entry without metadata), as
+    MLX writes it, so the file loads in MLX, in the `safetensors` library (NumPy or PyTorch) and
+    back in nuvec.
 
     Args:
         file: a path (`.safetensors` is appended when missing) or a binary file object.
@@ -60,7 +61,7 @@ def save_safetensors(file: Any, arrays: dict[str, Array],
     if not isinstance(arrays, dict):
         raise TypeError(f"save_safetensors: arrays must be a dict, got {type(arrays).__name__}")
     meta = _metadata(metadata)
-    header: dict[str, Any] = {"__metadata__": meta}
+    header: dict[str, Any] = {"__metadata__": meta} if meta else {}
     datas, offset = [], 0
     for name, a in arrays.items():
         if not isinstance(name, str):
@@ -83,7 +84,7 @@ def save_safetensors(file: Any, arrays: dict[str, Array],
 
 
 def _metadata(metadata: Any) -> dict[str, str]:
-    """`metadata` checked to be strings to strings, with MLX's `"format": "mlx"` added."""
+    """`metadata` checked to be strings to strings."""
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, dict) or not all(
@@ -91,7 +92,7 @@ def _metadata(metadata: Any) -> dict[str, str]:
     ):
         raise TypeError("save_safetensors: metadata must be a dict of strings to strings, "
                         f"got {metadata!r}")
-    return {**metadata, "format": metadata.get("format", "mlx")}
+    return metadata
 
 
 def load_safetensors(file: Any) -> tuple[dict[str, Array], dict[str, str]]:

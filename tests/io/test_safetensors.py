@@ -39,7 +39,7 @@ def test_bfloat16_keeps_every_bit_pattern(tmp_path: pathlib.Path):
 def test_metadata_round_trips_with_mlx_format_key(tmp_path: pathlib.Path):
     mx.save_safetensors(tmp_path / "m", {"w": mx.ones((1,))}, {"step": "10", "note": "é"})
     _, meta = mx.load(tmp_path / "m.safetensors", return_metadata=True)
-    assert meta == {"step": "10", "note": "é", "format": "mlx"}
+    assert meta == {"step": "10", "note": "é"}
     assert st_numpy.safe_open(str(tmp_path / "m.safetensors"), "np").metadata() == meta
 
 
