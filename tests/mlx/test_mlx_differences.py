@@ -155,6 +155,18 @@ def test_cpu_threads_are_an_addition():
     assert mx.get_num_threads() == before
 
 
+def test_rope_frequencies_take_no_gradient():
+    x, freqs = mx.ones((1, 1, 2, 4)), mx.array([1.0, 0.5])
+
+    def loss(f):
+        return mx.fast.rope(x, 4, traditional=False, base=None, scale=1.0, offset=0,
+                            freqs=f).sum()
+
+    with pytest.raises(ValueError, match="^rope: no gradient with respect to the offset or "
+                                         "frequencies"):
+        mx.grad(loss)(freqs)
+
+
 def test_shapeless_compile_retraces_a_shape_dependent_graph():
     calls = []
 
