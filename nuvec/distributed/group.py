@@ -14,7 +14,10 @@ from typing import Any
 from nuvec.graph.device import DeviceType, default_device
 from nuvec.graph.device import is_available as device_available
 
-BACKENDS = ("any", "mpi", "nccl")
+BACKENDS = ("any", "mpi", "nccl", "ring", "jaccl")
+# MLX's backends that nuvec does not build (its TCP ring, Thunderbolt RDMA): accepted by name,
+# so MLX code runs in one process; never available
+UNBUILT = ("ring", "jaccl")
 DEFAULT_TIMEOUT = 300.0
 TIMEOUT_VARIABLE = "NUVEC_DISTRIBUTED_TIMEOUT"
 # environment variables that MPI launchers (MPICH's Hydra, Open MPI, PMIx, Slurm) set
@@ -153,7 +156,8 @@ def is_available(backend: str = "any") -> bool:
     Nothing is initialised (mpi4py is not imported).
 
     Args:
-        backend: `"any"`, `"mpi"` or `"nccl"`.
+        backend: `"any"`, `"mpi"` or `"nccl"` (MLX's `"ring"` and `"jaccl"` are accepted and
+            never available).
 
     Returns:
         True if `init(backend=backend, strict=True)` can succeed here.
@@ -167,6 +171,8 @@ def is_available(backend: str = "any") -> bool:
         True
     """
     _check_backend("is_available", backend)
+    if backend in UNBUILT:
+        return False
     if backend in ("any", "mpi") and _module_exists("mpi4py"):
         return True
     return backend in ("any", "nccl") and _gpu_usable()
@@ -215,7 +221,8 @@ def init(strict: bool = False, backend: str = "any", *, timeout: float | None = 
 
     Args:
         strict: raise instead of returning a group of size 1 when no backend initialises.
-        backend: `"any"`, `"mpi"` or `"nccl"`.
+        backend: `"any"`, `"mpi"` or `"nccl"`; MLX's `"ring"` and `"jaccl"`, which nuvec does
+            not build, give the group of this process alone (`strict`: raise).
         timeout: (nuvec's extension) seconds a collective may wait for the other processes
             before raising; default `NUVEC_DISTRIBUTED_TIMEOUT` or 300.
 
@@ -249,7 +256,9 @@ def init(strict: bool = False, backend: str = "any", *, timeout: float | None = 
             _world = group
         return group
     if strict:
-        reason = "; ".join(errors) or "no backend is available (pip install mpi4py mpich)"
+        reason = "; ".join(errors) or (
+            "nuvec does not build it; launch with mpiexec and use 'mpi' or 'any'"
+            if backend in UNBUILT else "no backend is available (pip install mpi4py mpich)")
         raise RuntimeError(f"init: cannot initialise backend {backend!r}: {reason}")
     group = Group(None, 0, 1, "none")
     if _world is None:
@@ -258,6 +267,8 @@ def init(strict: bool = False, backend: str = "any", *, timeout: float | None = 
 
 
 def _candidates(backend: str) -> list[str]:
+    if backend in UNBUILT:
+        return []
     if backend != "any":
         return [backend]
     names = []

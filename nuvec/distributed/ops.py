@@ -320,8 +320,8 @@ def sum_scatter(x: Any, *, group: Group | None = None, stream: Any = None) -> Ar
 
     Raises:
         TypeError: if `x` is not array-like or `group` is not a `Group`.
-        ValueError: if `x` is a scalar, its first axis is not divisible by the group size, or
-            this process is not in the group.
+        ValueError: in a group of several processes, if `x` is a scalar or its first axis is
+            not divisible by the group size; if this process is not in the group.
 
     Example:
         >>> import nuvec as mx
@@ -330,11 +330,11 @@ def sum_scatter(x: Any, *, group: Group | None = None, stream: Any = None) -> Ar
     """
     x = as_array(x, "sum_scatter")
     group = _group("sum_scatter", group)
+    if group.size() == 1:  # (a scalar too, as MLX)
+        return fresh(x)
     if x.ndim == 0 or x.shape[0] % group.size():
         raise ValueError(f"sum_scatter: the first axis of x must be divisible by the group size "
                          f"{group.size()}, got shape {x.shape}")
-    if group.size() == 1:
-        return fresh(x)
     sequence = group.communicator.next_sequence()
     return _record(ReduceScatter(group, sequence, x.dtype), (x,), group, stream)
 

@@ -8,9 +8,10 @@ from typing import Any
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
 from nuvec.graph.device import to_stream
-from nuvec.ops import astype, concatenate, reshape, split
+from nuvec.ops import astype, concatenate, reshape, split, sqrt
 from nuvec.utils import tree_flatten, tree_map, tree_unflatten
 from nuvec.distributed import Group, all_sum, init
+from nuvec.optimizers.base import check_max_norm, clipped, squared_norm
 
 
 def average_gradients(gradients: Any, group: Group | None = None,
@@ -108,3 +109,37 @@ def _average_batch(batch: list[Array], average: Any) -> list[Array]:
         total += v.size
         offsets.append(total)
     return [reshape(part, v.shape) for part, v in zip(split(flat, offsets), batch)]
+
+
+def clip_grad_norm_sharded(gradients: Any, max_norm: float,
+                           group: Group | None = None) -> tuple[Any, Array]:
+    """Scales gradients sharded over `group` so that their global L2 norm is at most
+    `max_norm` (MLX's `nn.utils.clip_grad_norm_sharded`): each process holds one shard (as
+    with `fully_shard`), so the squared norms are summed over the group with one `all_sum`.
+
+    Args:
+        gradients: this process's shard of the gradients, a tree of arrays.
+        max_norm: the largest global norm allowed.
+        group: the processes the gradients are sharded over; default the group of `init()`.
+
+    Returns:
+        `(clipped_shard, global_norm)`, the norm before clipping; float16 gradients are
+        squared and summed in float32, as `optimizers.clip_grad_norm` does.
+
+    Raises:
+        ValueError: for a negative `max_norm`.
+        TypeError: if `group` is not a `Group`.
+
+    Example:
+        >>> import nuvec as mx
+        >>> from nuvec.nn.utils import clip_grad_norm_sharded
+        >>> clipped, norm = clip_grad_norm_sharded({"a": mx.array([3.0, 4.0])}, 1.0)
+        >>> norm.item()  # one process: the shard is the whole tree
+        5.0
+    """
+    check_max_norm("clip_grad_norm_sharded", max_norm)
+    if group is not None and not isinstance(group, Group):
+        raise TypeError("clip_grad_norm_sharded: group must be a nuvec.distributed.Group or "
+                        f"None, got {type(group).__name__}")
+    total = sqrt(all_sum(squared_norm(gradients), group=group))
+    return clipped(gradients, total, max_norm), total

@@ -1,4 +1,5 @@
-"""`value_and_grad` and `checkpoint` over a module's trainable parameters, as `mlx.nn.utils`."""
+"""`value_and_grad` and `checkpoint` over a module's trainable parameters, and the distributed
+gradient helpers (`average_gradients`, `clip_grad_norm_sharded`), as `mlx.nn.utils`."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from functools import wraps
 from typing import Any, Callable
 
 import nuvec as mx
+from nuvec.nn.distributed import average_gradients, clip_grad_norm_sharded
 from nuvec.nn.module import Module
 
-__all__ = ["value_and_grad", "checkpoint"]
+__all__ = ["value_and_grad", "checkpoint", "average_gradients", "clip_grad_norm_sharded"]
 
 
 def value_and_grad(model: Module, fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:

@@ -20,7 +20,8 @@ from nuvec.ops.creation import ones, zeros, zeros_like
 from nuvec.ops.families import squeezed_shape
 from nuvec.ops.join import concatenate, split
 from nuvec.ops.linalg import INVERSE, LU_FACTOR, SLOGDET, SVD, mm, mT, triangle
-from nuvec.ops.linalg_functions import check_matrix, determinant_input, solve_batched
+from nuvec.ops.linalg_functions import (HALF_FLOATS, check_matrix, determinant_input,
+                                         solve_batched)
 from nuvec.ops.matrices import eye
 from nuvec.ops.reduction import max as reduce_max, min as reduce_min, sum as reduce_sum
 from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis, reshape
@@ -379,14 +380,15 @@ def det(a: Any, *, stream: Any = None) -> Array:
     matrices); larger ones sign * exp(logabsdet) from `slogdet` (MLX's split).
 
     Args:
-        a: array of shape (..., n, n); integers and booleans compute in float32.
+        a: array of shape (..., n, n); integers, booleans and half floats compute in float32
+            (half floats give results of their own dtype, as MLX's).
 
     Returns:
         The determinants, of shape (...). Singular matrices larger than 3x3 give 0 with a NaN
         gradient.
 
     Raises:
-        TypeError: if `a` is complex or a half-precision float.
+        TypeError: if `a` is complex.
         ValueError: if `a` is not a batch of square matrices.
 
     Example:
@@ -394,6 +396,10 @@ def det(a: Any, *, stream: Any = None) -> Array:
         >>> mx.linalg.det(mx.array([[2.0, 1.0], [1.0, 3.0]])).item()
         5.0
     """
+    a = as_array(a, "det")
+    if a.dtype in HALF_FLOATS:  # computed in float32 and rounded once, in MLX's result dtype
+        return astype(det(astype(a, dt.float32, stream=stream), stream=stream), a.dtype,
+                      stream=stream)
     a = determinant_input("det", a, stream)
     n = a.shape[-1]
     s = to_stream(stream)

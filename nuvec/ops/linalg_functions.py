@@ -336,7 +336,8 @@ def eigvals(a: Any, *, stream: Any = None) -> Array:
 def slogdet(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
     """The sign and the log of the absolute value of the determinant of each square matrix.
 
-    Integer and boolean inputs are promoted to float32 (MLX's rule).
+    Integer and boolean inputs are promoted to float32 (MLX's rule); float16 and bfloat16
+    ones are computed in float32 and give results of their own dtype, as MLX's.
 
     Args:
         a: array of shape (..., n, n).
@@ -346,7 +347,7 @@ def slogdet(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
         (0, -inf). The gradient flows through logabsdet (inv(A)^T).
 
     Raises:
-        TypeError: if `a` is complex or a half-precision float.
+        TypeError: if `a` is complex.
         ValueError: if `a` is not a batch of square matrices.
 
     Example:
@@ -354,8 +355,15 @@ def slogdet(a: Any, *, stream: Any = None) -> tuple[Array, Array]:
         >>> [x.item() for x in mx.linalg.slogdet(mx.array([[-2.0, 0.0], [0.0, 1.0]]))]
         [-1.0, 0.6931471824645996]
     """
+    a = as_array(a, "slogdet")
+    if a.dtype in HALF_FLOATS:  # computed in float32 and rounded once, in MLX's result dtype
+        return tuple(astype(x, a.dtype, stream=stream)  # type: ignore[return-value]
+                     for x in slogdet(astype(a, dt.float32, stream=stream), stream=stream))
     sign, logabs = record(SLOGDET, (determinant_input("slogdet", a, stream),), to_stream(stream))
     return sign, logabs
+
+
+HALF_FLOATS = (dt.float16, dt.bfloat16)  # `det` and `slogdet` compute them in float32
 
 
 def determinant_input(op: str, a: Any, stream: Any) -> Array:

@@ -392,17 +392,33 @@ def clip_grad_norm(grads: Any, max_norm: float) -> tuple[Any, mx.array]:
         >>> norm.item(), [round(v, 4) for v in clipped["a"].tolist()]
         (5.0, [0.6, 0.8])
     """
-    if max_norm < 0:
-        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
+    check_max_norm("clip_grad_norm", max_norm)
+    total = mx.sqrt(squared_norm(grads))
+    return clipped(grads, total, max_norm), total
 
-    def square_sum(g: mx.array) -> mx.array:  # float16 squares would overflow past 65504
+
+def check_max_norm(name: str, max_norm: Any) -> None:
+    """Raises ValueError, naming `name`, for a negative `max_norm`."""
+    if max_norm < 0:
+        raise ValueError(f"{name}: max_norm must be >= 0, got {max_norm}")
+
+
+def squared_norm(grads: Any) -> mx.array:
+    """The sum of the squares of every array of the tree `grads` (float16 ones squared and
+    summed in float32, whose squares would overflow past 65504)."""
+    def square_sum(g: mx.array) -> mx.array:
         return mx.sum(mx.square(g.astype(mx.float32) if g.dtype == mx.float16 else g))
 
-    total = mx.sqrt(tree_reduce(lambda acc, g: acc + square_sum(g), grads, 0.0))
+    return tree_reduce(lambda acc, g: acc + square_sum(g), grads, 0.0)
+
+
+def clipped(grads: Any, total: mx.array, max_norm: float) -> Any:
+    """`grads` scaled by `min(max_norm / (total + 1e-6), 1)`, each float array keeping its
+    dtype (cast after scaling: float16 factors may underflow)."""
     factor = mx.minimum(max_norm / (total + 1e-6), 1.0)
 
-    def scale(g: mx.array) -> mx.array:  # cast after scaling: float16 factors may underflow
+    def scale(g: mx.array) -> mx.array:
         scaled = g * factor
         return scaled.astype(g.dtype) if mx.issubdtype(g.dtype, mx.floating) else scaled
 
-    return tree_map(scale, grads), total
+    return tree_map(scale, grads)

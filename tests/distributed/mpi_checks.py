@@ -15,6 +15,7 @@ import numpy as np
 import nuvec as mx
 import nuvec.nn as nn
 from nuvec.nn import average_gradients
+from nuvec.nn.utils import clip_grad_norm_sharded
 from nuvec.nn.layers.distributed import shard_inplace, shard_linear
 from nuvec.utils import tree_flatten
 
@@ -266,6 +267,16 @@ def check_average_gradients() -> None:
     print("ok average_gradients")
 
 
+def check_clip_grad_norm_sharded() -> None:
+    shards = [data(r, (6,), mx.float32, 14) for r in range(SIZE)]  # the shards of one tree
+    norm = np.sqrt(sum(float(np.sum(np.square(s.astype(np.float64)))) for s in shards))
+    clipped, got = clip_grad_norm_sharded({"w": mx.array(shards[RANK])}, 0.5)
+    np.testing.assert_allclose(got.item(), norm, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(clipped["w"]), shards[RANK] * 0.5 / (norm + 1e-6),
+                               rtol=1e-5)
+    print("ok clip_grad_norm_sharded")
+
+
 def close(name: str, got: mx.Array, want: mx.Array, tol: float = 1e-5) -> None:
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol,
                                err_msg=name)
@@ -411,6 +422,7 @@ if __name__ == "__main__":
     check_vmap()
     check_streams()
     check_average_gradients()
+    check_clip_grad_norm_sharded()
     check_sharded_linears()
     check_fully_sharded()
     check_mismatches()

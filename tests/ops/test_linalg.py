@@ -472,12 +472,28 @@ def test_det_of_integers_and_singular_matrices():
     assert L.det(mx.array([[1.0, 2.0], [2.0, 4.0]])).item() == 0
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("n", [2, 4])  # the cofactor formula and slogdet's
+def test_det_of_half_floats_computes_in_float32(dtype, n):
+    a = np.random.default_rng(n).standard_normal((3, n, n)).astype(np.float32)
+    half = mx.array(a).astype(dtype)
+    exact = np.asarray(half.astype(mx.float32)).astype(np.float64)  # the values det sees
+    det, (sign, logabs) = L.det(half), L.slogdet(half)
+    assert det.dtype == sign.dtype == logabs.dtype == dtype
+    tol = 1e-2 if dtype == mx.float16 else 8e-2
+    np.testing.assert_allclose(np.asarray(det.astype(mx.float32)), np.linalg.det(exact),
+                               rtol=tol, atol=tol)
+    ref_sign, ref_logabs = np.linalg.slogdet(exact)
+    np.testing.assert_array_equal(np.asarray(sign.astype(mx.float32)), ref_sign)
+    np.testing.assert_allclose(np.asarray(logabs.astype(mx.float32)), ref_logabs, rtol=tol,
+                               atol=tol)
+
+
 @pytest.mark.parametrize("op", ["det", "slogdet"])
 def test_det_rejects_bad_inputs(op):
     fn = getattr(L, op)
-    for dtype in (mx.float16, mx.complex64):
-        with pytest.raises(TypeError, match=f"^{op}: arrays must have type float32 or float64"):
-            fn(mx.zeros((2, 2), dtype))
+    with pytest.raises(TypeError, match=f"^{op}: arrays must have type float32 or float64"):
+        fn(mx.zeros((2, 2), mx.complex64))
     with pytest.raises(ValueError, match=f"^{op}: expected square matrices"):
         fn(mx.zeros((2, 3)))
     with pytest.raises(ValueError, match=f"^{op}: arrays must have at least 2 dimensions"):
