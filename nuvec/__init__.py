@@ -3,7 +3,7 @@
 Use it as MLX: `import nuvec as mx`.
 """
 
-from nuvec.graph.array import Array
+from nuvec.graph.array import Array, ArrayIterator
 from nuvec.graph.device import (
     Device,
     DeviceType,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -285,10 +285,13 @@ class Array(_Fields):
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
-    def __iter__(self) -> Iterator[Array]:
+    def __iter__(self) -> ArrayIterator:
         if not self.shape:  # raised by iter() itself, as NumPy does, not at the first next()
             raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
+        # a handle of its own: an in-place update of `self` (`x += 1`) does not reach the rows
+        it = _new(ArrayIterator)
+        it._array, it._index, it._stop = handle(self._node, self._index), 0, self.shape[0]
+        return it
 
     def __bool__(self) -> bool:
         if self.size != 1:
@@ -345,6 +348,36 @@ class Array(_Fields):
 
     def __reduce__(self):
         return (_rebuild, (np.array(self), self.dtype.name))
+
+
+class ArrayIterator:
+    """The iterator over the first axis of an array that `iter(a)` returns, as MLX's.
+
+    Python code cannot construct one. Its rows are the array's values when `iter` was called.
+
+    Example:
+        >>> import nuvec as mx
+        >>> it = iter(mx.array([[1, 2], [3, 4]]))
+        >>> type(it) is mx.ArrayIterator
+        True
+        >>> next(it)
+        array([1, 2], dtype=int32)
+    """
+
+    __slots__ = ("_array", "_index", "_stop")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("ArrayIterator: no constructor; iter(array) returns one")
+
+    def __iter__(self) -> ArrayIterator:
+        return self  # Python's protocol; MLX returns a copy (docs/mlx-differences.md)
+
+    def __next__(self) -> Array:
+        i = self._index
+        if i == self._stop:
+            raise StopIteration
+        self._index = i + 1
+        return self._array[i]
 
 
 def _rebuild(data: np.ndarray, dtype_name: str) -> Array:

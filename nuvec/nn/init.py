@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import nuvec as mx
 from nuvec.graph.array import Array
+from nuvec.nn.layers.base import real_or_array
 from nuvec.ops.arguments import as_array, real_number
 
 __all__ = [
@@ -31,28 +32,36 @@ def constant(value: float, dtype: Any = mx.float32) -> Initializer:
     """An initializer filling arrays with `value`.
 
     Args:
-        value: the fill value.
+        value: the fill value (a number, or an array broadcast to `a`'s shape).
         dtype: the result dtype.
 
     Returns:
         A function `init(a)` returning an array of `a`'s shape.
+
+    Raises:
+        TypeError: if `value` is not a real number or an array.
 
     Example:
         >>> import nuvec.nn as nn
         >>> nn.init.constant(0.5)(mx.zeros((2,))).tolist()
         [0.5, 0.5]
     """
+    value = real_or_array(value, "constant", "value")
     return lambda a: mx.full(_target(a, "constant").shape, value, dtype=dtype)
 
 
 def normal(mean: float = 0.0, std: float = 1.0, dtype: Any = mx.float32) -> Initializer:
     """An initializer drawing from the normal distribution N(`mean`, `std`**2).
 
+    Raises:
+        TypeError: if `mean` or `std` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.init.normal()(mx.zeros((2, 3))).shape
         (2, 3)
     """
+    mean, std = real_or_array(mean, "normal", "mean"), real_or_array(std, "normal", "std")
     return lambda a: mx.random.normal(_target(a, "normal").shape, dtype=dtype, loc=mean,
                                       scale=std)
 
@@ -60,11 +69,15 @@ def normal(mean: float = 0.0, std: float = 1.0, dtype: Any = mx.float32) -> Init
 def uniform(low: float = 0.0, high: float = 1.0, dtype: Any = mx.float32) -> Initializer:
     """An initializer drawing uniformly from [`low`, `high`).
 
+    Raises:
+        TypeError: if `low` or `high` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> bool(mx.all(nn.init.uniform(2, 3)(mx.zeros((4,))) >= 2))
         True
     """
+    low, high = real_or_array(low, "uniform", "low"), real_or_array(high, "uniform", "high")
     return lambda a: mx.random.uniform(low, high, _target(a, "uniform").shape, dtype=dtype)
 
 

@@ -15,7 +15,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record1
 from nuvec.graph.caller import public_caller
 from nuvec.graph.device import Stream, to_stream
-from nuvec.ops import binary, comparison, scan, unary
+from nuvec.ops import binary, comparison, indexing, scan, unary
 from nuvec.ops import shape as shape_ops
 from nuvec.ops.arguments import as_array, bool_flag, fresh, normalize_axes
 from nuvec.ops.families import Linear, Reduction, apply, is_ones, ones, squeezed_shape
@@ -126,26 +126,28 @@ def from_rows(rows: Array, a: Array, perm: list[int], s: Stream) -> Array:
 
 
 class Extremum(Reduction):
-    """Max or min over `axes`; the gradient is split evenly among the tied extreme positions."""
+    """Max or min over `axes`. As in MLX, `vjp` splits the cotangent evenly among the tied
+    extreme positions, while `jvp` takes the tangent at the first one (row-major over `axes`)."""
 
     __slots__ = ()
     abstract = True  # a rule family, not an operation
-
-    def _weights(self, x: Array, out: Array, like: Array) -> Array:
-        mask = unary.astype(comparison.equal(x, out), like.dtype)
-        return binary.divide(mask, apply(Sum(self.axes), mask))
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, g = primals[0], cotangents[0]
         if not x.dtype.is_inexact:
             return [None]
-        return [binary.multiply(g, self._weights(x, outputs[0], g))]
+        mask = unary.astype(comparison.equal(x, outputs[0]), g.dtype)
+        return [binary.multiply(g, binary.divide(mask, apply(Sum(self.axes), mask)))]
 
     def jvp(self, primals, tangents, outputs):
         x, t = primals[0], tangents[0]
         if not x.dtype.is_inexact:
             return [None]
-        return [apply(Sum(self.axes), binary.multiply(t, self._weights(x, outputs[0], t)))]
+        s = to_stream(None)
+        rows, _ = to_rows(x, self.axes, s)
+        first = record1((ArgMax if isinstance(self, Max) else ArgMin)((rows.ndim - 1,)), (rows,), s)
+        picked = indexing.take_along_axis(to_rows(t, self.axes, s)[0], first, -1, stream=s)
+        return [shape_ops.reshape(picked, outputs[0].shape, stream=s)]
 
 
 class Max(Extremum):

@@ -62,6 +62,19 @@ def test_scalar_conversions():
     assert [r.tolist() for r in rows] == [[1, 2], [3, 4]] and list(mx.zeros((0, 3))) == []
 
 
+def test_iter_returns_an_array_iterator_over_rows():
+    x = mx.arange(4)
+    it = iter(x)
+    assert type(it) is mx.ArrayIterator and next(it).item() == 0
+    assert iter(it) is it and next(it).item() == 1
+    x += 10  # the rows are the values when iter() was called
+    assert [r.item() for r in it] == [2, 3] and list(it) == []
+    with pytest.raises(StopIteration):
+        next(it)
+    with pytest.raises(TypeError, match="^ArrayIterator: no constructor"):
+        mx.ArrayIterator(x)
+
+
 def test_repr_in_mlx_style():
     assert repr(mx.array([1, 2, 3])) == "array([1, 2, 3], dtype=int32)"
     assert repr(mx.array(1.5)) == "array(1.5, dtype=float32)"

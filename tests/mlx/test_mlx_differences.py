@@ -67,6 +67,13 @@ def test_format_specs_on_one_element_arrays():
     assert f"{mx.array([1, 2])}" == repr(mx.array([1, 2]))
 
 
+def test_array_iterators_return_themselves():
+    it = iter(mx.arange(4))
+    assert iter(it) is it
+    pairs = [(a.item(), b.item()) for a, b in zip(*[iter(mx.arange(4))] * 2)]
+    assert pairs == [(0, 1), (2, 3)]
+
+
 def test_numpy_functions_return_numpy():
     a = mx.ones((2, 3))
     assert isinstance(np.sum(a, axis=0), np.ndarray)

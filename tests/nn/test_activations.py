@@ -137,6 +137,45 @@ def test_activation_rejects_non_arrays(name, value) -> None:
         getattr(nn, name)(value)
 
 
+PARAMETERS = [  # (function, layer or None, parameter)
+    ("leaky_relu", "LeakyReLU", "negative_slope"), ("elu", "ELU", "alpha"),
+    ("celu", "CELU", "alpha"), ("softshrink", "Softshrink", "lambd"),
+    ("hard_shrink", "HardShrink", "lambd"), ("step", "Step", "threshold"),
+    ("hard_tanh", None, "min_val"), ("hard_tanh", None, "max_val"), ("prelu", None, "alpha"),
+]
+
+
+@pytest.mark.parametrize("value", ["a", None, [0.1]], ids=["str", "None", "list"])
+@pytest.mark.parametrize("name, layer, parameter", PARAMETERS)
+def test_activation_parameters_are_checked_at_the_call(name, layer, parameter, value) -> None:
+    x = mx.array([-1.0, 0.5, 2.0])
+    with pytest.raises(TypeError, match=f"^{name}: {parameter} must be a real number, got "):
+        getattr(nn, name)(x, **{parameter: value})
+    if layer is not None:
+        with pytest.raises(TypeError, match=f"^{layer}: {parameter} must be a real number"):
+            getattr(nn, layer)(value)
+
+
+@pytest.mark.parametrize("name, layer, parameter", PARAMETERS)
+def test_activation_parameters_may_be_arrays(name, layer, parameter) -> None:
+    """As in MLX: an array parameter broadcasts against the input, elementwise."""
+    x = mx.array([-1.0, 0.5, 2.0])
+    values = [0.1, 0.2, 0.3] if parameter != "max_val" else [1.5, 2.5, 3.5]
+    out = getattr(nn, name)(x, **{parameter: mx.array(values)})
+    rows = [getattr(nn, name)(x[i:i + 1], **{parameter: v}) for i, v in enumerate(values)]
+    assert out.tolist() == mx.concatenate(rows).tolist()
+    if layer is not None:
+        assert getattr(nn, layer)(mx.array(values))(x).tolist() == out.tolist()
+
+
+def test_prelu_layer_checks_its_arguments() -> None:
+    with pytest.raises(TypeError, match="^PReLU: init must be a real number, got 'a'"):
+        nn.PReLU(init="a")
+    with pytest.raises(TypeError, match="^PReLU: num_parameters must be an int, got 'a'"):
+        nn.PReLU(num_parameters="a")
+    assert nn.PReLU(init=mx.array(0.5))(mx.array([-2.0])).tolist() == [-1.0]
+
+
 @pytest.mark.parametrize("name", ["elu", "selu", "gelu", "leaky_relu", "hardswish", "step",
                                   "log_sigmoid", "softmin"])
 def test_activation_converts_lists(name) -> None:

@@ -96,7 +96,26 @@ INIT_ERRORS = [
      "^constant: cannot convert str to an array"),
     ("orthogonal-None", lambda: nn.init.orthogonal()(None), TypeError,
      "^orthogonal: cannot convert NoneType to an array"),
+    ("normal-mean-str", lambda: nn.init.normal(mean="a", std=1.0), TypeError,
+     "^normal: mean must be a real number, got 'a'"),
+    ("normal-std-str", lambda: nn.init.normal(std="b"), TypeError,
+     "^normal: std must be a real number, got 'b'"),
+    ("uniform-low-str", lambda: nn.init.uniform(low="a"), TypeError,
+     "^uniform: low must be a real number, got 'a'"),
+    ("uniform-high-None", lambda: nn.init.uniform(high=None), TypeError,
+     "^uniform: high must be a real number, got None"),
+    ("constant-value-str", lambda: nn.init.constant("a"), TypeError,
+     "^constant: value must be a real number, got 'a'"),
 ]
+
+
+def test_initializer_parameters_may_be_arrays() -> None:
+    """As in MLX: array parameters broadcast against the initialized array."""
+    assert nn.init.constant(mx.array([1.0, 2.0]))(mx.zeros((2, 2))).tolist() == [[1, 2], [1, 2]]
+    low = nn.init.uniform(low=mx.array(2.0), high=mx.array([3.0, 4.0]))(mx.zeros((2,)))
+    assert bool(mx.all(low >= 2.0))
+    spread = nn.init.normal(mean=mx.array([0.0, 100.0]), std=mx.array(0.0))(mx.zeros((2,)))
+    assert spread.tolist() == [0.0, 100.0]
 
 
 @pytest.mark.parametrize("call,error,message", [c[1:] for c in INIT_ERRORS],

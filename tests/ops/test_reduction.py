@@ -297,6 +297,27 @@ def test_max_gradient_splits_ties():
     assert g.tolist() == [[0.5, 0.5, 0.0], [0.0, 1.0, 0.0]]
 
 
+@pytest.mark.parametrize(
+    "op, x, axis, expected",
+    [  # MLX 0.32's values: the tangent at the first extreme, row-major over the axes
+        (mx.max, [3.0, 1.0, 3.0], None, 1.0),
+        (mx.min, [1.0, 1.0, 3.0], None, 1.0),
+        (mx.max, [1.0, float("nan"), 3.0], None, 2.0),
+        (mx.max, [[[1.0, 5.0], [5.0, 1.0]], [[5.0, 1.0], [1.0, 1.0]]], (0, 2), [1.0, 2.0]),
+        (mx.max, [[[1.0, 5.0], [5.0, 1.0]], [[5.0, 1.0], [1.0, 1.0]]], (2, 0), [1.0, 2.0]),
+        (mx.max, [[[1.0, 5.0], [5.0, 1.0]], [[5.0, 1.0], [1.0, 1.0]]], (0, 1), [2.0, 1.0]),
+        (mx.min, [[[1.0, 5.0], [5.0, 1.0]], [[5.0, 1.0], [1.0, 1.0]]], 2, [[0.0, 3.0], [5.0, 6.0]]),
+    ],
+)
+def test_max_min_jvp_takes_the_first_tie(op, x, axis, expected):
+    x = mx.array(x)
+    t = mx.arange(x.size, dtype=mx.float32).reshape(x.shape) + (x.ndim == 1)
+    (out,), (tangent,) = mx.jvp(lambda v: op(v, axis=axis), [x], [t])
+    assert tangent.tolist() == expected and tangent.shape == out.shape
+    (_,), (kept,) = mx.jvp(lambda v: op(v, axis=axis, keepdims=True), [x], [t])
+    assert kept.shape == op(x, axis=axis, keepdims=True).shape
+
+
 def test_prod_gradient_with_zeros():
     g = mx.grad(lambda v: mx.prod(v))(mx.array([2.0, 0.0, 3.0]))
     assert g.tolist() == [0.0, 6.0, 0.0]

@@ -8,11 +8,12 @@ from typing import Callable
 import nuvec as mx
 from nuvec.nn.layers.activations import (
     celu, elu, gelu, gelu_approx, gelu_fast_approx, glu, hard_shrink, hard_tanh, hardswish,
-    leaky_relu, log_sigmoid, log_softmax, mish, prelu, relu, relu2, relu6, selu, sigmoid, silu,
-    softmax, softmin, softplus, softshrink, softsign, step, tanh,
+    leaky_relu, log_sigmoid, log_softmax, mish, prelu, relu, relu2, relu6, selu,
+    sigmoid, silu, softmax, softmin, softplus, softshrink, softsign, step, tanh,
 )
-from nuvec.nn.layers.base import check_even_axis, input_array, own_methods
+from nuvec.nn.layers.base import check_even_axis, input_array, own_methods, real_or_array
 from nuvec.nn.module import Module
+from nuvec.ops.arguments import index_int
 
 __all__ = [
     "CELU", "ELU", "GELU", "GLU", "HardShrink", "HardTanh", "Hardswish", "LeakyReLU",
@@ -32,7 +33,7 @@ class LeakyReLU(Module):
 
     def __init__(self, negative_slope: float = 1e-2) -> None:
         super().__init__()
-        self._negative_slope = negative_slope
+        self._negative_slope = real_or_array(negative_slope, "LeakyReLU", "negative_slope")
 
     def __call__(self, x: mx.array) -> mx.array:
         return leaky_relu(x, self._negative_slope)
@@ -49,7 +50,7 @@ class ELU(Module):
 
     def __init__(self, alpha: float = 1.0) -> None:
         super().__init__()
-        self._alpha = alpha
+        self._alpha = real_or_array(alpha, "ELU", "alpha")
 
     def __call__(self, x: mx.array) -> mx.array:
         return elu(x, self._alpha)
@@ -66,7 +67,7 @@ class Softshrink(Module):
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
-        self._lambd = lambd
+        self._lambd = real_or_array(lambd, "Softshrink", "lambd")
 
     def __call__(self, x: mx.array) -> mx.array:
         return softshrink(x, self._lambd)
@@ -83,7 +84,7 @@ class HardShrink(Module):
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
-        self._lambd = lambd
+        self._lambd = real_or_array(lambd, "HardShrink", "lambd")
 
     def __call__(self, x: mx.array) -> mx.array:
         return hard_shrink(x, self._lambd)
@@ -100,7 +101,7 @@ class CELU(Module):
 
     def __init__(self, alpha: float = 1.0) -> None:
         super().__init__()
-        self._alpha = alpha
+        self._alpha = real_or_array(alpha, "CELU", "alpha")
 
     def __call__(self, x: mx.array) -> mx.array:
         return celu(x, self._alpha)
@@ -136,7 +137,7 @@ class Step(Module):
 
     def __init__(self, threshold: float = 0.0) -> None:
         super().__init__()
-        self._threshold = threshold
+        self._threshold = real_or_array(threshold, "Step", "threshold")
 
     def __call__(self, x: mx.array) -> mx.array:
         return step(x, self._threshold)
@@ -173,6 +174,10 @@ class GELU(Module):
 class PReLU(Module):
     """The layer form of `prelu` with a learned `weight` of `num_parameters` slopes (`init`).
 
+    Raises:
+        TypeError: if `num_parameters` is not an int, or `init` not a real number or an array.
+        ValueError: if `num_parameters` is negative.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.PReLU()(mx.array([-4.0])).tolist()
@@ -181,7 +186,8 @@ class PReLU(Module):
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25) -> None:
         super().__init__()
-        self.weight = mx.full((num_parameters,), init)
+        num_parameters = index_int(num_parameters, "PReLU", "num_parameters", low=0)
+        self.weight = mx.full((num_parameters,), real_or_array(init, "PReLU", "init"))
 
     def __call__(self, x: mx.array) -> mx.array:
         return prelu(x, self.weight)

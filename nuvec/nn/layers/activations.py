@@ -4,12 +4,10 @@ input's shape. Each has a layer form in `activation_layers.py`."""
 from __future__ import annotations
 
 import math
-from typing import Any
+
 
 import nuvec as mx
-from nuvec.graph.array import Array
-from nuvec.nn.layers.base import check_even_axis
-from nuvec.ops.arguments import as_array
+from nuvec.nn.layers.base import check_even_axis, input_array, real_or_array
 
 __all__ = [
     "sigmoid", "relu", "relu2", "relu6", "leaky_relu", "log_softmax", "elu", "softmax",
@@ -17,12 +15,6 @@ __all__ = [
     "gelu_fast_approx", "glu", "step", "selu", "prelu", "mish", "hardswish", "hard_tanh",
     "hard_shrink", "softmin", "tanh",
 ]
-
-
-def _input(x: Any, name: str) -> Array:
-    """`x` as an array (lists and scalars converted; other objects raise the standard
-    conversion error naming the function)."""
-    return x if type(x) is Array else as_array(x, name)
 
 
 def sigmoid(x: mx.array) -> mx.array:
@@ -33,7 +25,7 @@ def sigmoid(x: mx.array) -> mx.array:
         >>> nn.sigmoid(mx.array([0.0])).tolist()
         [0.5]
     """
-    x = _input(x, "sigmoid")
+    x = input_array(x, "sigmoid")
     return mx.sigmoid(x)
 
 
@@ -45,7 +37,7 @@ def relu(x: mx.array) -> mx.array:
         >>> nn.relu(mx.array([-1.0, 2.0])).tolist()
         [0.0, 2.0]
     """
-    x = _input(x, "relu")
+    x = input_array(x, "relu")
     return mx.maximum(x, 0)
 
 
@@ -57,7 +49,7 @@ def relu2(x: mx.array) -> mx.array:
         >>> nn.relu2(mx.array([-1.0, 2.0])).tolist()
         [0.0, 4.0]
     """
-    x = _input(x, "relu2")
+    x = input_array(x, "relu2")
     return mx.square(mx.maximum(x, 0))
 
 
@@ -69,7 +61,7 @@ def relu6(x: mx.array) -> mx.array:
         >>> nn.relu6(mx.array([-1.0, 7.0])).tolist()
         [0.0, 6.0]
     """
-    x = _input(x, "relu6")
+    x = input_array(x, "relu6")
     return mx.minimum(mx.maximum(x, 0), 6.0)
 
 
@@ -78,17 +70,21 @@ def leaky_relu(x: mx.array, negative_slope: float = 0.01) -> mx.array:
 
     Args:
         x: the input array.
-        negative_slope: as in the formula above.
+        negative_slope: as in the formula above (a number or an array).
 
     Returns:
         An array of the input's shape.
+
+    Raises:
+        TypeError: if `negative_slope` is not a real number or an array.
 
     Example:
         >>> import nuvec.nn as nn
         >>> nn.leaky_relu(mx.array([-2.0, 1.0]), 0.5).tolist()
         [-1.0, 1.0]
     """
-    x = _input(x, "leaky_relu")
+    x = input_array(x, "leaky_relu")
+    negative_slope = real_or_array(negative_slope, "leaky_relu", "negative_slope")
     return mx.maximum(negative_slope * x, x)
 
 
@@ -107,7 +103,7 @@ def log_softmax(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.log_softmax(mx.array([0.0, 0.0])).tolist()
         [-0.6931..., -0.6931...]
     """
-    x = _input(x, "log_softmax")
+    x = input_array(x, "log_softmax")
     return x - mx.logsumexp(x, axis=axis, keepdims=True)
 
 
@@ -121,12 +117,16 @@ def elu(x: mx.array, alpha: float = 1.0) -> mx.array:
     Returns:
         An array of the input's shape.
 
+    Raises:
+        TypeError: if `alpha` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.elu(mx.array([0.0, 1.0])).tolist()
         [0.0, 1.0]
     """
-    x = _input(x, "elu")
+    x = input_array(x, "elu")
+    alpha = real_or_array(alpha, "elu", "alpha")
     return mx.where(x > 0, x, alpha * (mx.exp(x) - 1))
 
 
@@ -145,7 +145,7 @@ def softmax(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.softmax(mx.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
-    x = _input(x, "softmax")
+    x = input_array(x, "softmax")
     return mx.softmax(x, axis=axis)
 
 
@@ -157,7 +157,7 @@ def softplus(x: mx.array) -> mx.array:
         >>> nn.softplus(mx.array([0.0])).tolist()
         [0.6931...]
     """
-    x = _input(x, "softplus")
+    x = input_array(x, "softplus")
     return mx.logaddexp(x, 0)
 
 
@@ -169,7 +169,7 @@ def softsign(x: mx.array) -> mx.array:
         >>> nn.softsign(mx.array([1.0])).tolist()
         [0.5]
     """
-    x = _input(x, "softsign")
+    x = input_array(x, "softsign")
     return mx.divide(x, 1 + mx.abs(x))
 
 
@@ -183,12 +183,16 @@ def softshrink(x: mx.array, lambd: float = 0.5) -> mx.array:
     Returns:
         An array of the input's shape.
 
+    Raises:
+        TypeError: if `lambd` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.softshrink(mx.array([1.0, 0.2])).tolist()
         [0.5, 0.0]
     """
-    x = _input(x, "softshrink")
+    x = input_array(x, "softshrink")
+    lambd = real_or_array(lambd, "softshrink", "lambd")
     return mx.where(mx.abs(x) > lambd, x - mx.sign(x) * lambd, 0)
 
 
@@ -202,12 +206,16 @@ def celu(x: mx.array, alpha: float = 1.0) -> mx.array:
     Returns:
         An array of the input's shape.
 
+    Raises:
+        TypeError: if `alpha` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.celu(mx.array([0.0, 1.0])).tolist()
         [0.0, 1.0]
     """
-    x = _input(x, "celu")
+    x = input_array(x, "celu")
+    alpha = real_or_array(alpha, "celu", "alpha")
     return mx.maximum(x, 0.0) + alpha * (mx.exp(mx.minimum(x, 0.0) / alpha) - 1)
 
 
@@ -219,7 +227,7 @@ def silu(x: mx.array) -> mx.array:
         >>> nn.silu(mx.array([0.0])).tolist()
         [0.0]
     """
-    x = _input(x, "silu")
+    x = input_array(x, "silu")
     return x * mx.sigmoid(x)
 
 
@@ -231,7 +239,7 @@ def log_sigmoid(x: mx.array) -> mx.array:
         >>> nn.log_sigmoid(mx.array([0.0])).tolist()
         [-0.6931...]
     """
-    x = _input(x, "log_sigmoid")
+    x = input_array(x, "log_sigmoid")
     return -softplus(-x)
 
 
@@ -243,7 +251,7 @@ def gelu(x: mx.array) -> mx.array:
         >>> nn.gelu(mx.array([0.0])).tolist()
         [0.0]
     """
-    x = _input(x, "gelu")
+    x = input_array(x, "gelu")
     return x * (1 + mx.erf(x / math.sqrt(2))) / 2
 
 
@@ -255,7 +263,7 @@ def gelu_approx(x: mx.array) -> mx.array:
         >>> nn.gelu_approx(mx.array([0.0])).tolist()
         [0.0]
     """
-    x = _input(x, "gelu_approx")
+    x = input_array(x, "gelu_approx")
     return 0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
@@ -267,7 +275,7 @@ def gelu_fast_approx(x: mx.array) -> mx.array:
         >>> nn.gelu_fast_approx(mx.array([0.0])).tolist()
         [0.0]
     """
-    x = _input(x, "gelu_fast_approx")
+    x = input_array(x, "gelu_fast_approx")
     return x * mx.sigmoid(1.702 * x)
 
 
@@ -286,7 +294,7 @@ def glu(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.glu(mx.array([2.0, 0.0])).tolist()
         [1.0]
     """
-    x = _input(x, "glu")
+    x = input_array(x, "glu")
     check_even_axis(x, axis, "glu")
     a, b = mx.split(x, 2, axis=axis)
     return a * mx.sigmoid(b)
@@ -302,12 +310,16 @@ def step(x: mx.array, threshold: float = 0.0) -> mx.array:
     Returns:
         An array of the input's shape.
 
+    Raises:
+        TypeError: if `threshold` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.step(mx.array([-1.0, 1.0])).tolist()
         [0, 1]
     """
-    x = _input(x, "step")
+    x = input_array(x, "step")
+    threshold = real_or_array(threshold, "step", "threshold")
     return mx.where(x >= threshold, 1, 0)
 
 
@@ -319,7 +331,7 @@ def selu(x: mx.array) -> mx.array:
         >>> nn.selu(mx.array([0.0])).tolist()
         [0.0]
     """
-    x = _input(x, "selu")
+    x = input_array(x, "selu")
     return elu(x, 1.67326) * 1.0507
 
 
@@ -333,12 +345,16 @@ def prelu(x: mx.array, alpha) -> mx.array:
     Returns:
         An array of the input's shape.
 
+    Raises:
+        TypeError: if `alpha` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.prelu(mx.array([-2.0, 1.0]), mx.array([0.25])).tolist()
         [-0.5, 1.0]
     """
-    x = _input(x, "prelu")
+    x = input_array(x, "prelu")
+    alpha = real_or_array(alpha, "prelu", "alpha")
     return mx.maximum(0, x) + alpha * mx.minimum(0, x)
 
 
@@ -350,7 +366,7 @@ def mish(x: mx.array) -> mx.array:
         >>> nn.mish(mx.array([0.0])).tolist()
         [0.0]
     """
-    x = _input(x, "mish")
+    x = input_array(x, "mish")
     return x * mx.tanh(softplus(x))
 
 
@@ -362,7 +378,7 @@ def hardswish(x: mx.array) -> mx.array:
         >>> nn.hardswish(mx.array([3.0])).tolist()
         [3.0]
     """
-    x = _input(x, "hardswish")
+    x = input_array(x, "hardswish")
     return x * mx.minimum(mx.maximum(x + 3, 0), 6) / 6
 
 
@@ -377,12 +393,17 @@ def hard_tanh(x: mx.array, min_val: float = -1.0, max_val: float = 1.0) -> mx.ar
     Returns:
         An array of the input's shape.
 
+    Raises:
+        TypeError: if `min_val` or `max_val` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.hard_tanh(mx.array([-2.0, 0.5])).tolist()
         [-1.0, 0.5]
     """
-    x = _input(x, "hard_tanh")
+    x = input_array(x, "hard_tanh")
+    min_val = real_or_array(min_val, "hard_tanh", "min_val")
+    max_val = real_or_array(max_val, "hard_tanh", "max_val")
     return mx.minimum(mx.maximum(x, min_val), max_val)
 
 
@@ -396,12 +417,16 @@ def hard_shrink(x: mx.array, lambd: float = 0.5) -> mx.array:
     Returns:
         An array of the input's shape.
 
+    Raises:
+        TypeError: if `lambd` is not a real number or an array.
+
     Example:
         >>> import nuvec.nn as nn
         >>> nn.hard_shrink(mx.array([1.0, 0.2])).tolist()
         [1.0, 0.0]
     """
-    x = _input(x, "hard_shrink")
+    x = input_array(x, "hard_shrink")
+    lambd = real_or_array(lambd, "hard_shrink", "lambd")
     return mx.where(mx.abs(x) > lambd, x, 0)
 
 
@@ -420,7 +445,7 @@ def softmin(x: mx.array, axis: int = -1) -> mx.array:
         >>> nn.softmin(mx.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
-    x = _input(x, "softmin")
+    x = input_array(x, "softmin")
     return mx.softmax(-x, axis=axis)
 
 
@@ -432,5 +457,5 @@ def tanh(x: mx.array) -> mx.array:
         >>> nn.tanh(mx.array([0.0])).tolist()
         [0.0]
     """
-    x = _input(x, "tanh")
+    x = input_array(x, "tanh")
     return mx.tanh(x)

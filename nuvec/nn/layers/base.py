@@ -6,10 +6,12 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import numpy as np
+
 from nuvec.graph import memory
 from nuvec.graph.array import Array
 from nuvec.graph.device import Device, default_device
-from nuvec.ops.arguments import as_array, index_int, normalize_axis
+from nuvec.ops.arguments import as_array, index_int, normalize_axis, real_number
 
 
 def ntuple(value: Any, n: int, name: str, what: str = "size", low: int | None = None
@@ -37,6 +39,21 @@ def size_arg(value: Any, name: str, what: str, low: int = 1) -> int:
         ValueError: if it is below `low`.
     """
     return index_int(value, name, what, low=low)
+
+
+def real_or_array(value: Any, name: str, what: str) -> Any:
+    """`value` unchanged if it is a real number or an array (nuvec's, or NumPy's with real
+    values), broadcast against the input as MLX allows; otherwise a TypeError naming `name`.
+
+    Example:
+        >>> from nuvec.nn.layers.base import real_or_array
+        >>> real_or_array(0.5, "elu", "alpha")
+        0.5
+    """
+    numpy_real = isinstance(value, np.ndarray) and value.dtype.kind in "iuf"
+    if not (isinstance(value, Array) or numpy_real):
+        real_number(value, name, what, finite=False)
+    return value
 
 
 def input_array(x: Any, name: str) -> Array:
