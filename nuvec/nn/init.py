@@ -11,9 +11,8 @@ import math
 from typing import Any, Callable
 
 import nuvec as mx
-from nuvec.graph.array import Array
-from nuvec.nn.layers.base import real_or_array
-from nuvec.ops.arguments import as_array, real_number
+from nuvec.nn.layers.base import input_array, real_or_array
+from nuvec.ops.arguments import real_number
 
 __all__ = [
     "constant", "normal", "uniform", "identity", "glorot_normal", "glorot_uniform",
@@ -21,11 +20,6 @@ __all__ = [
 ]
 
 Initializer = Callable[..., mx.array]
-
-
-def _target(a: Any, name: str) -> Array:
-    """The array an initializer is applied to (lists and scalars converted)."""
-    return a if type(a) is Array else as_array(a, name)
 
 
 def constant(value: float, dtype: Any = mx.float32) -> Initializer:
@@ -47,7 +41,7 @@ def constant(value: float, dtype: Any = mx.float32) -> Initializer:
         [0.5, 0.5]
     """
     value = real_or_array(value, "constant", "value")
-    return lambda a: mx.full(_target(a, "constant").shape, value, dtype=dtype)
+    return lambda a: mx.full(input_array(a, "constant").shape, value, dtype=dtype)
 
 
 def normal(mean: float = 0.0, std: float = 1.0, dtype: Any = mx.float32) -> Initializer:
@@ -62,7 +56,7 @@ def normal(mean: float = 0.0, std: float = 1.0, dtype: Any = mx.float32) -> Init
         (2, 3)
     """
     mean, std = real_or_array(mean, "normal", "mean"), real_or_array(std, "normal", "std")
-    return lambda a: mx.random.normal(_target(a, "normal").shape, dtype=dtype, loc=mean,
+    return lambda a: mx.random.normal(input_array(a, "normal").shape, dtype=dtype, loc=mean,
                                       scale=std)
 
 
@@ -78,7 +72,7 @@ def uniform(low: float = 0.0, high: float = 1.0, dtype: Any = mx.float32) -> Ini
         True
     """
     low, high = real_or_array(low, "uniform", "low"), real_or_array(high, "uniform", "high")
-    return lambda a: mx.random.uniform(low, high, _target(a, "uniform").shape, dtype=dtype)
+    return lambda a: mx.random.uniform(low, high, input_array(a, "uniform").shape, dtype=dtype)
 
 
 def identity(dtype: Any = mx.float32) -> Initializer:
@@ -93,7 +87,7 @@ def identity(dtype: Any = mx.float32) -> Initializer:
         [[1.0, 0.0], [0.0, 1.0]]
     """
     def init(a: mx.array) -> mx.array:
-        a = _target(a, "identity")
+        a = input_array(a, "identity")
         if a.ndim != 2 or a.shape[0] != a.shape[1]:
             raise ValueError(f"identity: the input array must be a square matrix but got "
                              f"shape {a.shape}.")
@@ -102,7 +96,7 @@ def identity(dtype: Any = mx.float32) -> Initializer:
 
 
 def _fans(a: mx.array, name: str) -> tuple[int, int]:
-    a = _target(a, name)
+    a = input_array(a, name)
     if a.ndim < 2:
         raise ValueError(f"{name}: Glorot / He initialization requires at least 2 dimensional "
                          f"input but input with {a.ndim} dimensions.")
@@ -119,7 +113,7 @@ def glorot_normal(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, gain: float = 1.0) -> mx.array:
-        a = _target(a, "glorot_normal")
+        a = input_array(a, "glorot_normal")
         fan_in, fan_out = _fans(a, "glorot_normal")
         std = gain * math.sqrt(2.0 / (fan_in + fan_out))
         return mx.random.normal(a.shape, dtype=dtype) * std
@@ -138,7 +132,7 @@ def glorot_uniform(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, gain: float = 1.0) -> mx.array:
-        a = _target(a, "glorot_uniform")
+        a = input_array(a, "glorot_uniform")
         fan_in, fan_out = _fans(a, "glorot_uniform")
         limit = gain * math.sqrt(6.0 / (fan_in + fan_out))
         return mx.random.uniform(-limit, limit, a.shape, dtype=dtype)
@@ -163,7 +157,7 @@ def he_normal(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, mode: str = "fan_in", gain: float = 1.0) -> mx.array:
-        a = _target(a, "he_normal")
+        a = input_array(a, "he_normal")
         std = gain / math.sqrt(_fan(a, mode, "he_normal"))
         return mx.random.normal(a.shape, dtype=dtype) * std
     return init
@@ -181,7 +175,7 @@ def he_uniform(dtype: Any = mx.float32) -> Initializer:
         (3, 4)
     """
     def init(a: mx.array, mode: str = "fan_in", gain: float = 1.0) -> mx.array:
-        a = _target(a, "he_uniform")
+        a = input_array(a, "he_uniform")
         limit = gain * math.sqrt(3.0 / _fan(a, mode, "he_uniform"))
         return mx.random.uniform(-limit, limit, a.shape, dtype=dtype)
     return init
@@ -209,7 +203,7 @@ def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
         raise ValueError(f"sparse: sparsity must be in [0, 1], got {sparsity}")
 
     def init(a: mx.array) -> mx.array:
-        a = _target(a, "sparse")
+        a = input_array(a, "sparse")
         if a.ndim != 2:
             raise ValueError(f"sparse: only arrays with 2 dimensions are supported, got shape "
                              f"{a.shape}")
@@ -239,7 +233,7 @@ def orthogonal(gain: float = 1.0, dtype: Any = mx.float32) -> Initializer:
         True
     """
     def init(a: mx.array) -> mx.array:
-        a = _target(a, "orthogonal")
+        a = input_array(a, "orthogonal")
         if a.ndim != 2:
             raise ValueError(f"orthogonal: requires a 2D array but got a {a.ndim}D array.")
         rows, cols = a.shape

@@ -11,7 +11,8 @@ from typing import Any
 
 import nuvec as mx
 from nuvec.graph.array import Array
-from nuvec.ops.arguments import as_array, normalize_axis, real_number
+from nuvec.nn.layers.base import input_array
+from nuvec.ops.arguments import normalize_axis, real_number
 
 __all__ = [
     "binary_cross_entropy", "cosine_similarity_loss", "cross_entropy", "gaussian_nll_loss",
@@ -25,7 +26,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 def _arrays(name: str, *values: Any) -> list[Array]:
     """The loss's inputs as arrays (lists and scalars converted; other objects raise the
     standard conversion error naming the loss)."""
-    return [v if type(v) is Array else as_array(v, name) for v in values]
+    return [input_array(v, name) for v in values]
 
 
 def _reduce(loss: mx.array, reduction: str, name: str) -> mx.array:
