@@ -189,6 +189,10 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
     out = target or inferred
     if data.dtype.kind == "c" and out.kind in "iuf":  # a real number keeps the real part
         data = data.real
+    elif data.dtype == dt.bfloat16.np and out.kind in "biu":
+        # through float32 (exact), as `astype` casts: out-of-range values and NaN then wrap
+        # as float32's do (MLX), where ml_dtypes' own cast gives 0
+        data = data.astype(np.float32)
     try:
         if data.dtype != out.np:  # casts overflow to inf and take NaN to ints quietly (MLX)
             with np.errstate(over="ignore", invalid="ignore"):

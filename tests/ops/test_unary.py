@@ -232,6 +232,8 @@ def test_astype_bfloat16_to_integer_casts_as_float32(dst, device):
     got = np.asarray(mx.astype(mx.array(x), dst))
     assert got.dtype == dst.np
     np.testing.assert_array_equal(got, expected)
+    # making an array of `dst` from bfloat16 data casts the same way
+    np.testing.assert_array_equal(np.asarray(mx.array(x, dtype=dst)), expected)
 
 
 SHAPES = [(), (0,), (1,), (0, 3), (2, 1, 3), (1, 1)]
