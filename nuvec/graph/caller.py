@@ -75,8 +75,8 @@ def name_function(fn, name: str):
 
 def rename_error(error: BaseException, old: str, new: str) -> None:
     """Rewrites, in place, the leading `old:` of `error`'s message as `new:`, for a function
-    that calls another public function under its own name (`acos` calling `arccos`) and whose
-    error was raised with the callee's name written out. Only error paths call it.
+    that calls another public function whose checks write their own name out (`gather_qmm`
+    calling `quantized_matmul`). Only error paths call it.
 
     Args:
         error: the exception being raised.
@@ -85,9 +85,9 @@ def rename_error(error: BaseException, old: str, new: str) -> None:
 
     Example:
         >>> from nuvec.graph.caller import rename_error
-        >>> e = ValueError("norm: invalid ord 'x'")
-        >>> rename_error(e, "norm", "matrix_norm"); str(e)
-        "matrix_norm: invalid ord 'x'"
+        >>> e = ValueError("quantized_matmul: bits must be an int, got 2.0")
+        >>> rename_error(e, "quantized_matmul", "gather_qmm"); str(e)
+        'gather_qmm: bits must be an int, got 2.0'
     """
     args = error.args
     if not args or not isinstance(args[0], str) or not args[0].startswith(old + ":"):

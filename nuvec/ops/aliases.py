@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from nuvec.graph.caller import name_function, rename_error
+from nuvec.graph.caller import name_function
 from nuvec.ops import binary, comparison, creation, linalg_compose, scan, unary
 
 __all__ = [
@@ -18,18 +18,12 @@ __all__ = [
 
 
 def _alias(target: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """`target` under the second name `name`: the same signature and docstring; named `name`
-    on the call stack (so `public_caller` reports it) and in errors raised with `target`'s
-    name written out."""
-    old = target.__name__
+    """`target` under the second name `name`: the same signature and docstring, and named
+    `name` on the call stack, so the errors `target` names with `public_caller` name it."""
 
     @functools.wraps(target)
     def alias(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return target(*args, **kwargs)
-        except (TypeError, ValueError) as e:  # the error path only
-            rename_error(e, old, name)
-            raise
+        return target(*args, **kwargs)
 
     return name_function(alias, name)
 

@@ -234,9 +234,8 @@ def _bitwise(name: str, kind: str, summary: str):
         s = to_stream(stream)
         a, b = binary.binary_operands(name, a, b, s)
         if a.dtype.is_inexact:
-            raise DtypeError(
-                f"{name}: only integer and boolean arrays are supported, got {a.dtype.name}"
-            )
+            raise DtypeError(f"{public_caller(name)}: only integer and boolean arrays are "
+                             f"supported, got {a.dtype.name}")
         if kind.endswith("shift") and a.dtype is dt.bool_:
             # shifts of booleans compute in uint8 (MLX)
             a, b = u.astype(a, dt.uint8, stream=s), u.astype(b, dt.uint8, stream=s)

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record, record1
+from nuvec.graph.caller import public_caller
 from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.ops.arguments import (as_array, bool_flag, broadcast_shapes, index_int, int_tuple,
@@ -40,7 +41,7 @@ def _norm_axes(a: Array, axis: Any) -> tuple[int, ...]:
     axes = int_tuple(axis, "norm", "axis")
     out = tuple(normalize_axis(x, a.ndim, "norm") for x in axes)
     if len(set(out)) != len(out):
-        raise ValueError(f"norm: repeated axis in {axes}")
+        raise ValueError(f"{public_caller('norm')}: repeated axis in {axes}")
     return out
 
 
@@ -81,8 +82,8 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
         return _l2(a, axes, keepdims)
     dtype = _at_least_float(a).dtype if a.dtype.kind != "c" else dt.float32
     if ord in (2, -2) and not a.shape[row] * a.shape[col]:
-        raise ValueError(f"norm: an empty matrix has no largest or smallest singular value "
-                         f"(ord={ord}), got shape {a.shape}")
+        raise ValueError(f"{public_caller('norm')}: an empty matrix has no largest or "
+                         f"smallest singular value (ord={ord}), got shape {a.shape}")
     if ord in ("nuc", 2, -2):
         s = _singular_values(a, axes)
         reduce = reduce_sum if ord == "nuc" else reduce_max if ord == 2 else reduce_min
@@ -90,16 +91,16 @@ def _matrix_norm(a: Array, ord: Any, axes: tuple[int, ...], keepdims: bool) -> A
         out = astype(out, dtype)  # float16/bfloat16 inputs went through a float32 SVD
         return expand_dims(out, sorted(axes)) if keepdims else out
     if isinstance(ord, str):
-        raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm")
+        raise ValueError(f"{public_caller('norm')}: invalid ord {ord!r} for a matrix norm")
     if ord in (1, -1):
         inner, outer = row, col
     elif ord in (math.inf, -math.inf):
         inner, outer = col, row
     else:
-        raise ValueError(f"norm: invalid ord {ord} for a matrix norm")
+        raise ValueError(f"{public_caller('norm')}: invalid ord {ord} for a matrix norm")
     if not a.shape[outer]:
-        raise ValueError(f"norm: ord={ord} takes an extremum over axis {outer}, which is empty, "
-                         f"got shape {a.shape}")
+        raise ValueError(f"{public_caller('norm')}: ord={ord} takes an extremum over axis "
+                         f"{outer}, which is empty, got shape {a.shape}")
     pick = reduce_max if ord > 0 else reduce_min
     out = pick(reduce_sum(absolute(a), axis=inner, keepdims=True), axis=outer, keepdims=True)
     if not keepdims:
@@ -154,11 +155,14 @@ def _norm(a: Array, ord: Any, axis: Any, keepdims: bool) -> Array:
         out = _l2(reshape(a, (a.size,)), (0,), False)
         return reshape(out, (1,) * a.ndim) if keepdims else out
     if len(axes) > 2 or not axes:
-        raise ValueError(f"norm: expected 1 or 2 axes, got {len(axes)} for shape {a.shape}")
+        raise ValueError(f"{public_caller('norm')}: expected 1 or 2 axes, got {len(axes)} for "
+                         f"shape {a.shape}")
     if isinstance(ord, str) and len(axes) != 2:
-        raise ValueError(f"norm: ord {ord!r} is only supported for matrices, got {len(axes)} axis")
+        raise ValueError(f"{public_caller('norm')}: ord {ord!r} is only supported for "
+                         f"matrices, got {len(axes)} axis")
     if ord is not None and not isinstance(ord, (str, int, float)):
-        raise TypeError(f"norm: ord must be a number, a string or None, got {type(ord).__name__}")
+        raise TypeError(f"{public_caller('norm')}: ord must be a number, a string or None, "
+                        f"got {type(ord).__name__}")
     if len(axes) == 1:
         return _vector_norm(a, 2 if ord is None else ord, axes, keepdims)
     return _matrix_norm(a, ord, axes, keepdims)
