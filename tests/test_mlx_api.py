@@ -54,7 +54,9 @@ SIGNATURES = {
     "all": "(a, /, axis=None, keepdims=False, *, stream=None)",
     "allclose": "(a, b, /, rtol=1e-05, atol=1e-08, *, equal_nan=False, stream=None)",
     "any": "(a, /, axis=None, keepdims=False, *, stream=None)",
-    "arange": "(start=None, stop=None, step=None, dtype=None, *, stream=None)",
+    # MLX's two overloads, (start, stop, step=None, dtype=None) and (stop, step=None,
+    # dtype=None), in one signature: the first bound positional, `start=` by keyword
+    "arange": "(bound=None, /, stop=None, step=None, dtype=None, *, start=None, stream=None)",
     "arccos": "(a, /, *, stream=None)",
     "arccosh": "(a, /, *, stream=None)",
     "arcsin": "(a, /, *, stream=None)",

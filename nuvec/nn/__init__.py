@@ -6,6 +6,10 @@ initializers in `nuvec.nn.init`.
 """
 
 from nuvec.nn import init, losses, utils  # noqa: F401  (re-exported: public submodules)
+from nuvec.nn.layers import (  # noqa: F401  (MLX's names of the layer modules: nn.activations, ...)
+    activations, containers, convolution, dropout, embedding, linear, normalization, pooling,
+    positional_encoding, quantized, recurrent, transformer, upsample,
+)
 from nuvec.nn.layers.activation_layers import *  # noqa: F401,F403
 from nuvec.nn.layers.activation_layers import __all__ as _activation_layers
 from nuvec.nn.layers.activations import *  # noqa: F401,F403

@@ -77,6 +77,11 @@ def _update(dst: Any, new_tree: Any, strict: bool) -> None:
             _update(dst[k], new, strict)
 
 
+
+def _is_floating(dtype: Any) -> bool:
+    """`Module.set_dtype`'s default predicate."""
+    return mx.issubdtype(dtype, mx.floating)
+
 class Module(dict):
     """Base class of layers and models, as `mlx.nn.Module`.
 
@@ -380,10 +385,13 @@ class Module(dict):
         return self.train(False)
 
     def set_dtype(self, dtype: Any,
-                  predicate: Callable[[Any], bool] | None = None) -> None:
-        """Casts the parameters whose dtype `predicate` accepts (default: floating) to `dtype`."""
-        predicate = predicate or (lambda d: mx.issubdtype(d, mx.floating))
-        self.apply(lambda x: x.astype(dtype) if predicate(x.dtype) else x)
+                  predicate: Callable[[Any], bool] | None = _is_floating) -> None:
+        """Casts the parameters whose dtype `predicate` accepts (default: the floating ones;
+        None: all of them) to `dtype`, as MLX's."""
+        if predicate is None:
+            self.apply(lambda x: x.astype(dtype))
+        else:
+            self.apply(lambda x: x.astype(dtype) if predicate(x.dtype) else x)
 
     # ---- weights files -------------------------------------------------------------------
 

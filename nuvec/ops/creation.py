@@ -307,34 +307,44 @@ def is_int(x: Any) -> bool:
 
 
 def arange(
-    start: float | None = None, stop: float | None = None, step: float | None = None,
-    dtype: dt.Dtype | None = None, *, stream: Any = None,
+    bound: float | None = None, /, stop: float | None = None, step: float | None = None,
+    dtype: dt.Dtype | None = None, *, start: float | None = None, stream: Any = None,
 ) -> Array:  # fmt: skip
     """Evenly spaced values `start, start + step, ...` below `stop` (above, for step < 0).
 
-    `arange(stop)` (or `arange(stop=n)`) starts at 0. The dtype is int32 if every bound is
-    an int, else float32.
+    MLX's two forms: `arange(start, stop, step)` and `arange(stop, step=...)`. A first
+    positional bound is the start when `stop` is given, else the stop (starting at 0);
+    `start=` by keyword needs `stop`. The dtype is int32 if every bound is an int, else
+    float32.
 
     Args:
-        start: the first value (the end when `stop` is None; MLX's `arange(stop, step)` form).
+        bound: the first positional bound: the start, or the stop when `stop` is None.
         stop: the end, excluded.
         step: the spacing (default 1).
         dtype: the dtype of the result.
+        start: the first value, by keyword (with `stop`).
 
     Raises:
         ValueError: for a zero or NaN step, an infinite or NaN bound, a bool dtype or a size
             over 2**31 - 1.
-        TypeError: for a bound that is not an int or a float (or no bound at all).
+        TypeError: for a bound that is not an int or a float, no bound at all, `start=`
+            without `stop` or a start given twice.
 
     Example:
         >>> import nuvec as mx
         >>> mx.arange(1, 7, 2).tolist()
         [1, 3, 5]
     """
-    if stop is None:
-        start, stop = 0, start
-    elif start is None:
-        start = 0
+    if start is not None:
+        if bound is not None:
+            raise TypeError(f"arange: the start is given twice ({bound} and start={start})")
+        if stop is None:
+            raise TypeError(f"arange: start={start} needs a stop (arange(start, stop) or "
+                            f"arange(stop))")
+    elif stop is None:
+        start, stop = 0, bound
+    else:
+        start = 0 if bound is None else bound
     step = 1 if step is None else step
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):

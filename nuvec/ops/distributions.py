@@ -85,12 +85,15 @@ def normal(
     work = work_dtype(dtype)
     low = float(np.nextafter(work.np.type(-1), work.np.type(0)))
     u = uniform(low, 1.0, shape, work, k, stream=s)
-    out = multiply(erfinv(u, stream=s), math.sqrt(2.0), stream=s)
+    # as MLX: erfinv in the working precision, then `sqrt 2 * scale` and `loc` in `dtype`
+    factor = Array(math.sqrt(2.0), dtype)
     if scale is not None:
-        out = multiply(out, astype(as_array(scale, "normal", dtype), work, stream=s), stream=s)
+        factor = multiply(factor, astype(as_array(scale, "normal", dtype), dtype, stream=s),
+                          stream=s)
+    out = multiply(factor, astype(erfinv(u, stream=s), dtype, stream=s), stream=s)
     if loc is not None:
-        out = add(out, astype(as_array(loc, "normal", dtype), work, stream=s), stream=s)
-    return astype(out, dtype, stream=s)
+        out = add(astype(as_array(loc, "normal", dtype), dtype, stream=s), out, stream=s)
+    return out
 
 
 def _complex_normal(shape: Any, loc: Any, scale: Any, key: Any, s: Any) -> Array:
@@ -178,6 +181,7 @@ def bernoulli(
 
     Raises:
         ValueError: if `p` does not broadcast to `shape`, or for a malformed key.
+        DtypeError: for an integer or bool `p` (a `TypeError` and a `ValueError`).
 
     Example:
         >>> import nuvec as mx
@@ -186,8 +190,8 @@ def bernoulli(
     """
     s = to_stream(stream)
     pa = as_array(p, "bernoulli")
-    if not pa.dtype.is_floating:
-        pa = astype(pa, dt.float32, stream=s)
+    if not pa.dtype.is_floating:  # as MLX (a Python int p too)
+        raise DtypeError(f"bernoulli: the probability p must be floating, got {pa.dtype}")
     shape = pa.shape if shape is None else sample_shape("bernoulli", shape, pa)
     k = resolve_key(key, "bernoulli")
     return less(uniform(0, 1, shape, pa.dtype, k, stream=s), pa, stream=s)
@@ -322,8 +326,12 @@ def laplace(
     u = uniform(low, 1.0, shape, work, k, stream=s)
     tail = log1p(negative(absolute(u, stream=s), stream=s), stream=s)
     out = multiply(sign(u, stream=s), tail, stream=s)  # (the sign of MLX's: the same samples)
-    out = add(multiply(out, scale, stream=s), loc, stream=s)
-    return astype(out, dtype, stream=s)
+    out = astype(out, dtype, stream=s)  # then scaled and shifted in `dtype`, as MLX's
+    if isinstance(scale, Array) or scale != 1.0:
+        out = multiply(astype(as_array(scale, "laplace", dtype), dtype, stream=s), out, stream=s)
+    if isinstance(loc, Array) or loc != 0.0:
+        out = add(astype(as_array(loc, "laplace", dtype), dtype, stream=s), out, stream=s)
+    return out
 
 
 def categorical(

@@ -216,7 +216,10 @@ def tri_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:
     """
     a = check_matrix("tri_inv", a)
     s = to_stream(stream)
-    return record1(INVERSE, (triangle(a, bool_flag(upper, "tri_inv", "upper")),), s)
+    upper = bool_flag(upper, "tri_inv", "upper")
+    # the LU inverse pivots rows of a lower triangle, leaving rounding noise above it: the
+    # other triangle is zeroed again, exact as MLX's
+    return triangle(record1(INVERSE, (triangle(a, upper),), s), upper)
 
 
 def cholesky_inv(a: Any, upper: bool = False, *, stream: Any = None) -> Array:

@@ -27,6 +27,10 @@ def test_arange_infers_int64_when_bounds_need_it(args, dtype):
     (lambda: mx.arange("3"), TypeError, "^arange: stop must be an int or a float, got str"),
     (lambda: mx.arange(0, 3, 0), ValueError, "^arange: cannot compute the length"),
     (lambda: mx.arange(3, dtype=mx.bool_), ValueError, "^arange: bool is not supported"),
+    # MLX's forms are arange(start, stop, step) and arange(stop, step): start= needs a stop
+    (lambda: mx.arange(start=1), TypeError, "^arange: start=1 needs a stop"),
+    (lambda: mx.arange(start=1, step=2), TypeError, "^arange: start=1 needs a stop"),
+    (lambda: mx.arange(1, 4, start=0), TypeError, "^arange: the start is given twice"),
 ])
 def test_arange_overload_errors(call, error, message):
     with pytest.raises(error, match=message):

@@ -315,3 +315,22 @@ def test_antialiased_downsampling() -> None:
             nn.Upsample(0.5, antialias=True, **bad)
     with pytest.raises(ValueError, match="^upsample_cubic: antialias=True with align_corners"):
         nn.upsample_cubic(x, (0.5,), align_corners=True, antialias=True)
+
+
+@pytest.mark.parametrize("dtype", [mx.int32, mx.uint8, mx.bool_], ids=str)
+def test_max_pool_pads_integers_with_their_lowest_value(dtype) -> None:
+    x = mx.arange(6).reshape(1, 3, 2).astype(dtype)
+    got = nn.MaxPool1d(kernel_size=2, stride=2, padding=1)(x)
+    ref = np.asarray(x)[:, [0, 2]]  # windows [pad, x0] and [x1, x2]
+    ref[:, 1] = np.maximum(np.asarray(x)[:, 1], np.asarray(x)[:, 2])
+    assert got.dtype == dtype and np.array_equal(np.asarray(got), ref)
+    square = mx.arange(16).reshape(1, 4, 4, 1).astype(dtype)
+    assert nn.MaxPool2d(2, 2, 1)(square).shape == (1, 3, 3, 1)
+
+
+def test_layer_modules_have_mlx_names() -> None:
+    assert nn.activations.sigmoid is nn.sigmoid and nn.pooling.MaxPool2d is nn.MaxPool2d
+    assert repr(nn.Upsample(scale_factor=2)) == (
+        "Upsample(scale_factor=2.0, mode='nearest', align_corners=False)")
+    assert repr(nn.Upsample(scale_factor=0.5, mode="linear", antialias=True)).endswith(
+        "align_corners=False, antialias=True)")

@@ -157,6 +157,12 @@ def test_apply_set_dtype_train_eval() -> None:
     assert all(float(mx.abs(v).max()) == 0 for _, v in tree_flatten(block.parameters()))
     block.set_dtype(mx.float16)
     assert {v.dtype for _, v in tree_flatten(block.parameters())} == {mx.float16}
+    layer = nn.Linear(2, 2)
+    layer.set_dtype(mx.int32, lambda d: True)
+    layer.set_dtype(mx.float16)  # the default casts only floating parameters
+    assert layer.weight.dtype == mx.int32
+    layer.set_dtype(mx.int64, predicate=None)  # None casts them all, as MLX's
+    assert layer.weight.dtype == mx.int64
     assert block._private.dtype == mx.float32  # private members are not parameters
     assert block.training and block.extra["layers"][1].training
     block.eval()

@@ -45,6 +45,8 @@ def test_arange_keyword_forms():
     assert mx.arange(stop=3).tolist() == [0, 1, 2]
     assert mx.arange(5, step=2).tolist() == [0, 2, 4]
     assert mx.arange(1, stop=3, dtype=mx.float32).dtype is mx.float32
+    assert mx.arange(start=1, stop=4).tolist() == [1, 2, 3]
+    assert mx.arange(-3, step=-1).tolist() == [0, -1, -2]
 
 
 def test_arange_float64_is_exact():

@@ -46,6 +46,15 @@ def test_inv_and_tri_inv(dtype, batch):
     assert_allclose(L.tri_inv(mx.array(a, dtype)), np.linalg.inv(np.tril(ref(a))), dtype=dtype)
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_tri_inv_other_triangle_is_exactly_zero(upper):
+    # the LU inverse pivots the rows of a lower triangle; MLX's result is exactly triangular
+    a = np.random.default_rng(3).standard_normal((4, 8, 8)).astype(np.float32)
+    y = np.asarray(L.tri_inv(mx.array(a), upper=upper))
+    other = np.tril(y, -1) if upper else np.triu(y, 1)
+    assert not other.any()
+
+
 @pytest.mark.parametrize("a_shape,b_shape", [
     ((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (3,)), ((2, 3, 3), (3, 4)),
     ((2, 1, 3, 3), (4, 3, 1)), ((3, 3), (2, 3, 2)),

@@ -205,8 +205,19 @@ def test_bernoulli_mean_shape_and_dtype():
     p = mx.array([[0.0, 1.0]])
     y = np.asarray(mx.random.bernoulli(p, key=mx.random.key(8)))
     assert y.shape == (1, 2) and y.tolist() == [[False, True]]
-    z = mx.random.bernoulli(mx.array([0, 1]), key=mx.random.key(9))  # integer p is cast
-    assert z.tolist() == [False, True]
+    for p in (mx.array([0, 1]), 0, True):  # MLX refuses an integer or bool p
+        with pytest.raises(ValueError, match="^bernoulli: the probability p must be floating"):
+            mx.random.bernoulli(p, key=mx.random.key(9))
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.float32])
+@pytest.mark.parametrize("sampler", ["normal", "laplace"])
+def test_half_samples_are_scaled_and_shifted_in_their_dtype(sampler, dtype):
+    # as MLX: the unit sample is rounded to `dtype` first, then scaled and shifted in it
+    f, key = getattr(mx.random, sampler), mx.random.key(0)
+    a = f(shape=(1000,), dtype=dtype, loc=1.0, scale=2.0, key=key)
+    b = mx.array(2.0, dtype) * f(shape=(1000,), dtype=dtype, key=key) + mx.array(1.0, dtype)
+    assert a.dtype == dtype and mx.array_equal(a, b).item()
 
 
 def test_truncated_normal_bounds_and_mean():

@@ -21,6 +21,13 @@ from nuvec.nn.module import Module
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d"]
 
 
+def _lowest(dtype: mx.Dtype) -> Any:
+    """The padding of max pooling: the smallest value of `dtype` (-inf for floats)."""
+    if mx.issubdtype(dtype, mx.inexact):
+        return -float("inf")
+    return False if dtype == mx.bool_ else mx.iinfo(dtype).min
+
+
 class _Pool(Module):
     _n = 1
     _max = True
@@ -50,7 +57,7 @@ class _Pool(Module):
         if x.ndim == self._n + 1:
             return self(x[None])[0]
         if any(self.padding):
-            fill = -float("inf") if self._max else 0.0
+            fill = _lowest(x.dtype) if self._max else 0.0
             widths = [(0, 0)] + [(p, p) for p in self.padding] + [(0, 0)]
             x = mx.pad(x, widths, constant_values=fill)
         spatial = x.shape[1:-1]
@@ -70,12 +77,13 @@ class _Pool(Module):
 def _pool_class(name: str, n: int, is_max: bool, example: str, shape: str) -> type:
     kind = "Maximum" if is_max else "Average"
     axes = "axis" if n == 1 else "axes"
+    fill = "-inf, the lowest value of an integer dtype" if is_max else "zeros"
     doc = (f"{kind} pooling over the {n} spatial {axes} of `(N, *spatial, C)` inputs.\n\n"
            "    The batch axis may be left out.\n\n"
            "    Args:\n"
            "        kernel_size: the window (an int or one per axis).\n"
            "        stride: the step between windows (default: the kernel size).\n"
-           f"        padding: added on both sides ({'-inf' if is_max else 'zeros'}).\n\n"
+           f"        padding: added on both sides ({fill}).\n\n"
            "    Raises:\n"
            "        ValueError: for a bad input rank or a window larger than the input.\n\n"
            "    Example:\n"

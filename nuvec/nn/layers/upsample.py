@@ -267,8 +267,9 @@ class Upsample(Module):
         self.mode, self.align_corners = mode, align_corners
 
     def _extra_repr(self) -> str:
+        flag = ", antialias=True" if self.antialias else ""  # shown when set, as MLX's
         return (f"scale_factor={self.scale_factor}, mode={self.mode!r}, "
-                f"align_corners={self.align_corners}, antialias={self.antialias}")
+                f"align_corners={self.align_corners}{flag}")
 
     def __call__(self, x: mx.array) -> mx.array:
         x = input_array(x, "Upsample")
