@@ -25,9 +25,9 @@ StreamLike = Any  # a Stream, a Device, or None for the default stream
 Shape = tuple[int, ...]
 
 
-class IndexOutOfRangeError(IndexError, ValueError):
-    """A Python int index outside its axis: an `IndexError` (NumPy) that is also a
-    `ValueError` (what MLX raises for bad indices)."""
+class BadIndexError(IndexError, ValueError):
+    """A bad index (a Python int outside its axis, too many indices, a second ellipsis): an
+    `IndexError` (NumPy) that is also a `ValueError` (what MLX raises for bad indices)."""
 
 
 def fresh(a: Array) -> Array:

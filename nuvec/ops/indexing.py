@@ -22,7 +22,7 @@ from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import COPY, Primitive, TransformError
 from nuvec.ops import binary, comparison, creation, slicing
 from nuvec.ops import shape as shape_ops
-from nuvec.ops.arguments import (IndexOutOfRangeError, as_array, broadcast_shapes,
+from nuvec.ops.arguments import (BadIndexError, as_array, broadcast_shapes,
                                   normalize_axis)
 from nuvec.ops.families import apply, batch_size, move_batch_to_front
 
@@ -225,7 +225,7 @@ def scatter(x: Array, indices: Sequence[Array], updates: Array, mode: str,
 
 def check_int_index(op: str, i: int, size: int, axis: int) -> int:
     if not -size <= i < size:
-        raise IndexOutOfRangeError(f"{op}: index {i} is out of bounds for axis {axis} with "
+        raise BadIndexError(f"{op}: index {i} is out of bounds for axis {axis} with "
                                    f"size {size}")
     return i % size
 

@@ -20,7 +20,7 @@ from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.array import Array, record1
 from nuvec.graph.device import to_stream
 from nuvec.ops import binary, masked
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import BadIndexError, as_array
 from nuvec.ops.indexing import (
     check_index_array,
     check_int_index,
@@ -69,7 +69,7 @@ def _items(op: str, shape: Shape, key: Any) -> list[tuple]:
             items.append(("none",))
         elif k is Ellipsis:
             if ellipsis_at is not None:
-                raise IndexError(f"{op}: an index can only have a single ellipsis (...)")
+                raise BadIndexError(f"{op}: an index can only have a single ellipsis (...)")
             ellipsis_at = len(items)
         elif isinstance(k, (bool, np.bool_)):
             raise TypeError(f"{op}: a boolean scalar is not a valid index")
@@ -85,7 +85,7 @@ def _items(op: str, shape: Shape, key: Any) -> list[tuple]:
             raise TypeError(f"{op}: cannot index an array with {type(k).__name__}")
     used = sum(1 for it in items if it[0] != "none")
     if used > len(shape):
-        raise IndexError(f"{op}: too many indices for an array with {len(shape)} dimensions "
+        raise BadIndexError(f"{op}: too many indices for an array with {len(shape)} dimensions "
                          f"({used} were given)")
     full = [("raw_slice", slice(None))] * (len(shape) - used)
     if ellipsis_at is None:
@@ -104,8 +104,8 @@ def _items(op: str, shape: Shape, key: Any) -> list[tuple]:
             out.append(("slice", *_slice_params(op, it[1], size)))
         elif it[0] == "mask":
             if it[2] != size:
-                raise IndexError(f"{op}: a boolean index of size {it[2]} does not match axis "
-                                 f"{axis} with size {size}")
+                raise BadIndexError(f"{op}: a boolean index of size {it[2]} does not match axis "
+                                    f"{axis} with size {size}")
             out.append(("array", it[1]))
         else:
             out.append(it)

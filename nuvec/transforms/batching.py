@@ -11,7 +11,7 @@ import numpy as np
 from nuvec.graph.array import Array, placeholder
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph.tree import flatten, is_node, unflatten
-from nuvec.ops.arguments import IndexOutOfRangeError, check_callable
+from nuvec.ops.arguments import BadIndexError, check_callable
 from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
 from nuvec.transforms.trace import Key, apply_rule, key_of, release, trace, traced_graph
 
@@ -30,7 +30,7 @@ def _flat_axes(op: str, axes: Any, tree: Any, output: bool) -> list[int | None]:
         ndim = tree.ndim + (1 if output else 0)
         if not -ndim <= axes < ndim:
             kind = "output " if output else ""
-            raise IndexOutOfRangeError(f"{op}: invalid {kind}vectorization axis {axes} for an "
+            raise BadIndexError(f"{op}: invalid {kind}vectorization axis {axes} for an "
                                        f"array of shape {tree.shape}")  # MLX's IndexError
         return [axes % ndim]
     # (nodes as `flatten` takes them: a dict or list subclass, a module, is a leaf here)

@@ -229,6 +229,18 @@ def test_an_integer_array_key_is_one_gather():
         mx.array(1.0)[i]
 
 
+@pytest.mark.parametrize("key", [(0, 0, 0), (Ellipsis, Ellipsis), (0, Ellipsis, 0, Ellipsis)],
+                         ids=str)
+def test_bad_keys_are_index_and_value_errors(key):
+    # NumPy raises IndexError, MLX ValueError: nuvec's error is both, in getitem and setitem
+    a = mx.zeros((2, 2))
+    for error in (IndexError, ValueError):
+        with pytest.raises(error, match="^getitem: (too many indices|an index can only)"):
+            a[key]
+        with pytest.raises(error, match="^setitem: (too many indices|an index can only)"):
+            a[key] = 1.0
+
+
 def test_out_of_range():
     a = mx.array([0, 1, 2, 3, 4])
     with pytest.raises(IndexError, match="^getitem: index 5 is out of bounds"):
