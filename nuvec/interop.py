@@ -9,47 +9,16 @@ carries bfloat16, which NumPy's DLPack cannot name.
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf
+from nuvec.graph.dlpack import BFLOAT_CODE, CPU_DEVICE, capsule_dtype, host_data
 from nuvec.ops.arguments import bool_flag
 
 __all__ = ["from_dlpack"]
-
-# DLPack's device types and dtype codes (dlpack.h)
-CPU_DEVICE = 1
-CUDA_DEVICE = 2
-_UINT, _BFLOAT = 1, 4
-# Offsets of `DLTensor.dtype` in the two capsule layouts: `DLManagedTensor` starts with the
-# DLTensor; `DLManagedTensorVersioned` has a version, manager context, deleter and flags first.
-_DTYPE_OFFSET = {b"dltensor": 20, b"dltensor_versioned": 52}
-
-_get_name = ctypes.pythonapi.PyCapsule_GetName
-_get_name.restype = ctypes.c_char_p
-_get_name.argtypes = [ctypes.py_object]
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-class _DataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-def _capsule_dtype(capsule: Any) -> _DataType:
-    """The `DLDataType` inside an unconsumed DLPack capsule, writable in place."""
-    name = _get_name(capsule)
-    if name not in _DTYPE_OFFSET:
-        raise BufferError(f"from_dlpack: not an unconsumed DLPack capsule (name {name!r})")
-    base = _get_pointer(capsule, name)
-    # the managed tensor's first field (versioned: after the version) points at the DLTensor
-    # only through the struct layout, so read the dtype at its fixed offset
-    return _DataType.from_address(base + _DTYPE_OFFSET[name])
 
 
 def _host_view(a: Array) -> np.ndarray:
@@ -104,7 +73,7 @@ def _dlpack(self: Array, *, stream: Any = None, max_version: tuple[int, int] | N
         kwargs["max_version"] = max_version
     capsule = view.__dlpack__(**kwargs)
     if bfloat:
-        _capsule_dtype(capsule).code = _BFLOAT
+        capsule_dtype(capsule).code = BFLOAT_CODE
     return capsule
 
 
@@ -125,50 +94,6 @@ def _dlpack_device(self: Array) -> tuple[int, int]:
     if data is not None and type(data[self._index]) is not np.ndarray:
         return tuple(data[self._index].__dlpack_device__())
     return (CPU_DEVICE, 0)
-
-
-class _Capsule:
-    """Hands NumPy's `from_dlpack` a capsule that was already taken from the producer."""
-
-    def __init__(self, capsule: Any, device: tuple[int, int]):
-        self._capsule, self._device = capsule, device
-
-    def __dlpack__(self, **_: Any) -> Any:
-        return self._capsule
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return self._device
-
-
-def _take_capsule(x: Any) -> Any:
-    try:
-        try:
-            return x.__dlpack__(max_version=(1, 0))
-        except TypeError:  # a producer from before DLPack 1.0 takes no keywords
-            return x.__dlpack__()
-    except BufferError as e:  # the producer cannot export its data (an object dtype, ...)
-        dtype = getattr(x, "dtype", None)
-        of = f" of dtype {dtype}" if dtype is not None else ""
-        raise dt.DtypeError(f"from_dlpack: cannot import {type(x).__name__} data{of}: {e}"
-                            ) from None
-
-
-def _host_from_dlpack(x: Any, copy: bool | None) -> np.ndarray:
-    """NumPy data sharing the memory of CPU DLPack producer `x` (bfloat16 included)."""
-    if copy:
-        try:
-            return np.from_dlpack(x, copy=True)
-        except (TypeError, BufferError):
-            pass  # older producers or bfloat16: share, then copy below
-    capsule = _take_capsule(x)
-    code = _capsule_dtype(capsule)
-    bfloat = code.code == _BFLOAT and code.bits == 16
-    if bfloat:
-        code.code = _UINT
-    data = np.from_dlpack(_Capsule(capsule, (CPU_DEVICE, 0)))
-    if bfloat:
-        data = data.view(ml_dtypes.bfloat16)
-    return data.copy() if copy else data
 
 
 def from_dlpack(x: Any, /, *, copy: bool | None = None) -> Array:
@@ -205,14 +130,7 @@ def from_dlpack(x: Any, /, *, copy: bool | None = None) -> Array:
     if not hasattr(x, "__dlpack__"):
         raise dt.DtypeError(f"from_dlpack: expected an object with __dlpack__, got "
                             f"{type(x).__name__}")
-    device = tuple(x.__dlpack_device__()) if hasattr(x, "__dlpack_device__") else (CPU_DEVICE, 0)
-    if device[0] != CPU_DEVICE:
-        if copy is False:
-            raise BufferError(f"from_dlpack: data on device {device} cannot be shared with the "
-                              "CPU without a copy")
-        data = np.from_dlpack(x, device="cpu", copy=True)
-    else:
-        data = _host_from_dlpack(x, copy)
+    data = host_data(x, copy)
     if data.dtype == np.complex128:
         if copy is False:
             raise BufferError("from_dlpack: complex128 data needs a copy to become complex64")

@@ -16,6 +16,7 @@ from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, Node, handle, leaf, record1
 from nuvec.graph.caller import public_caller
 from nuvec.graph.device import Stream, to_stream
+from nuvec.graph.dlpack import host_data
 from nuvec.graph.primitive import Primitive
 
 Shape = tuple[int, ...]
@@ -158,6 +159,18 @@ def _from_python(a: Any, target: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]
                         f"{data.dtype}")
 
 
+def foreign_data(val: Any) -> np.ndarray:
+    """Another library's array as NumPy data, shared where its layout allows: through
+    `__array__` (or `__array_interface__`), else (PyTorch's bfloat16, a GPU tensor) DLPack."""
+    if hasattr(val, "__array__") or hasattr(val, "__array_interface__"):
+        try:
+            return np.asarray(val)
+        except (TypeError, ValueError, RuntimeError):
+            if not hasattr(val, "__dlpack__"):
+                raise
+    return host_data(val, None, public_caller("array"))
+
+
 def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
     """An evaluated array from a scalar, nested lists/tuples of scalars or NumPy-like data.
 
@@ -176,8 +189,8 @@ def from_data(val: Any, target: dt.Dtype | None = None) -> Array:
         inferred = _infer_dtype(data)
     elif isinstance(val, (list, tuple)):
         data, inferred = _from_python(val, target)
-    elif hasattr(val, "__array__"):
-        data = np.asarray(val)
+    elif hasattr(val, "__array__") or hasattr(val, "__dlpack__"):
+        data = foreign_data(val)
         inferred = _infer_dtype(data)
     else:
         try:  # bytes, bytearray, memoryview, array.array: anything with the buffer protocol

@@ -8,6 +8,7 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, leaf
+from nuvec.graph.convert import foreign_data
 
 
 def _foreign_data(val: Any) -> np.ndarray | None:
@@ -16,8 +17,8 @@ def _foreign_data(val: Any) -> np.ndarray | None:
         return None
     if isinstance(val, np.ndarray):
         return val
-    if hasattr(val, "__array__") or hasattr(val, "__array_interface__"):
-        return np.asarray(val)
+    if any(hasattr(val, k) for k in ("__array__", "__array_interface__", "__dlpack__")):
+        return foreign_data(val)
     try:
         return np.asarray(memoryview(val))
     except TypeError:

@@ -249,3 +249,17 @@ def test_every_documented_difference_has_a_test():
     names = re.findall(r"\(`(test_\w+)`\)", doc)
     assert not [n for n in names if n not in globals()], "documented without a test"
     assert len(set(names)) == len(names) == len(entries)
+
+
+def test_non_finite_python_floats_are_not_stored_into_integers():
+    x = mx.zeros((3,), mx.int32)
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=f"^setitem: the Python float {value} does not fit"):
+            x[1] = value
+        with pytest.raises(ValueError, match=f"^full: the Python float {value} does not fit"):
+            mx.full((2,), value, mx.int32)
+        with pytest.raises(ValueError, match="^pad: the Python float"):
+            mx.pad(x, 1, constant_values=-value)
+    with pytest.raises(ValueError, match="^setitem: the Python float 300.0 does not fit in uint8"):
+        mx.zeros((3,), mx.uint8)[0] = 300.0
+    assert mx.array(float("nan"), mx.int32).item() == mx.iinfo(mx.int32).min  # a cast casts

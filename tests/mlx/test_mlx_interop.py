@@ -139,6 +139,33 @@ def test_torch_both_ways(name):
     assert torch.from_dlpack(b).data_ptr() == _host_address(b)
 
 
+class _Bfloat16Producer:
+    """A DLPack producer whose `__array__` refuses bfloat16, as PyTorch's tensors do
+    (`mx.array(torch.tensor([1.5], dtype=torch.bfloat16))` takes the same path)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Got unsupported ScalarType BFloat16")
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_array_of_data_numpy_cannot_read_goes_through_dlpack():
+    source = mx.array([1.5, -2.25, 3.0], mx.bfloat16)
+    for convert in (mx.array, mx.asarray, lambda x: mx.array(x, mx.float32)):
+        a = convert(_Bfloat16Producer(source))
+        assert a.tolist() == [1.5, -2.25, 3.0]
+    assert mx.array(_Bfloat16Producer(source)).dtype is mx.bfloat16
+    shared = mx.asarray(_Bfloat16Producer(source))
+    assert _host_address(shared) == _host_address(source)  # asarray shares, array copies
+
+
 def test_array_namespace():
     a = mx.array([1.0, 4.0])
     xp = a.__array_namespace__()
