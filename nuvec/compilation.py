@@ -58,9 +58,11 @@ class _Program:
     """A traced graph as steps, replayed on new inputs by recording the same primitives."""
 
     def __init__(self, in_keys: Sequence[Key], outs: Sequence[Array], fused: bool = True,
-                 stops: frozenset[Node] = frozenset(), inner: set[Node] | None = None):
+                 stops: frozenset[Node] = frozenset(), inner: set[Node] | None = None,
+                 fold_arrays: bool = True):
         """`stops`: computed nodes whose outputs are inputs (in `in_keys`), not steps;
-        `inner`: the marks of transforms the traced function applied itself."""
+        `inner`: the marks of transforms the traced function applied itself; `fold_arrays`:
+        whether steps reading constants of more than one element are folded (see `_foldable`)."""
         refs: dict[Key, Ref] = {key: ("in", i) for i, key in enumerate(in_keys)}
         self.in_dtypes = [node.dtypes[i] for node, i in in_keys]
         self.in_shapes = [node.shapes[i] for node, i in in_keys]
@@ -88,10 +90,7 @@ class _Program:
                 # reads from an enclosing scope): the same value
                 refs[(node, 0)] = inputs[0]
                 continue
-            if all(r[0] == "const" for r in inputs) and not isinstance(node.primitive,
-                                                                         BroadcastTo):
-                # (a broadcast of a constant stays a step: a view costs nothing to keep, and a
-                # shapeless program replays it to other shapes)
+            if _foldable(node, inputs, fold_arrays):
                 self._fold(node, inputs, refs)
                 continue
             step = self._merged(node, inputs, seen)
@@ -419,6 +418,15 @@ def _repeated_value(a: Ref, b: Ref) -> Array | None:
     return from_data(x.reshape(-1)[:1].reshape(()), a[1].dtype)
 
 
+def _foldable(node: Node, inputs: tuple[Ref, ...], fold_arrays: bool) -> bool:
+    """Whether a step is evaluated once at the trace: its inputs are all constants and it is
+    not a broadcast (a view costs nothing to keep, and a shapeless program replays it to other
+    shapes). Without `fold_arrays` (an export) none of them has more than one element: its
+    result would be a copy of a weight the file stores already, once per trace."""
+    return (all(r[0] == "const" for r in inputs) and not isinstance(node.primitive, BroadcastTo)
+            and (fold_arrays or all(r[1].size <= 1 for r in inputs)))
+
+
 def _ref_id(ref: Ref) -> Any:
     return ref if ref[0] in ("in", "op") else (ref[0], id(ref[1]._node), ref[1]._index)
 
@@ -450,8 +458,10 @@ def _split_args(args: tuple, kwargs: dict) -> tuple[list[Array], Any, tuple]:
 
 
 def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[Array],
-           outputs: Any, fused: bool, op: str = "compile") -> tuple[_Program, Any, int]:
-    """Traces `fun` on placeholders for its arrays and the captured inputs; restores the state."""
+           outputs: Any, fused: bool, op: str = "compile",
+           fold_arrays: bool = True) -> tuple[_Program, Any, int]:
+    """Traces `fun` on placeholders for its arrays and the captured inputs; restores the state.
+    `fold_arrays`: as `_Program` takes it."""
     stand_ins = [placeholder(a.shape, a.dtype, a.stream) if isinstance(a, Array) else a
                  for a in leaves]
     saved = [handle(a._node, a._index) for a in state_in]
@@ -473,7 +483,7 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
         for a, s in zip(state_in, saved):
             a._rebind(s)
     finals = outs + [handle(*k) for k in state_out]
-    program = _Program(keys, finals, fused, inner=inner)
+    program = _Program(keys, finals, fused, inner=inner, fold_arrays=fold_arrays)
     release(finals)
     return program, out_def, len(state_out)
 
@@ -481,9 +491,10 @@ def _trace(fun: Callable[..., Any], leaves: list, treedef: Any, state_in: list[A
 def trace_program(fun: Callable[..., Any], args: tuple, kwargs: dict,
                   op: str) -> tuple[_Program, Any]:
     """`fun` traced on placeholders for the arrays of `args` and `kwargs` into an unfused
-    program, and the structure of its result (`export_function`'s trace)."""
+    program, and the structure of its result (`export_function`'s trace: steps reading
+    constants of more than one element are kept, not folded into new constants)."""
     leaves, treedef, _ = _split_args(args, kwargs)
-    program, out_def, _ = _trace(fun, leaves, treedef, [], None, False, op)
+    program, out_def, _ = _trace(fun, leaves, treedef, [], None, False, op, fold_arrays=False)
     return program, out_def
 
 

@@ -25,6 +25,7 @@ from nuvec.graph.convert import from_data
 from nuvec.graph.device import DeviceType, is_available, to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops.arguments import bool_flag, check_callable
+from nuvec.transforms.trace import key_of
 
 __all__ = ["export_function", "import_function", "exporter", "FunctionExporter"]
 
@@ -32,18 +33,20 @@ FORMAT = "nuvec.function/1"
 
 
 class _Encoder:
-    """Primitives' parameters as JSON values; arrays (constants or parameters) stored apart."""
+    """Primitives' parameters as JSON values; arrays (constants or parameters) stored apart,
+    each value once (each trace reads a constant through a handle of its own)."""
 
     def __init__(self, op: str) -> None:
         self.op = op
         self.arrays: list[Array] = []
-        self._at: dict[int, int] = {}
+        self._at: dict[tuple, int] = {}
 
     def array(self, a: Array) -> int:
-        if id(a) not in self._at:
-            self._at[id(a)] = len(self.arrays)
+        key = key_of(a)
+        if key not in self._at:
+            self._at[key] = len(self.arrays)
             self.arrays.append(a)
-        return self._at[id(a)]
+        return self._at[key]
 
     def value(self, v: Any) -> Any:
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -141,14 +144,46 @@ def _ref(ref: tuple, encoder: _Encoder, op: str) -> list:
 
 
 def _example(op: str, args: tuple, kwargs: dict) -> tuple[list[Array], dict[str, Array]]:
-    """The positional and keyword arrays: `*args, **kwargs`, or a tuple and a dict."""
-    if not kwargs and args and isinstance(args[0], (tuple, list)) and (
-            len(args) == 1 or (len(args) == 2 and isinstance(args[1], dict))):
-        args, kwargs = tuple(args[0]), dict(args[1]) if len(args) == 2 else {}
-    for value in [*args, *kwargs.values()]:
-        if not isinstance(value, Array):
-            raise TypeError(f"{op}: the inputs must be arrays, got {type(value).__name__}")
-    return list(args), dict(sorted(kwargs.items()))
+    """The positional and keyword arrays, passed as MLX takes them: `*args, **kwargs` of
+    arrays, or (with no keywords) a tuple or list of arrays, a dict of arrays, or both."""
+    positional, keywords = args, kwargs
+    if args and not isinstance(args[0], Array) and not kwargs:
+        if len(args) == 1 and isinstance(args[0], dict):
+            positional, keywords = (), args[0]
+        elif len(args) <= 2:
+            positional, keywords = args[0], args[1] if len(args) == 2 else {}
+    if not (isinstance(positional, (tuple, list)) and isinstance(keywords, dict)
+            and all(isinstance(v, Array) for v in [*positional, *keywords.values()])
+            and all(isinstance(k, str) for k in keywords)):
+        raise dt.DtypeError(f"{op}: the inputs must be arrays (positional and keyword), or a "
+                            "tuple or list of arrays and/or a dict of arrays, got "
+                            f"{_described(args)} and keywords {_described(kwargs)}")
+    return list(positional), dict(sorted(keywords.items()))
+
+
+def _described(value: Any) -> str:
+    """`value`'s structure, its leaves by type (`(Array, [Array], str)`)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(map(_described, value)) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_described, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_described(v)}" for k, v in value.items()) + "}"
+    return type(value).__name__
+
+
+def _outputs_checked(fun: Callable[..., Any], op: str) -> Callable[..., Any]:
+    """`fun`, raising unless it returns an array or a tuple or list of arrays (as MLX)."""
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        result = fun(*args, **kwargs)
+        if isinstance(result, Array) or (isinstance(result, (tuple, list))
+                                         and all(isinstance(x, Array) for x in result)):
+            return result
+        raise ValueError(f"{op}: the function must return an array or a tuple or list of "
+                         f"arrays, got {_described(result)}")
+
+    return checked
 
 
 def _doubled(a: Array) -> Array:
@@ -217,7 +252,8 @@ class FunctionExporter:
         if metadata is not None and callable(file):
             raise ValueError(f"{op}: metadata is only saved to a file, not given to a callback")
         shapeless = bool_flag(shapeless, op, "shapeless")
-        self._file, self._fun, self._shapeless, self._metadata = file, fun, shapeless, metadata
+        self._file, self._shapeless, self._metadata = file, shapeless, metadata
+        self._fun = _outputs_checked(fun, op)
         self._op = op
         self._encoder = _Encoder(op)
         self._traces: list[dict] = []
@@ -225,9 +261,9 @@ class FunctionExporter:
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Traces the function on these example inputs (arrays; `*args` and `**kwargs`, or
-        a tuple and a dict)."""
+        a tuple or list and/or a dict)."""
         if self._closed:
-            raise ValueError(f"{self._op}: the exporter is closed")
+            raise RuntimeError(f"{self._op}: the exporter is closed")
         positional, keywords = _example(self._op, args, kwargs)
         described = _describe_trace(self._fun, positional, keywords, self._shapeless,
                                     self._encoder, self._op)
@@ -245,8 +281,8 @@ class FunctionExporter:
         header = {"format": FORMAT, "metadata": self._metadata, "traces": self._traces,
                   "arrays": [[list(a.shape), a.dtype.name] for a in arrays]}
         entries = {"program": np.frombuffer(json.dumps(header).encode(), np.uint8)}
-        for i, a in enumerate(arrays):  # raw bytes: any dtype, bfloat16 included
-            entries[f"array{i}"] = np.ascontiguousarray(np.asarray(a)).reshape(-1).view(np.uint8)
+        for i, a in enumerate(arrays):
+            entries[f"array{i}"] = _raw_bytes(np.asarray(a))
         with open(self._file, "wb") as handle:
             np.savez(handle, **entries)
 
@@ -257,13 +293,21 @@ class FunctionExporter:
         self.close()
 
 
+def _raw_bytes(data: np.ndarray) -> np.ndarray:
+    """`data`'s bytes (any dtype, bfloat16 included); only the first element's where it
+    repeats that one (all strides 0: a weak scalar broadcast to an input's shape)."""
+    if data.size > 1 and not any(data.strides):
+        data = data[(slice(0, 1),) * data.ndim]
+    return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+
+
 def exporter(file: str, fun: Callable[..., Any], *, shapeless: bool = False,
              metadata: str | None = None) -> FunctionExporter:
     """A `FunctionExporter` writing traces of `fun` to `file` (MLX's `exporter`).
 
     Args:
         file: the path to write when the exporter closes.
-        fun: takes arrays, returns an array or a tree of arrays.
+        fun: takes arrays, returns an array or a tuple or list of arrays.
         shapeless: whether the imported function takes other shapes of the same ranks
             (checked at each trace: the graph must not hold the example's shapes).
         metadata: a string saved with the function (`import_function(...,
@@ -271,6 +315,7 @@ def exporter(file: str, fun: Callable[..., Any], *, shapeless: bool = False,
 
     Raises:
         TypeError: if `fun` is not callable or `metadata` not a str.
+        ValueError: at a call, as `export_function` raises; RuntimeError once closed.
     """
     return FunctionExporter(file, fun, shapeless=shapeless, metadata=metadata)
 
@@ -289,17 +334,20 @@ def export_function(file_or_callback: Any, fun: Callable[..., Any], *args: Any,
     Args:
         file_or_callback: a path, or a callable given the trace's description (the dict the
             file's JSON holds per trace, plus `arrays`: the constants its references index).
-        fun: takes arrays, returns an array or a tree of arrays.
-        *args: example positional arrays (or one tuple of them, then a dict of keyword ones).
+        fun: takes arrays, returns an array or a tuple or list of arrays.
+        *args: example positional arrays (or, with no `kwargs`, a tuple or list of them
+            and/or a dict of keyword ones).
         shapeless: whether other shapes of the same ranks may be passed; the function's graph
             must not depend on the shapes (checked with a second trace at longer axes).
         metadata: a string saved alongside (only to a file).
         **kwargs: example keyword arrays.
 
     Raises:
-        TypeError: if `fun` is not callable, an input is not an array or `metadata` not a str.
-        ValueError: for metadata with a callback, a graph that cannot be saved, or a
-            `shapeless` function whose graph depends on its shapes.
+        TypeError: if `fun` is not callable or `metadata` not a str.
+        ValueError: for metadata with a callback, a graph that cannot be saved, a result
+            other than an array or a tuple or list of arrays, or a `shapeless` function whose
+            graph depends on its shapes.
+        DtypeError: (a `TypeError` and a `ValueError`) if an input is not an array.
 
     Example:
         >>> import os, tempfile
@@ -361,8 +409,6 @@ class _Imported:
         return True
 
 
-
-
 def _stream(device: str) -> Any:
     found = DeviceType[device]
     return to_stream(found if is_available(found) else None)
@@ -375,9 +421,9 @@ def _decoded_ref(ref: list, arrays: list[Array]) -> tuple:
 def import_function(file: str, return_metadata: bool = False) -> Any:
     """Reads a function written by `export_function` or `exporter` (MLX's `import_function`).
 
-    The function takes the inputs of one of its traces (as `*args, **kwargs` or a tuple and a
-    dict) and returns a tuple of arrays. Its steps run on the default stream of the device
-    each ran on when exported (the default stream where that device is missing).
+    The function takes the inputs of one of its traces (as `*args, **kwargs`, or a tuple or
+    list and/or a dict) and returns a tuple of arrays. Its steps run on the default stream of
+    the device each ran on when exported (the default stream where that device is missing).
 
     Args:
         file: the path.
@@ -403,6 +449,8 @@ def import_function(file: str, return_metadata: bool = False) -> Any:
     arrays = []
     for r, (shape, name) in zip(raw, header["arrays"]):
         dtype = dt.to_dtype(name, "import_function", names=True)
-        arrays.append(from_data(r.view(dtype.np).reshape(shape), dtype))
+        values = r.view(dtype.np)  # one element: repeated to the shape (see `_raw_bytes`)
+        data = np.broadcast_to(values[0], shape) if values.size == 1 else values.reshape(shape)
+        arrays.append(from_data(data, dtype))
     fn = _Imported(header["traces"], arrays, file)
     return (fn, header["metadata"]) if return_metadata else fn
