@@ -145,6 +145,16 @@ def test_cummax_ties_share_the_cotangent():
     assert g.tolist() == [2.0, 1.0, 0.0]  # outputs 2 and 3 split between the tied 3s
 
 
+def test_scatter_update_slices_get_their_own_cotangent():
+    ct = mx.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for method in ("maximum", "add"):
+        def f(a, u):
+            return getattr(a.at[mx.array([0, 1]), :], method)(u)
+
+        _, (_, gu) = mx.vjp(f, [mx.zeros((2, 3)), mx.ones((2, 3))], [ct])
+        assert gu.tolist() == ct.tolist()  # MLX: [[1, 1, 1], [4, 4, 4]] for maximum
+
+
 def test_additions_keep_mlx_calls():
     a = mx.array([1.5, 2.5])
     assert mx.zeros_like(a).dtype is mx.float32 and mx.zeros_like(a, mx.int8).dtype is mx.int8
@@ -184,6 +194,13 @@ def test_shapeless_compile_retraces_a_shape_dependent_graph():
     f = mx.compile(mean, shapeless=True)
     assert [f(mx.ones((n,)) * n).item() for n in (2, 5, 3)] == [2.0, 5.0, 3.0]
     assert len(calls) == 3
+
+
+def test_compile_takes_scope_arrays_computed_from_arguments():
+    x = mx.array([1, 2, 3]) + 2
+    f = mx.compile(lambda a: a + (x + 1))
+    assert f(x).tolist() == [7, 9, 11]
+    assert f(mx.zeros(3, mx.int32)).tolist() == [4, 5, 6]  # x + 1: a constant of the trace
 
 
 def test_exported_functions_are_nuvec_files(tmp_path):
