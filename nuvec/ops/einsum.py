@@ -35,8 +35,8 @@ def _prod(values: Sequence[int]) -> int:
 def _parse(op: str, subscripts: Any, shapes: Sequence[tuple[int, ...]]):
     """Subscripts as (input label lists, output label list, label sizes).
 
-    Ellipsis dimensions get labels outside the alphabet (`0`, `1`, ...), right-aligned, and
-    broadcast like NumPy's; other labels must agree in size.
+    Ellipsis dimensions get labels outside the alphabet (`0`, `1`, ...), right-aligned. Sizes
+    broadcast as in NumPy: a size-1 dimension stretches to its label's size elsewhere.
     """
     if not isinstance(subscripts, str):
         raise TypeError(f"{op}: subscripts must be a string, got {type(subscripts).__name__}")
@@ -105,15 +105,22 @@ def _check_term(op: str, subscripts: str, term: str) -> None:
 
 
 def _sizes(op: str, inputs: list[list[str]], shapes) -> dict[str, int]:
+    """Each label's size; a size-1 dimension takes the size the label has in other operands,
+    but a label repeated within one operand must have one size there (as NumPy and MLX)."""
     sizes: dict[str, int] = {}
     for labels, shape in zip(inputs, shapes):
+        own: dict[str, int] = {}
         for label, d in zip(labels, shape):
-            known = sizes.get(label)
-            if known is None or known == 1 and not label.isalpha():
-                sizes[label] = d
-            elif known != d and not (d == 1 and not label.isalpha()):
+            if own.setdefault(label, d) != d:
+                raise ValueError(f"{op}: label {label!r} repeats with sizes {own[label]} and "
+                                 f"{d} in the operand of shape {shape}")
+        for label, d in own.items():
+            known = sizes.setdefault(label, d)
+            if known != d and 1 not in (known, d):
                 raise ValueError(f"{op}: label {label!r} has sizes {known} and {d} in "
                                  f"operands of shapes {', '.join(map(str, shapes))}")
+            if known == 1:
+                sizes[label] = d
     return sizes
 
 
@@ -203,16 +210,11 @@ def _pair(a: Array, la: list[str], b: Array, lb: list[str], keep: set[str], size
             product = reduce_sum(product, axis=list(range(len(out_labels), len(frame))),
                                  stream=s)
             product = _keep_dtype(product, a.dtype, s)
-        shape = tuple(sizes[l] for l in out_labels)
-        if product.shape != shape:
-            product = broadcast_to(product, shape, stream=s)
         return product, out_labels
 
     def block(x, labels, first, second):
         x = _arrange(x, labels, batch + first + second, s)
         full = tuple(sizes[l] for l in batch + first + second)
-        if x.shape != full:
-            x = broadcast_to(x, full, stream=s)
         return reshape(x, (*full[: len(batch)], _prod(full[len(batch): len(batch) + len(first)]),
                            _prod(full[len(batch) + len(first):])), stream=s)
 
@@ -237,11 +239,17 @@ def promoted(op: str, operands: Sequence[Any], s: Stream) -> list[Array]:
     return [x if x.dtype is common else astype(x, common, stream=s) for x in arrays]
 
 
+def _stretch(x: Array, labels: list[str], sizes, s: Stream) -> Array:
+    """`x` with each size-1 axis broadcast to its label's size (a view, no copy)."""
+    shape = tuple(sizes[l] for l in labels)
+    return x if x.shape == shape else broadcast_to(x, shape, stream=s)
+
+
 def contract(operands: list[Array], inputs: list[list[str]], output: list[str], sizes,
               path, s: Stream) -> Array:
     items = []
     for k, (x, labels) in enumerate(zip(operands, inputs)):
-        x, labels = _diagonals(x, labels, s)
+        x, labels = _diagonals(_stretch(x, labels, sizes, s), labels, s)
         others = set(output)
         for j, other in enumerate(inputs):
             if j != k:
@@ -259,9 +267,7 @@ def contract(operands: list[Array], inputs: list[list[str]], output: list[str], 
         items = rest + [_pair(a, la, b, lb, keep, sizes, s)]
     x, labels = _sum_out(*items[0], set(output), s)
     x = _keep_dtype(x, operands[0].dtype, s)
-    x = transpose(x, [labels.index(l) for l in output], stream=s)
-    shape = tuple(sizes[l] for l in output)
-    return x if x.shape == shape else broadcast_to(x, shape, stream=s)
+    return transpose(x, [labels.index(l) for l in output], stream=s)
 
 
 def _labels_text(labels: Sequence[str]) -> str:
@@ -274,7 +280,8 @@ def einsum(subscripts: str, *operands: Any, stream: Any = None) -> Array:
 
     Supports explicit (`"ij,jk->ik"`) and implicit (`"ij,jk"`) output, ellipsis broadcasting
     (`"...ij,...jk->...ik"`), and labels repeated within one operand (`"ii->i"` takes a
-    diagonal, `"ii"` a trace). Operands are contracted pairwise in `einsum_path`'s order.
+    diagonal, `"ii"` a trace). A size-1 dimension stretches to its label's size in the other
+    operands, as in NumPy. Operands are contracted pairwise in `einsum_path`'s order.
 
     Args:
         subscripts: the contraction, labels are ASCII letters.
@@ -285,8 +292,9 @@ def einsum(subscripts: str, *operands: Any, stream: Any = None) -> Array:
         The contracted array.
 
     Raises:
-        ValueError: for malformed subscripts, a wrong number of operands, a label whose
-            sizes disagree, or an output label that no input has.
+        ValueError: for malformed subscripts, a wrong number of operands, a label with two
+            sizes other than 1 (or two sizes within one operand), or an output label that no
+            input has.
         TypeError: if `subscripts` is not a string.
 
     Example:

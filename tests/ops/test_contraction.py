@@ -51,6 +51,22 @@ EINSUM_CASES = [
     ("i,->i", [(3,), ()]),
 ]
 
+# A size-1 dimension of any label stretches to the label's size in the other operands.
+STRETCH_CASES = [
+    ("ab,bc->c", [(5, 1), (8, 2)]),
+    ("ij,ij->ij", [(2, 1), (2, 3)]),
+    ("ij,jk", [(2, 1), (3, 2)]),
+    ("abcd,cdab->abcd", [(5, 1, 3, 1), (1, 7, 1, 2)]),
+    ("ab,bc->ac", [(2, 1), (3, 4)]),
+    ("ab,ab->", [(1, 3), (2, 1)]),
+    ("ab,bc,cd->ad", [(2, 1), (3, 1), (4, 5)]),
+    ("i,i,i->", [(1,), (3,), (1,)]),
+    ("ii,i->i", [(1, 1), (3,)]),
+    ("ii,i", [(3, 3), (1,)]),
+    ("...ij,jk", [(2, 1, 1), (3, 4)]),
+    ("ab,bc->ac", [(2, 1), (0, 4)]),
+]
+
 
 @pytest.mark.parametrize("subscripts,shapes", EINSUM_CASES, ids=[c[0] or "scalars"
                                                                  for c in EINSUM_CASES])
@@ -58,6 +74,32 @@ def test_einsum_matches_numpy(subscripts, shapes):
     operands = arrays(*shapes)
     out = mx.einsum(subscripts, *[mx.array(x, mx.float64) for x in operands])
     assert_allclose(out, np.einsum(subscripts, *operands), dtype=dt.float64)
+
+
+@pytest.mark.parametrize("subscripts,shapes", STRETCH_CASES, ids=str)
+@pytest.mark.parametrize("d", [dt.float64, dt.int32], ids=lambda d: d.name)
+def test_einsum_stretches_size_one_axes(subscripts, shapes, d):
+    operands = [RNG.integers(-3, 4, s).astype(np.float64) for s in shapes]
+    out = mx.einsum(subscripts, *[mx.array(x, d) for x in operands])
+    assert_allclose(out, np.einsum(subscripts, *operands).astype(d.np), dtype=d)
+
+
+@pytest.mark.parametrize("subscripts,shapes", STRETCH_CASES, ids=str)
+def test_einsum_grad_sums_stretched_axes_back(subscripts, shapes):
+    operands = arrays(*shapes)
+    w = RNG.standard_normal(np.einsum(subscripts, *operands).shape)
+
+    def loss(k, x):
+        return np.sum(np.einsum(subscripts, *operands[:k], x, *operands[k + 1:]) * w)
+
+    grads = mx.grad(lambda *xs: mx.sum(mx.einsum(subscripts, *xs) * mx.array(w, mx.float64)),
+                    argnums=tuple(range(len(shapes))))(
+        *[mx.array(x, mx.float64) for x in operands])
+    for k, (g, x) in enumerate(zip(grads, operands)):
+        # the loss is linear in each operand, so central differences are exact
+        steps = np.eye(x.size).reshape(x.size, *x.shape)
+        numeric = [(loss(k, x + e) - loss(k, x - e)) / 2 for e in steps]
+        assert_allclose(g, np.reshape(numeric, x.shape), dtype=dt.float64)
 
 
 @pytest.mark.parametrize("d", [dt.int32, dt.int64, dt.uint8, dt.bool_, dt.float16, dt.bfloat16,
@@ -96,7 +138,11 @@ def test_einsum_fuzz(data):
     keep = data.draw(st.integers(0, len(used)))
     out_labels = "".join(list(output)[:keep])
     subscripts = ",".join("".join(t) for t in terms) + "->" + out_labels
-    operands = [RNG.standard_normal([sizes[c] for c in t]) for t in terms]
+    operands = []
+    for t in terms:
+        # a label may have size 1 in some operands: it stretches to its size in the others
+        own = {c: data.draw(st.sampled_from([sizes[c], 1])) for c in sorted(set(t))}
+        operands.append(RNG.standard_normal([own[c] for c in t]))
     out = mx.einsum(subscripts, *[mx.array(x, mx.float64) for x in operands])
     assert_allclose(out, np.einsum(subscripts, *operands), dtype=dt.float64)
 
@@ -135,6 +181,20 @@ def test_einsum_path():
     assert "ij,jk,kl->il" in info
     assert mx.einsum_path("ii->i", mx.zeros((5, 5)))[0] == [(0,)]
     assert mx.einsum_path("ij,jk -> ijk", a, b)[0] == [(0, 1)]
+
+
+@pytest.mark.parametrize("subscripts,shapes,path,naive", [
+    ("ab,bc->c", [(5, 1), (8, 2)], [(0, 1)], 160),
+    ("ij,jk,kl->il", [(5, 1), (8, 10), (1, 7)], [(1, 2), (0, 1)], 8400),
+    ("ab,bc,ca->", [(1, 6), (6, 1), (9, 9)], [(0, 2), (0, 1)], 1458),
+    ("abc,cd,de,b->ae", [(2, 1, 4), (1, 6), (6, 3), (5,)], [(0, 3), (0, 1), (0, 1)], 2880),
+    ("ij,jk,kl,lm", [(4, 1), (1, 9), (1, 1), (9, 6)], [(1, 2), (1, 2), (0, 1)], 7776),
+], ids=str)
+def test_einsum_path_stretches_size_one_axes(subscripts, shapes, path, naive):
+    # paths and naive FLOP counts as MLX 0.32.4 gives them (sizes after stretching)
+    got, info = mx.einsum_path(subscripts, *[mx.zeros(s) for s in shapes])
+    assert got == path
+    assert f"Naive FLOP count:  {naive:.3e}" in info
 
 
 @pytest.mark.parametrize("axes,shapes", [
@@ -204,6 +264,8 @@ def test_einsum_grad_through_matmul():
     (lambda: mx.einsum("ij", mx.zeros((2,))), ValueError, "^einsum: operand"),
     (lambda: mx.einsum("ij,jk", mx.zeros((2, 3)), mx.zeros((4, 2))), ValueError,
      "^einsum: label 'j' has sizes 3 and 4"),
+    (lambda: mx.einsum("ii->i", mx.zeros((1, 3))), ValueError,
+     r"^einsum: label 'i' repeats with sizes 1 and 3 in the operand of shape \(1, 3\)"),
     (lambda: mx.einsum("ij->k", mx.zeros((2, 3))), ValueError, "^einsum: output label 'k'"),
     (lambda: mx.einsum("ij->ii", mx.zeros((2, 2))), ValueError, "^einsum: output label 'i'"),
     (lambda: mx.einsum("i1", mx.zeros((2, 2))), ValueError, "^einsum: invalid subscript"),
