@@ -158,24 +158,42 @@ class Power(_SmoothBinary):
         return comparison.where(out, multiply(u.log(a), out), 0.0)
 
 
-class Maximum(_SmoothBinary):
-    """max(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX).
+class _Extremum(_SmoothBinary):
+    """max/min, NaN propagating. A tie sends the whole gradient to `b` (`mx.maximum`, as MLX);
+    with `ties_to_both`, to each input equal to the output (`a.at[key].maximum`, as MLX's slice
+    and scatter updates)."""
 
-    The masks compare the output with `b` (`out > b` exactly where `a > b`, NaN included), as
-    PyTorch's ReLU gradient reads its output: the backward pass keeps no other value of `a`'s
-    size, so the pre-activation of `maximum(x @ w.T + b, 0)` is freed once the maximum has run
-    (written over in place)."""
+    abstract = True
+    __slots__ = ("ties_to_both",)
+
+    def __init__(self, ties_to_both: bool = False):
+        self.ties_to_both = ties_to_both
+
+    def params(self):
+        return (self.ties_to_both,)
+
+    def partial(self, i, a, b, out):
+        if self.ties_to_both:
+            return u.astype(comparison.equal(out, b if i else a), out.dtype)
+        return u.astype(self.mask(i, out, b), out.dtype)
+
+
+class Maximum(_Extremum):
+    """max(a, b). The masks compare the output with `b` (`out > b` exactly where `a > b`, NaN
+    included), as PyTorch's ReLU gradient reads its output: the backward pass keeps no other
+    value of `a`'s size, so the pre-activation of `maximum(x @ w.T + b, 0)` is freed once the
+    maximum has run (written over in place)."""
 
     __slots__ = ()
 
-    def partial(self, i, a, b, out):
-        mask = comparison.greater(out, b) if i == 0 else comparison.less_equal(out, b)
-        return u.astype(mask, out.dtype)
+    def mask(self, i, out, b):
+        return comparison.greater(out, b) if i == 0 else comparison.less_equal(out, b)
 
     def vjp(self, primals, cotangents, argnums, outputs):
         g, out = cotangents[0], outputs[0]
-        if (argnums != [0] or not out.dtype.is_inexact or g.shape != out.shape
-                or g.dtype is not out.dtype or not _is_zero(primals[1])):
+        if (argnums != [0] or self.ties_to_both or not out.dtype.is_inexact
+                or g.shape != out.shape or g.dtype is not out.dtype
+                or not _is_zero(primals[1])):
             return super().vjp(primals, cotangents, argnums, outputs)
         # `maximum(x, 0)` (`nn.relu`): one node where the partial and its product are three
         if is_ones(g):
@@ -188,15 +206,13 @@ def _is_zero(a: Array) -> bool:
     return a.primitive is None and a._node is stored_scalar(0, a.dtype, a.shape)
 
 
-class Minimum(_SmoothBinary):
-    """min(a, b), NaN propagating; a tie sends the whole gradient to `b` (as MLX). The masks
-    compare the output with `b`, as `Maximum`'s."""
+class Minimum(_Extremum):
+    """min(a, b); the masks compare the output with `b`, as `Maximum`'s."""
 
     __slots__ = ()
 
-    def partial(self, i, a, b, out):
-        mask = comparison.less(out, b) if i == 0 else comparison.greater_equal(out, b)
-        return u.astype(mask, out.dtype)
+    def mask(self, i, out, b):
+        return comparison.less(out, b) if i == 0 else comparison.greater_equal(out, b)
 
 
 class ArcTan2(_SmoothBinary):
@@ -261,6 +277,8 @@ def _ones(like: Array) -> Array:
 ADD, SUBTRACT, MULTIPLY, DIVIDE = Add(), Subtract(), Multiply(), Divide()
 REMAINDER, FLOOR_DIVIDE, POWER = Remainder(), FloorDivide(), Power()
 MAXIMUM, MINIMUM, ARCTAN2, LOGADDEXP = Maximum(), Minimum(), ArcTan2(), LogAddExp()
+# the extrema of `a.at[key].maximum/minimum` on a static key (tie: both inputs, as MLX)
+UPDATE_MAXIMUM, UPDATE_MINIMUM = Maximum(ties_to_both=True), Minimum(ties_to_both=True)
 CLIP = Clip()
 
 

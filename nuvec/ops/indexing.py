@@ -137,19 +137,17 @@ class Scatter(Primitive):
             if want_u:
                 out[1] = binary.divide(apply(GATHER, binary.multiply(g, outputs[0]), *idx), u)
         else:
-            mask_x, mask_u, count = self._winners(x, idx, u, outputs[0])
-            share = binary.divide(g, count)
-            out[0] = binary.multiply(share, mask_x)
-            out[1] = binary.multiply(apply(GATHER, share, *idx), mask_u)
+            mask_x, mask_u = self._winners(x, idx, u, outputs[0])
+            out[0] = binary.multiply(g, mask_x)
+            out[1] = binary.multiply(apply(GATHER, g, *idx), mask_u)
         last = len(primals) - 1
         return [out.get(0) if i == 0 else out.get(1) if i == last else None for i in argnums]
 
     def _winners(self, x, idx, u, out):
-        """max/min: masks of the entries of x and u equal to the result, and how many tie at
-        each position (the derivative is split evenly among ties)."""
+        """max/min: masks of the entries of x and u equal to the result (on a tie each gets
+        the whole derivative, as MLX)."""
         mask_x = comparison.equal(x, out).astype(x.dtype)
-        mask_u = comparison.equal(u, apply(GATHER, out, *idx)).astype(x.dtype)
-        return mask_x, mask_u, apply(SCATTER["add"], mask_x, *idx, mask_u)
+        return mask_x, comparison.equal(u, apply(GATHER, out, *idx)).astype(x.dtype)
 
     def jvp(self, primals, tangents, outputs):
         x, idx, u = primals[0], primals[1:-1], primals[-1]
@@ -163,10 +161,9 @@ class Scatter(Primitive):
             scaled = apply(self, tx, *idx, u)
             rel = apply(SCATTER["add"], creation.zeros_like(x), *idx, binary.divide(tu, u))
             return [binary.add(scaled, binary.multiply(outputs[0], rel))]
-        mask_x, mask_u, count = self._winners(x, idx, u, outputs[0])
-        total = apply(SCATTER["add"], binary.multiply(tx, mask_x), *idx,
-                      binary.multiply(tu, mask_u))
-        return [binary.divide(total, count)]
+        mask_x, mask_u = self._winners(x, idx, u, outputs[0])
+        return [apply(SCATTER["add"], binary.multiply(tx, mask_x), *idx,
+                      binary.multiply(tu, mask_u))]
 
     def vmap(self, inputs, axes):
         size = batch_size(inputs, axes)

@@ -288,7 +288,7 @@ def update(a: Array, key: Any, value: Any, mode: str, op: str, stream: Any = Non
     full = _is_full(plan, a.shape)
     window = static_slice(a, *plan.bounds, s)
     if not plan.advanced:
-        new = v if mode == "set" else _combine(mode, window, v, s)
+        new = v if mode == "set" else _combine(mode, window, v, full, s)
     else:
         x = transpose(window, plan.perm, stream=s)
         inverse = [0] * len(plan.perm)
@@ -300,7 +300,13 @@ def update(a: Array, key: Any, value: Any, mode: str, op: str, stream: Any = Non
     return static_slice_update(a, new, *plan.bounds, s)
 
 
-def _combine(mode: str, window: Array, v: Array, s: Any) -> Array:
+def _combine(mode: str, window: Array, v: Array, full: bool, s: Any) -> Array:
+    """`window` combined with `v` (equal shapes and dtypes). As in MLX, a max/min tie gives
+    the derivative to both (as the scatter of an array key does), unless the window is the
+    whole array in order, where the update is the plain elementwise op (tie: to `v`)."""
+    if mode in ("max", "min") and not full:
+        extremum = binary.UPDATE_MAXIMUM if mode == "max" else binary.UPDATE_MINIMUM
+        return record1(extremum, (window, v), s)
     fn = {"add": binary.add, "multiply": binary.multiply, "max": binary.maximum,
           "min": binary.minimum}[mode]
     return fn(window, v, stream=s)

@@ -454,6 +454,63 @@ def test_grad_accumulates_repeated_reads():
     assert g.tolist() == [1.0, 0.0, 1.0]  # x[1] lost to the updates
 
 
+# (key, the positions it writes, updates): ties of x and u, ties among the updates only, a
+# single winner and no tie, through static keys (elementwise) and array keys (Scatter)
+EXTREMUM_TIES = [
+    ("int_tie", 1, [1], [2.0]),
+    ("slice_tie", slice(1, 2), [1], [2.0]),
+    ("reversed_whole_tie", slice(None, None, -1), [2, 1, 0], [3.0, 0.0, 1.0]),
+    ("array_tie", [1], [1], [2.0]),
+    ("repeated_tie", [1, 1], [1, 1], [2.0, 2.0]),
+    ("repeated_tie_and_loser", [1, 1, 1], [1, 1, 1], [2.0, 2.0, 0.0]),
+    ("repeated_above", [1, 1], [1, 1], [7.0, 7.0]),
+    ("repeated_below", [1, 1], [1, 1], [-7.0, -7.0]),
+    ("one_winner", [1, 1], [1, 1], [7.0, 8.0]),
+    ("no_tie", [1, 2], [1, 2], [9.0, -9.0]),
+]
+
+
+@pytest.mark.parametrize("method, ufunc", [("maximum", np.maximum), ("minimum", np.minimum)],
+                         ids=["maximum", "minimum"])
+@pytest.mark.parametrize("key, pos, u", [c[1:] for c in EXTREMUM_TIES],
+                         ids=[c[0] for c in EXTREMUM_TIES])
+def test_at_extremum_derivative_at_ties(method, ufunc, key, pos, u):
+    """MLX's rule: every entry of x and of the updates equal to the result gets the whole
+    cotangent (jvp: the sum of their tangents), whichever path the key takes."""
+    x, u, ct = np.array([1.0, 2.0, 3.0]), np.array(u), np.array([4.0, 5.0, 6.0])
+    tx, tu = np.array([10.0, 20.0, 30.0]), 100.0 * 10.0 ** np.arange(len(u))
+    out = x.copy()
+    ufunc.at(out, pos, u)
+    x_wins, u_wins = x == out, u == out[pos]
+    tangent = tx * x_wins
+    np.add.at(tangent, pos, tu * u_wins)
+    key = mx.array(key) if isinstance(key, list) else key
+
+    def f(a, b):
+        return getattr(a.at[key], method)(b)
+
+    args = [mx.array(x, mx.float64), mx.array(u, mx.float64)]
+    _, (gx, gu) = mx.vjp(f, args, [mx.array(ct, mx.float64)])
+    _, (t,) = mx.jvp(f, args, [mx.array(tx, mx.float64), mx.array(tu, mx.float64)])
+    _check(gx, ct * x_wins, dt.float64)
+    _check(gu, ct[pos] * u_wins, dt.float64)
+    _check(t, tangent, dt.float64)
+
+
+@pytest.mark.parametrize("method, greater", [("maximum", np.greater), ("minimum", np.less)],
+                         ids=["maximum", "minimum"])
+@pytest.mark.parametrize("key", [slice(None), slice(0, 3), Ellipsis], ids=str)
+def test_at_extremum_of_the_whole_array_is_elementwise(method, greater, key):
+    """A key covering the whole array in order is MLX's plain `maximum(a, u)`: a tie's
+    derivative goes to `u` alone."""
+    x, u, ct = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0]), np.array([4.0, 5.0, 6.0])
+    x_wins = greater(x, u)
+    _, (gx, gu) = mx.vjp(lambda a, b: getattr(a.at[key], method)(b),
+                         [mx.array(x), mx.array(u)], [mx.array(ct)])
+    _check(gx, ct * x_wins)
+    _check(gu, ct * ~x_wins)
+
+
 @pytest.mark.parametrize("index_dtype", [d for d in ALL if d.is_integer], ids=lambda d: d.name)
 def test_index_dtypes(index_dtype):
     a, x = int_pair((4, 3))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import nuvec as mx
-from nuvec.ops import indexing
+from nuvec.ops import binary, indexing
 from nuvec.testing import OpSpec
 
 
@@ -59,6 +59,8 @@ SPECS = [
            [indexing.Scatter]),
     OpSpec("at_minimum", lambda x, u: x.at[mx.array([3, 3, 1])].minimum(u), _winners,
            [indexing.Scatter]),
+    OpSpec("at_maximum_static", lambda x, u: x.at[1:].maximum(u), _winners, [binary.Maximum]),
+    OpSpec("at_minimum_static", lambda x, u: x.at[:-1].minimum(u), _winners, [binary.Minimum]),
 ]
 
 
