@@ -3,10 +3,25 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import nuvec as mx
+from nuvec.backends.cuda import nvrtc
 from nuvec.graph import dtypes as dt
+
+# Kernels for `mx.fast.precompiled_cuda_kernel`: y[i] = (accumulate ? y[i] : 0) + x[i] * scale
+# for i < n, in float (`scale_add_f32`) and double (`scale_add_f64`).
+SCALE_ADD_SOURCE = r"""
+#define SCALE_ADD(NAME, T)                                                              \
+    extern "C" __global__ void NAME(const T* x, T* y, float scale, int n, bool accumulate) { \
+        int i = blockIdx.x * blockDim.x + threadIdx.x;                                  \
+        if (i < n) y[i] = (accumulate ? y[i] : T(0)) + x[i] * T(scale);                 \
+    }
+SCALE_ADD(scale_add_f32, float)
+SCALE_ADD(scale_add_f64, double)
+"""
 
 
 def ids(x) -> str:
@@ -29,3 +44,13 @@ def int_pair(shape, dtype: dt.Dtype = dt.float32, seed: int = 0):
     """`int_data` as a nuvec array of `dtype` and as the NumPy array it was made from."""
     x = int_data(shape, dtype, seed)
     return mx.array(x, dtype), x
+
+
+@functools.cache
+def scale_add_ptx(arch: str = "compute_80") -> bytes:
+    """`SCALE_ADD_SOURCE` as PTX for `arch` from the NVRTC wheel (the driver compiles PTX for
+    the GPU it runs on, so compute_80 PTX runs on every GPU nuvec supports)."""
+    ptx, _, log = nvrtc.compile_program(SCALE_ADD_SOURCE, "scale_add.cu", [],
+                                        [f"--gpu-architecture={arch}"], ptx=True)
+    assert ptx is not None, log
+    return ptx

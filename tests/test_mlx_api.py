@@ -422,6 +422,11 @@ SIGNATURES = {
     ),
     "fast.paged_attention": "(q, k_cache, v_cache, block_tables, lengths, *, scale, stream=None)",
     "fast.paged_write": "(cache, new, slots, *, stream=None)",
+    "fast.precompiled_cuda_kernel": (
+        "(*, name, compiled_source, inputs, output_shapes, output_dtypes, scalars, grid, "
+        "threadgroup, shared_memory=0, init_value=None, ensure_row_contiguous=False, "
+        "stream=None)"
+    ),
     "fast.plan_attention": (
         "(q_shape, k_shape, v_shape, dtype, *, mask=None, sinks=None, window=None, "
         "max_score_bytes=None, stream=None)"

@@ -7,7 +7,7 @@ ordinary operations (`record_or_fallback`); see `docs/fast.md`.
 from nuvec.fast.attention import plan_attention, scaled_dot_product_attention
 from nuvec.fast.base import FastOp, record_or_fallback, run_on_cpu
 from nuvec.fast.cross_entropy import cross_entropy
-from nuvec.fast.custom_kernel import cuda_kernel
+from nuvec.fast.custom_kernel import cuda_kernel, precompiled_cuda_kernel
 from nuvec.fast.gated_delta import (
     gated_delta,
     gated_delta_from_projections,
@@ -41,6 +41,7 @@ __all__ = [
     "paged_attention",
     "paged_write",
     "plan_attention",
+    "precompiled_cuda_kernel",
     "record_or_fallback",
     "rms_norm",
     "rope",

@@ -1,28 +1,35 @@
-"""`cuda_kernel`: user CUDA C kernels, as MLX's `mx.fast.cuda_kernel`.
+"""User CUDA kernels, as MLX's `mx.fast.cuda_kernel` and `mx.fast.precompiled_cuda_kernel`.
 
-The body is wrapped in a generated `__global__` function whose parameters come from the input
-and output names (plus `<name>_shape`, `<name>_strides`, `<name>_ndim` for the inputs whose names
-the body uses). A call records one `CustomKernel` node: a GPU stream runs it through CuPy
-(NVRTC), the CPU stream through the kernel emulator, so a kernel can be tested on a machine
-without a GPU. Inputs are always passed row-contiguous.
+`cuda_kernel`: the body is wrapped in a generated `__global__` function whose parameters come
+from the input and output names (plus `<name>_shape`, `<name>_strides`, `<name>_ndim` for the
+inputs whose names the body uses). A call records one `CustomKernel` node: a GPU stream runs it
+through CuPy (NVRTC), the CPU stream through the kernel emulator, so a kernel can be tested on a
+machine without a GPU. Inputs are always passed row-contiguous.
+
+`precompiled_cuda_kernel`: a function of a PTX or cubin image, recorded as one
+`PrecompiledKernel` node on a GPU stream (a CPU cannot run it).
 """
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from nuvec import ops
 from nuvec.graph.dtypes import DtypeError
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array, record
+from nuvec.graph.device import DeviceType, to_stream
 from nuvec.graph.device import stream as stream_context
-from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
-from nuvec.ops.arguments import as_array
+from nuvec.ops.arguments import as_array, bool_flag
 
-__all__ = ["CustomKernel", "cuda_kernel"]
+__all__ = ["CustomKernel", "PrecompiledKernel", "UserKernel", "cuda_kernel", "gpu_only",
+           "precompiled_cuda_kernel"]
 
 CTYPES = {
     "float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16", "float64": "double",
@@ -31,6 +38,7 @@ CTYPES = {
     "uint64": "unsigned long long", "bool": "bool",
 }
 _NAME = re.compile(r"[A-Za-z_]\w*$")
+_INT32 = (-(2**31), 2**31 - 1)
 
 
 def _ctype(dtype: dt.Dtype, what: str) -> str:
@@ -43,38 +51,23 @@ def _uses(body: str, name: str) -> bool:
     return re.search(rf"\b{name}\b", body) is not None
 
 
-class CustomKernel(Primitive):
-    """One call of a user kernel: the generated source, its variant and the launch."""
+class UserKernel(Primitive):
+    """A launch of a user kernel: grid and threadgroup in threads per dimension, dynamic shared
+    memory in bytes, outputs `((shape, dtype), ...)` and their fill value (or None)."""
 
-    __slots__ = (
-        "expression",
-        "extras",
-        "grid",
-        "init_value",
-        "kernel_name",
-        "outputs",
-        "shared_memory",
-        "source",
-        "threadgroup",
-    )
+    abstract = True  # the launch both kinds of user kernel share
+    __slots__ = ("grid", "init_value", "outputs", "shared_memory", "threadgroup")
 
-    def __init__(self, name, source, expression, grid, threadgroup, shared_memory, outputs,
-                 init_value, extras):
-        self.kernel_name, self.source, self.expression = name, source, expression
+    def __init__(self, grid, threadgroup, shared_memory, outputs, init_value):
         self.grid, self.threadgroup = tuple(grid), tuple(threadgroup)
         self.shared_memory, self.init_value = int(shared_memory), init_value
-        self.outputs = tuple(outputs)  # ((shape, dtype), ...)
-        self.extras = tuple(extras)  # per input: which of shape, strides, ndim are passed
-
-    def params(self):
-        return (self.kernel_name, self.source, self.expression, self.grid, self.threadgroup,
-                self.shared_memory, self.outputs, self.init_value, self.extras)
+        self.outputs = tuple(outputs)
 
     def output_specs(self, inputs):
         return list(self.outputs)
 
     def vmap(self, inputs, axes):
-        """One launch per batch element (the body knows nothing of a batch), stacked."""
+        """One launch per batch element (the kernel knows nothing of a batch), stacked."""
         n = next(a.shape[ax] for a, ax in zip(inputs, axes) if ax is not None)
         per = []
         for i in range(n):
@@ -82,6 +75,39 @@ class CustomKernel(Primitive):
             per.append(record(self, sliced, to_stream(None)))
         outs = [ops.stack([p[k] for p in per]) for k in range(len(self.outputs))]
         return outs, [0] * len(outs)
+
+
+class CustomKernel(UserKernel):
+    """One call of a `cuda_kernel`: the generated source, its variant and the launch."""
+
+    __slots__ = ("expression", "extras", "kernel_name", "source")
+
+    def __init__(self, name, source, expression, grid, threadgroup, shared_memory, outputs,
+                 init_value, extras):
+        super().__init__(grid, threadgroup, shared_memory, outputs, init_value)
+        self.kernel_name, self.source, self.expression = name, source, expression
+        self.extras = tuple(extras)  # per input: which of shape, strides, ndim are passed
+
+    def params(self):
+        return (self.kernel_name, self.source, self.expression, self.grid, self.threadgroup,
+                self.shared_memory, self.outputs, self.init_value, self.extras)
+
+
+class PrecompiledKernel(UserKernel):
+    """One call of `precompiled_cuda_kernel`: the function `kernel_name` of a PTX or cubin
+    image, its scalar arguments (bool, int, float) and the launch."""
+
+    __slots__ = ("binary", "ensure_row_contiguous", "kernel_name", "scalars")
+
+    def __init__(self, name, binary, scalars, grid, threadgroup, shared_memory, outputs,
+                 init_value, ensure_row_contiguous):
+        super().__init__(grid, threadgroup, shared_memory, outputs, init_value)
+        self.kernel_name, self.binary, self.scalars = name, binary, tuple(scalars)
+        self.ensure_row_contiguous = ensure_row_contiguous
+
+    def params(self):
+        return (self.kernel_name, self.binary, self.scalars, self.grid, self.threadgroup,
+                self.shared_memory, self.outputs, self.init_value, self.ensure_row_contiguous)
 
 
 class CudaKernel:
@@ -94,8 +120,7 @@ class CudaKernel:
                 raise ValueError(f"cuda_kernel: {n!r} is not a C identifier")
         if not isinstance(source, str) or not isinstance(header, str):
             raise TypeError("cuda_kernel: source and header must be strings")
-        if shared_memory < 0:
-            raise ValueError(f"cuda_kernel: shared_memory must be >= 0, got {shared_memory}")
+        _check_shared_memory("cuda_kernel", shared_memory)
         self.name, self.input_names = name, list(input_names)
         self.output_names, self.body, self.header = list(output_names), source, header
         self.ensure_row_contiguous, self.shared_memory = ensure_row_contiguous, shared_memory
@@ -159,29 +184,46 @@ class CudaKernel:
                 raise ValueError(f"cuda_kernel: {self.name} has {len(self.output_names)} "
                                  f"outputs, got {len(output_shapes)} shapes and "
                                  f"{len(output_dtypes)} dtypes")
-            grid, threadgroup = _dims(grid, "grid"), _dims(threadgroup, "threadgroup")
-            if threadgroup[0] * threadgroup[1] * threadgroup[2] > 1024:
-                raise ValueError(f"cuda_kernel: a threadgroup has at most 1024 threads, got "
-                                 f"{threadgroup}")
-            for d in output_dtypes:
-                if not isinstance(d, dt.Dtype):
-                    raise DtypeError(f"cuda_kernel: output dtypes must be dtypes, got {d!r}")
+            outputs, grid, threadgroup = _launch("cuda_kernel", output_shapes, output_dtypes,
+                                                 grid, threadgroup)
             source, expression, extras = self.source_for(arrays, output_dtypes, template)
             if verbose:
                 print(source)
-            outputs = [(tuple(int(n) for n in s), d) for s, d in zip(output_shapes,
-                                                                     output_dtypes)]
             node = CustomKernel(self.name, source, expression, grid, threadgroup,
-                                self.shared_memory, outputs,
-                                None if init_value is None else float(init_value), extras)
+                                self.shared_memory, outputs, _fill(init_value), extras)
             return record(node, arrays, to_stream(None))
 
 
-def _dims(value: Any, what: str) -> tuple[int, int, int]:
+def _dims(op: str, value: Any, what: str) -> tuple[int, int, int]:
     dims = tuple(value)
     if not 1 <= len(dims) <= 3 or any(not isinstance(n, int) or n < 1 for n in dims):
-        raise ValueError(f"cuda_kernel: {what} must be 1 to 3 positive ints, got {value!r}")
+        raise ValueError(f"{op}: {what} must be 1 to 3 positive ints, got {value!r}")
     return (*dims, 1, 1)[:3]  # type: ignore[return-value]
+
+
+def _launch(op: str, output_shapes, output_dtypes, grid, threadgroup):
+    """The checked outputs `((shape, dtype), ...)`, grid and threadgroup of a user kernel's
+    call."""
+    if len(output_shapes) != len(output_dtypes):
+        raise ValueError(f"{op}: got {len(output_shapes)} output shapes and "
+                         f"{len(output_dtypes)} output dtypes")
+    grid, threadgroup = _dims(op, grid, "grid"), _dims(op, threadgroup, "threadgroup")
+    if threadgroup[0] * threadgroup[1] * threadgroup[2] > 1024:
+        raise ValueError(f"{op}: a threadgroup has at most 1024 threads, got {threadgroup}")
+    for d in output_dtypes:
+        if not isinstance(d, dt.Dtype):
+            raise DtypeError(f"{op}: output dtypes must be dtypes, got {d!r}")
+    outputs = tuple((tuple(int(n) for n in s), d) for s, d in zip(output_shapes, output_dtypes))
+    return outputs, grid, threadgroup
+
+
+def _check_shared_memory(op: str, shared_memory: Any) -> None:
+    if not isinstance(shared_memory, int) or shared_memory < 0:
+        raise ValueError(f"{op}: shared_memory must be an int >= 0, got {shared_memory!r}")
+
+
+def _fill(init_value: Any) -> float | None:
+    return None if init_value is None else float(init_value)
 
 
 def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str],
@@ -228,3 +270,106 @@ def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[st
     """
     return CudaKernel(name, input_names, output_names, source, header, ensure_row_contiguous,
                       shared_memory)
+
+
+def gpu_only(where: str) -> ValueError:
+    """The error of a `precompiled_cuda_kernel` asked to run `where` (not on a CUDA GPU)."""
+    return ValueError(
+        f"precompiled_cuda_kernel: compiled PTX/cubin runs only on a GPU stream (CUDA, through "
+        f"CuPy), got {where}; mx.fast.cuda_kernel with CUDA C source runs on the CPU too "
+        "(through the kernel emulator)")
+
+
+def _scalar(index: int, value: Any) -> bool | int | float:
+    """A kernel's scalar argument as the Python value of its C type (bool, int, float)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        if not _INT32[0] <= int(value) <= _INT32[1]:
+            raise ValueError(f"precompiled_cuda_kernel: scalar {index} ({value}) does not fit "
+                             "in a 32-bit int")
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"precompiled_cuda_kernel: scalar {index} must be a bool, int or float, "
+                    f"got {type(value).__name__}")
+
+
+def precompiled_cuda_kernel(
+    *, name: str, compiled_source: bytes, inputs: Sequence[Any],
+    output_shapes: Sequence[Sequence[int]], output_dtypes: Sequence[dt.Dtype],
+    scalars: Sequence[bool | int | float], grid: Sequence[int], threadgroup: Sequence[int],
+    shared_memory: int = 0, init_value: float | None = None, ensure_row_contiguous: bool = False,
+    stream: Any = None,
+) -> list[Array]:
+    """Runs the function `name` of a PTX or cubin image on a GPU stream, as MLX's.
+
+    The kernel gets a pointer per input, then a pointer per output, then each scalar (a bool
+    as a C `bool`, an int as a 32-bit `int`, a float as a 32-bit `float`), in that order. It
+    runs over `ceil(grid / threadgroup)` blocks per dimension (`grid` counts threads, as in
+    `cuda_kernel`) of `threadgroup` threads, with `shared_memory` bytes of dynamic shared
+    memory. The image is loaded once per process; `name` is its symbol as the PTX or cubin
+    spells it (an `extern "C"` name, or a mangled one). Make the image with
+    `nvcc -ptx -arch=sm_80 kernel.cu` (PTX, which the driver compiles for the GPU it runs on) or
+    `nvcc -cubin -arch=sm_90 kernel.cu` (one architecture). A CPU cannot run it: use
+    `cuda_kernel` with the CUDA C source there (it runs in nuvec's kernel emulator).
+
+    Args:
+        name: the kernel's symbol in the image.
+        compiled_source: the PTX or cubin image.
+        inputs: arrays (or values convertible to arrays) passed as pointers.
+        output_shapes, output_dtypes: one shape and dtype per output.
+        scalars: bool, int (32-bit) or float (passed as 32-bit float) arguments.
+        grid: threads per dimension (1 to 3 positive ints).
+        threadgroup: threads per block (at most 1024 in all).
+        shared_memory: bytes of dynamic shared memory per block (`extern __shared__`).
+        init_value: fills the outputs before the launch (they are uninitialized otherwise).
+        ensure_row_contiguous: copy inputs that are not row-contiguous first (otherwise the
+            kernel gets each input's data as it lies in memory).
+        stream: the stream or device (default: the default stream).
+
+    Returns:
+        The list of outputs.
+
+    Raises:
+        ValueError: on a CPU stream; for an empty `name` or image, mismatched output shapes
+            and dtypes, a bad grid or threadgroup, a negative `shared_memory`, an int scalar
+            outside 32 bits.
+        TypeError: for an image that is not bytes, output dtypes that are not dtypes, a scalar
+            that is not a bool, int or float.
+
+    Example:
+        >>> import nuvec as mx
+        >>> # scale.ptx: nvcc -ptx -arch=sm_80 of
+        >>> # extern "C" __global__ void scale(const float* x, float* y, float s, int n) {
+        >>> #     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = s * x[i]; }
+        >>> ptx = open("scale.ptx", "rb").read()  # doctest: +SKIP
+        >>> x = mx.arange(4, dtype=mx.float32)
+        >>> (y,) = mx.fast.precompiled_cuda_kernel(  # doctest: +SKIP
+        ...     name="scale", compiled_source=ptx, inputs=[x], output_shapes=[x.shape],
+        ...     output_dtypes=[x.dtype], scalars=[2.0, x.size], grid=(x.size, 1, 1),
+        ...     threadgroup=(256, 1, 1), stream=mx.gpu)
+        >>> y.tolist()  # doctest: +SKIP
+        [0.0, 2.0, 4.0, 6.0]
+    """
+    op = "precompiled_cuda_kernel"
+    target = to_stream(stream)
+    with stream_context(target):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{op}: name must be a kernel's symbol, got {name!r}")
+        if not isinstance(compiled_source, (bytes, bytearray, memoryview)):
+            raise TypeError(f"{op}: compiled_source must be bytes (PTX or cubin), got "
+                            f"{type(compiled_source).__name__}")
+        if not len(compiled_source):
+            raise ValueError(f"{op}: compiled_source is empty")
+        _check_shared_memory(op, shared_memory)
+        arrays = [as_array(a, op) for a in inputs]
+        outputs, grid, threadgroup = _launch(op, output_shapes, output_dtypes, grid, threadgroup)
+        values = [_scalar(i, s) for i, s in enumerate(scalars)]
+        ensure_row_contiguous = bool_flag(ensure_row_contiguous, op, "ensure_row_contiguous")
+        if target.device.type is not DeviceType.gpu:
+            raise gpu_only(str(target))
+        node = PrecompiledKernel(name, bytes(compiled_source), values, grid, threadgroup,
+                                 shared_memory, outputs, _fill(init_value),
+                                 ensure_row_contiguous)
+        return record(node, arrays, target)

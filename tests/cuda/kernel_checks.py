@@ -1,14 +1,21 @@
 """Running a fused node through its launcher in the kernel emulator and through its fallback
-graph on the CPU (the reference), compared with per-dtype tolerances."""
+graph on the CPU (the reference), compared with per-dtype tolerances; a stand-in GPU backend
+whose fused and user kernels drive a given runner (`emulated_gpu_backend`)."""
 
 from __future__ import annotations
+
+import contextlib
 
 import ml_dtypes
 import numpy as np
 
-from nuvec.backends.cuda.launchers import LAUNCHERS
+from nuvec.backends.cuda.launchers import LAUNCHERS, register
 from nuvec.backends.cuda.runner import EmulatorRunner
-from nuvec.fast.base import run_on_cpu
+from nuvec.backends.numpy import NumpyBackend
+from nuvec.backends.numpy import table as cpu_table
+from nuvec.fast.base import FastOp, cpu_fallback_kernel, run_on_cpu
+from nuvec.graph.backend import KernelTable
+from nuvec.graph.device import DeviceType, register_backend
 
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 # (rtol, atol) per input dtype of a kernel (float32 sums) against the fallback (which rounds
@@ -27,6 +34,29 @@ class RecordingRunner(EmulatorRunner):
     def launch(self, kernel, expression, grid, block, shared_mem, args):
         self.launched.append(expression)
         super().launch(kernel, expression, grid, block, shared_mem, args)
+
+
+class EmulatedGpu(NumpyBackend):
+    """The CPU backend standing in for a GPU: NumPy buffers, the launchers' kernels."""
+
+    device_type = DeviceType.gpu
+
+
+@contextlib.contextmanager
+def emulated_gpu_backend(runner):
+    """Registers an `EmulatedGpu` whose fused and user kernels launch through `runner` (the
+    launchers' `register`, as on a GPU); yields `runner`."""
+    kernels = {cls: (cpu_fallback_kernel if issubclass(cls, FastOp) else fn)
+               for cls, fn in cpu_table.kernels.items()}
+    register(kernels, runner, cpu_fallback_kernel)
+    table = KernelTable("emulated-gpu")
+    for cls, fn in kernels.items():
+        table.add(cls, fn)
+    register_backend(DeviceType.gpu, EmulatedGpu(table))
+    try:
+        yield runner
+    finally:
+        register_backend(DeviceType.gpu, None)
 
 
 def as_tuple(out):

@@ -83,7 +83,7 @@ def test_rejected_definitions():
         mx.fast.cuda_kernel("k", ["1x"], ["y"], "")
     with pytest.raises(TypeError, match="cuda_kernel: source and header must be strings"):
         mx.fast.cuda_kernel("k", ["x"], ["y"], None)
-    with pytest.raises(ValueError, match="shared_memory must be >= 0, got -1"):
+    with pytest.raises(ValueError, match="shared_memory must be an int >= 0, got -1"):
         mx.fast.cuda_kernel("k", ["x"], ["y"], "", shared_memory=-1)
 
 

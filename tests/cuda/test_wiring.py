@@ -4,40 +4,18 @@ GPU backend whose fused kernels are the launchers running in the emulator, so
 
 import numpy as np
 import pytest
-from kernel_checks import RecordingRunner
+from kernel_checks import RecordingRunner, emulated_gpu_backend
 
 import nuvec as mx
+from nuvec.backends.cuda.custom import USER_KERNELS
 from nuvec.backends.cuda.launchers import LAUNCHERS, register, takes
-from nuvec.backends.numpy import NumpyBackend
-from nuvec.backends.numpy import table as cpu_table
-from nuvec.fast.base import FastOp, cpu_fallback_kernel
-from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.norms import RmsNorm
-from nuvec.graph.backend import KernelTable
-from nuvec.graph.device import DeviceType, register_backend
-
-
-class EmulatedGpu(NumpyBackend):
-    """The CPU backend standing in for a GPU: NumPy buffers, the emulator's kernels."""
-
-    device_type = DeviceType.gpu
 
 
 @pytest.fixture
 def emulated_gpu():
-    runner = RecordingRunner()
-    kernels = {cls: (cpu_fallback_kernel if issubclass(cls, FastOp) else fn)
-               for cls, fn in cpu_table.kernels.items()}
-    register(kernels, runner, cpu_fallback_kernel)
-    table = KernelTable("emulated-gpu")
-    for cls, fn in kernels.items():
-        table.add(cls, fn)
-    backend = EmulatedGpu(table)
-    register_backend(DeviceType.gpu, backend)
-    try:
+    with emulated_gpu_backend(RecordingRunner()) as runner:
         yield runner
-    finally:
-        register_backend(DeviceType.gpu, None)
 
 
 def test_forward_and_gradient_launch_the_kernels(emulated_gpu):
@@ -81,7 +59,7 @@ def test_inputs_the_kernels_do_not_take_use_the_fallback(emulated_gpu):
     table = {}
     register(table, emulated_gpu, lambda p, *a: calls.append(p) or "fallback")
     assert table[RmsNorm](RmsNorm(1e-5), x, np.ones(4)) == "fallback" and calls
-    assert set(table) == set(LAUNCHERS) | {CustomKernel}
+    assert set(table) == set(LAUNCHERS) | set(USER_KERNELS)
 
 
 def test_user_kernels_on_the_gpu_stream(emulated_gpu):

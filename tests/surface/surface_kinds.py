@@ -38,6 +38,8 @@ SKIP = {
     "load": "reads files; the io tests check its arguments",
     "fast.record_or_fallback": "an extension hook taking a primitive and a fallback builder",
     "fast.run_on_cpu": "an extension hook taking a callable",
+    "fast.precompiled_cuda_kernel": "runs only on a GPU; its argument checks are in "
+                                    "tests/cuda/test_precompiled_kernel.py",
 }
 
 # Deliberate exceptions: cases the check tries whose bad value is in fact valid, with the reason.

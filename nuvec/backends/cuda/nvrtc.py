@@ -1,8 +1,9 @@
 """NVRTC through ctypes, from the `nvidia-cuda-nvrtc` wheel (no GPU and no CuPy needed).
 
-`compile_program` turns one CUDA C source into a cubin for one architecture, with the
-mangled name of each requested name expression and the compiler's log (which holds ptxas's
-resource report when `--ptxas-options=-v` is passed).
+`compile_program` turns one CUDA C source into a cubin for one architecture (or PTX, as
+`mx.fast.precompiled_cuda_kernel` takes it), with the mangled name of each requested name
+expression and the compiler's log (which holds ptxas's resource report when
+`--ptxas-options=-v` is passed).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.nvrtcGetProgramLog.argtypes = [p, ctypes.c_char_p]
     lib.nvrtcGetCUBINSize.argtypes = [p, sz]
     lib.nvrtcGetCUBIN.argtypes = [p, ctypes.c_char_p]
+    lib.nvrtcGetPTXSize.argtypes = [p, sz]
+    lib.nvrtcGetPTX.argtypes = [p, ctypes.c_char_p]
     lib.nvrtcGetLoweredName.argtypes = [p, c, ctypes.POINTER(c)]
     lib.nvrtcDestroyProgram.argtypes = [pp]
 
@@ -105,7 +108,8 @@ def _log(lib: ctypes.CDLL, prog: ctypes.c_void_p) -> str:
 
 
 def compile_program(
-    source: str, name: str, expressions: Sequence[str], options: Sequence[str]
+    source: str, name: str, expressions: Sequence[str], options: Sequence[str],
+    ptx: bool = False,
 ) -> tuple[bytes | None, dict[str, str], str]:
     """Compiles `source` with NVRTC.
 
@@ -113,10 +117,12 @@ def compile_program(
         source: CUDA C source.
         name: the program's file name (shown in the log).
         expressions: name expressions (`"rms_norm<float, 256>"`) whose kernels to keep.
-        options: NVRTC options; `--gpu-architecture=sm_XX` makes a cubin.
+        options: NVRTC options; `--gpu-architecture=sm_XX` makes a cubin,
+            `--gpu-architecture=compute_XX` only PTX.
+        ptx: return the PTX (NUL-terminated, as the driver loads it) instead of the cubin.
 
     Returns:
-        `(cubin or None on a compile error, {expression: mangled name}, log)`.
+        `(cubin or PTX, or None on a compile error; {expression: mangled name}; log)`.
     """
     lib = _library()
     prog = ctypes.c_void_p()
@@ -136,10 +142,12 @@ def compile_program(
             _check(lib.nvrtcGetLoweredName(prog, e.encode(), ctypes.byref(out)),
                    "nvrtcGetLoweredName")
             lowered[e] = out.value.decode()
+        size, get = ((lib.nvrtcGetPTXSize, lib.nvrtcGetPTX) if ptx
+                     else (lib.nvrtcGetCUBINSize, lib.nvrtcGetCUBIN))
         n = ctypes.c_size_t()
-        _check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(n)), "nvrtcGetCUBINSize")
+        _check(size(prog, ctypes.byref(n)), size.__name__)
         buf = ctypes.create_string_buffer(n.value)
-        _check(lib.nvrtcGetCUBIN(prog, buf), "nvrtcGetCUBIN")
+        _check(get(prog, buf), get.__name__)
         return buf.raw, lowered, log
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))

@@ -8,7 +8,8 @@ outputs with `runner.empty(shape, dtype)`, reads input dtypes with `runner.dtype
 (`"float32"`, `"float16"`, `"bfloat16"`, `"int32"`, ...), makes inputs C-contiguous with
 `runner.contiguous(a)` and reads buffer addresses (for alignment) with `runner.address(a)`;
 `runner.xp` is the array module (NumPy or CuPy) for copies and zero fills. Scalar arguments are
-NumPy scalars of the kernel parameter's type.
+NumPy scalars of the kernel parameter's type. A `BinaryRunner` (CuPy's) also launches a function
+of a PTX or cubin image: `runner.launch_binary(binary, symbol, grid, block, shared_mem, args)`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import Any, Protocol
 import ml_dtypes
 import numpy as np
 
-from nuvec.backends.cuda import emulator, loader
+from nuvec.backends.cuda import cache, emulator, loader
 
-__all__ = ["CupyRunner", "EmulatorRunner", "KernelFile", "Runner", "numpy_dtype"]
+__all__ = ["BinaryRunner", "CupyRunner", "EmulatorRunner", "KernelFile", "Runner", "numpy_dtype"]
+_BINARY_FORMAT = "nuvec-precompiled-1"
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,13 @@ class Runner(Protocol):
 
     def launch(self, kernel: KernelFile, expression: str, grid: Sequence[int],
                block: Sequence[int], shared_mem: int, args: Sequence[Any]) -> None: ...
+
+
+class BinaryRunner(Runner, Protocol):
+    """A runner that also launches functions of PTX or cubin images."""
+
+    def launch_binary(self, binary: bytes, symbol: str, grid: Sequence[int],
+                      block: Sequence[int], shared_mem: int, args: Sequence[Any]) -> None: ...
 
 
 class EmulatorRunner:
@@ -106,6 +115,7 @@ class CupyRunner:
 
         self.xp = cupy
         self._functions: dict[tuple[str, str, str, str | None], Any] = {}
+        self._binaries: dict[tuple[str, str], Any] = {}
 
     def empty(self, shape, dtype):
         return self.xp.empty(tuple(shape), np.uint16 if dtype == "bfloat16" else dtype)
@@ -134,8 +144,27 @@ class CupyRunner:
             self._functions[key] = raw.get_function(module.lowered[expression])
         return self._functions[key]
 
+    def binary_function(self, binary: bytes, symbol: str) -> Any:
+        """The `cupy.RawModule` function `symbol` of a PTX or cubin image, loaded once per
+        image (CuPy loads the module once per device, from the image's file in the kernel
+        cache, so the file stays there)."""
+        key = cache.digest(_BINARY_FORMAT, binary)
+        if (key, symbol) not in self._binaries:
+            path = cache.write_entry(key, ".bin", binary, {})
+            self._binaries[key, symbol] = self.xp.RawModule(path=str(path)).get_function(symbol)
+        return self._binaries[key, symbol]
+
     def launch(self, kernel, expression, grid, block, shared_mem, args):
-        fn = self.function(kernel, expression)
-        if shared_mem > 48 * 1024:
-            fn.max_dynamic_shared_size_bytes = int(shared_mem)
-        fn(tuple(grid), tuple(block), tuple(args), shared_mem=int(shared_mem))
+        _call(self.function(kernel, expression), grid, block, shared_mem, args)
+
+    def launch_binary(self, binary, symbol, grid, block, shared_mem, args):
+        _call(self.binary_function(binary, symbol), grid, block, shared_mem, args)
+
+
+def _call(fn: Any, grid: Sequence[int], block: Sequence[int], shared_mem: int,
+          args: Sequence[Any]) -> None:
+    """Launches a `cupy.RawKernel` on CuPy's current stream, raising its dynamic shared memory
+    limit first when `shared_mem` passes the default 48 KiB."""
+    if shared_mem > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = int(shared_mem)
+    fn(tuple(grid), tuple(block), tuple(args), shared_mem=int(shared_mem))

@@ -1,5 +1,5 @@
 """GPU overrides that launch the CUDA C kernels of the fused ops (`nuvec/backends/cuda/launchers`)
-and of `mx.fast.cuda_kernel` nodes.
+and the user kernels (`mx.fast.cuda_kernel`, `mx.fast.precompiled_cuda_kernel`).
 
 Their nodes get their inputs unchanged (the table's `RAW` classes): bfloat16 reaches the
 kernels as the 2-byte bits they read, and 2-byte outputs of a bfloat16 node come back as
@@ -14,12 +14,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from nuvec.backends.cuda.custom import custom_kernel
+from nuvec.backends.cuda.custom import USER_KERNELS, user_kernel
 from nuvec.backends.cuda.launchers import LAUNCHERS, takes
 from nuvec.backends.cuda.runner import CupyRunner, Runner
 from nuvec.backends.cupy.bfloat16 import Bfloat16Buffer
 from nuvec.backends.cupy.table import host_route
-from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.graph.backend import KernelTable
 
 
@@ -62,10 +61,9 @@ def overrides(cpu_kernels: KernelTable, to_host: Callable, from_host: Callable
         for cls, launcher in LAUNCHERS.items()
     }
 
-    def user_kernel(p, *inputs):
+    def launch_user_kernel(p, *inputs):
         half = any(type(x) is Bfloat16Buffer for x in inputs)
-        outputs = _wrap(tuple(custom_kernel(runner, p, *[_bits(x) for x in inputs])), half)
-        return outputs[0] if len(outputs) == 1 else outputs
+        return _wrap(user_kernel(runner, p, *[_bits(x) for x in inputs]), half)
 
-    kernels[CustomKernel] = user_kernel
+    kernels.update(dict.fromkeys(USER_KERNELS, launch_user_kernel))
     return kernels

@@ -17,8 +17,8 @@ import nuvec.backends.common  # noqa: F401  (registers every shared body)
 from nuvec.backends.common.registry import SHARED, Bodies, bind
 from nuvec.backends.cpu_route import CPU_ROUTE
 from nuvec.backends.cupy.bfloat16 import BFLOAT16, Bfloat16Buffer, narrow, widen
+from nuvec.backends.cuda.custom import USER_KERNELS
 from nuvec.backends.cuda.launchers import LAUNCHERS
-from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.graph.backend import KernelTable
 from nuvec.graph.primitive import Copy
 from nuvec.ops import indexing as ix
@@ -31,7 +31,7 @@ from nuvec.ops import slicing as sl
 from nuvec.ops import unary as u
 from nuvec.ops.comparison import Select
 
-FUSED_CLASSES = (*LAUNCHERS, CustomKernel)  # CUDA C kernels, launched by `cupy/fused.py`
+FUSED_CLASSES = (*LAUNCHERS, *USER_KERNELS)  # CUDA kernels, launched by `cupy/fused.py`
 
 # Primitives that move or pick elements without arithmetic: on bfloat16 they run on the bits.
 LAYOUT = frozenset((

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
-from nuvec.backends.cuda.custom import custom_kernel
+from nuvec.backends.cuda.custom import USER_KERNELS, user_kernel
 from nuvec.backends.cuda.launchers import (attention, attention_tiled, elementwise, fused,
                                           gated_delta, gather, norms, packed_attention, rope,
                                           softmax)
@@ -25,7 +25,6 @@ from nuvec.fast.attention_grad import AttentionVjp
 from nuvec.fast.conv import DepthwiseConv1d
 from nuvec.fast.cross_entropy import CrossEntropy, CrossEntropyVjp
 from nuvec.fast.fused import FusedElementwise
-from nuvec.fast.custom_kernel import CustomKernel
 from nuvec.fast.gated_delta import GatedDelta, GatedDeltaSlots
 from nuvec.fast.gather import GatherMm, GatherQmm
 from nuvec.fast.norms import AddRmsNorm, LayerNorm, LayerNormVjp, RmsNorm, RmsNormVjp
@@ -100,8 +99,8 @@ def takes(p: Any, inputs: Sequence[Any]) -> bool:
 
 def register(table: MutableMapping[type, Callable[..., Any]], runner: Runner,
              fallback: Callable[..., Any]) -> None:
-    """Installs a kernel for every launcher, and for `mx.fast.cuda_kernel` nodes, into a
-    backend's kernel `table`.
+    """Installs a kernel for every launcher, and for the user kernels' nodes
+    (`mx.fast.cuda_kernel`, `mx.fast.precompiled_cuda_kernel`), into a backend's kernel `table`.
 
     Args:
         table: primitive class -> kernel `(primitive, *inputs) -> output(s)`.
@@ -112,11 +111,10 @@ def register(table: MutableMapping[type, Callable[..., Any]], runner: Runner,
     for cls, launcher in LAUNCHERS.items():
         table[cls] = _kernel(launcher, runner, fallback)
 
-    def user_kernel(p, *inputs):
-        outputs = custom_kernel(runner, p, *inputs)
-        return outputs[0] if len(outputs) == 1 else outputs
+    def launch_user_kernel(p, *inputs):
+        return user_kernel(runner, p, *inputs)
 
-    table[CustomKernel] = user_kernel
+    table.update(dict.fromkeys(USER_KERNELS, launch_user_kernel))
 
 
 def _kernel(launcher, runner, fallback):
