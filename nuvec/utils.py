@@ -10,7 +10,7 @@ from __future__ import annotations
 from itertools import zip_longest
 from typing import Any, Callable
 
-from nuvec.graph.tree import IsLeaf
+from nuvec.graph.tree import IsLeaf, sequence_of
 
 __all__ = [
     "tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce", "tree_merge",
@@ -25,15 +25,11 @@ def _is_leaf(tree: Any, is_leaf: IsLeaf) -> bool:
 
 
 def _rebuild(tree: Any, values: list[Any]) -> Any:
-    """A container of `tree`'s kind holding `values` (keys of a dict in order; a dict or list
-    subclass, a module, gives a plain dict or list, as in MLX)."""
+    """A container of `tree`'s kind holding `values` (keys of a dict in order): as in MLX, a
+    dict subclass, a module, gives a plain dict; lists and tuples keep their type."""
     if isinstance(tree, dict):
         return dict(zip(tree.keys(), values))
-    if isinstance(tree, list):
-        return values
-    if hasattr(tree, "_fields"):
-        return type(tree)(*values)  # named tuple
-    return tuple(values)
+    return sequence_of(type(tree), values)
 
 
 def _children(tree: Any) -> list[tuple[Any, Any]]:

@@ -407,6 +407,33 @@ def test_compile_returns_non_array_outputs_as_traced():
         assert out.tolist() == [2.0, 4.0] and three == 3 and tree == {"name": "s", "none": None}
 
 
+class _Vector(tuple):
+    """A tuple subclass that is not a named tuple (as in MLX's `test_compile_types`)."""
+
+
+class _Items(list):
+    """A list subclass."""
+
+
+def test_compile_takes_and_returns_tuple_subclasses():
+    # As MLX: a tuple subclass is a tree node of its own type; list and dict subclasses (a
+    # module) reach the function, and come back, as plain lists and dicts.
+    seen = []
+
+    def fun(t, items):
+        seen.append((type(t), type(items)))
+        return _Vector([t[0] + 10, t[1] * 10]), _Items([items[0] * 2])
+
+    g = mx.compile(fun)
+    for _ in range(2):
+        out, items = g(_Vector([mx.array([1]), mx.array([4])]), _Items([mx.array(2)]))
+        assert type(out) is _Vector and out[0].tolist() == [11] and out[1].tolist() == [40]
+        assert type(items) is list and items[0].item() == 4
+    assert seen == [(_Vector, list)]
+    g((mx.array([1]), mx.array([4])), [mx.array(2)])  # a plain tuple: another structure
+    assert seen == [(_Vector, list), (tuple, list)]
+
+
 def test_disabled_compile_runs_python_each_call():
     f, calls = _counted(lambda x: x + 1)
     g = mx.compile(f)

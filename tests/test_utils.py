@@ -7,7 +7,7 @@ from collections import namedtuple
 import pytest
 
 import nuvec as mx
-from nuvec.graph.tree import flatten, tree_leaves
+from nuvec.graph.tree import all_leaves, flatten, unflatten
 from nuvec.utils import (
     tree_flatten,
     tree_map,
@@ -107,11 +107,15 @@ def test_flatten_unflatten_roundtrip():
 
 
 class _Tuple(tuple):
-    """A tuple subclass that is not a named tuple: a leaf, as any other object."""
+    """A tuple subclass that is not a named tuple: a node, rebuilt as its own type (MLX)."""
+
+
+class _List(list):
+    """A list subclass: a node, rebuilt by the transforms as a plain list (MLX)."""
 
 
 class _Dict(dict):
-    """A dict subclass (as `nn.Module` is): a leaf of a tree."""
+    """A dict subclass (as `nn.Module` is): a node, rebuilt as a plain dict (MLX)."""
 
 
 @pytest.mark.parametrize("tree", [
@@ -121,13 +125,33 @@ class _Dict(dict):
     (1, 2.0, None),
     [[], {}, ()],
     ({"a": [1, (2, 3)], "b": Pair(4, [5, {"c": 6}])}, 7),
-    [_Tuple((1, 2)), _Dict(x=3), {"d": _Dict(), "e": [8]}],
+    [_Tuple((1, [2])), _Dict(x=3), {"d": _Dict(), "e": _List([8])}],
 ])
-def test_tree_leaves_are_the_leaves_flatten_lists(tree):
-    leaves = tree_leaves(tree)
+def test_all_leaves_are_the_leaves_flatten_lists(tree):
+    leaves = all_leaves(tree)
     expected = flatten(tree)[0]
     assert len(leaves) == len(expected)
     assert all(a is b for a, b in zip(leaves, expected))
+
+
+def test_unflatten_rebuilds_tuple_subclasses_and_plain_lists_and_dicts():
+    tree = _Tuple([_Tuple([1]), Pair(2, 3), _List([4]), _Dict(x=5)])
+    leaves, treedef = flatten(tree)
+    assert leaves == [1, 2, 3, 4, 5]
+    out = unflatten(treedef, [x * 10 for x in leaves])
+    assert out == ((10,), (20, 30), [40], {"x": 50})
+    assert [type(out), type(out[0]), type(out[1]), type(out[2]), type(out[3])] == [
+        _Tuple, _Tuple, Pair, list, dict]
+    assert flatten(_Tuple([1]))[1] != flatten((1,))[1]  # (compile traces each type apart)
+
+
+def test_tree_map_keeps_list_and_tuple_subclasses():
+    # mlx.utils rebuilds lists and tuples as `type(tree)(...)`, dicts as plain dicts
+    out = tree_map(lambda x: x + 1, _Tuple([_List([1]), _Dict(a=2), Pair(3, 4)]))
+    assert out == ([2], {"a": 3}, (4, 5))
+    assert [type(out), type(out[0]), type(out[1]), type(out[2])] == [_Tuple, _List, dict, Pair]
+    merged = tree_merge(_Tuple([1, None]), [None, 2])
+    assert merged == (1, 2) and type(merged) is _Tuple
 
 
 def test_tree_reduce():

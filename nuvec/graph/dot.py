@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 from nuvec.graph.array import Array
 from nuvec.graph.toposort import toposort
-from nuvec.graph.tree import tree_leaves
+from nuvec.graph.tree import all_leaves
 
 __all__ = ["export_to_dot"]
 
@@ -56,7 +56,7 @@ def export_to_dot(file: Any, *args: Any, **kwargs: Any) -> None:
     if not isinstance(file, str) and not callable(getattr(file, "write", None)):
         raise TypeError(f"export_to_dot: file must be a path or have a write method, got "
                         f"{type(file).__name__}")
-    outputs = tree_leaves(args) + list(kwargs.values())
+    outputs = all_leaves(args) + list(kwargs.values())
     for leaf in outputs:
         if not isinstance(leaf, Array):
             raise TypeError(f"export_to_dot: the outputs must be arrays, got "

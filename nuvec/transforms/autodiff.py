@@ -11,13 +11,13 @@ as usual.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from nuvec.graph.array import Array, Node, handle
 from nuvec.graph.device import to_stream
 from nuvec.graph.dtypes import DtypeError, complex64
 from nuvec.graph.primitive import TransformError
-from nuvec.graph.tree import flatten, unflatten
+from nuvec.graph.tree import flatten, is_node, unflatten
 from nuvec.ops.arguments import check_callable, int_tuple
 from nuvec.ops.binary import add
 from nuvec.ops.complex_parts import conj
@@ -341,6 +341,30 @@ def _loss_of(op: str, value: Any, aux_allowed: bool) -> Array:
     return loss
 
 
+def _check_leaves(op: str, leaves: list[Any], selected: list[Any], nums: list[int],
+                  names: list[str]) -> None:
+    """Raises unless every leaf of the differentiated arguments is a float array: MLX rejects
+    other leaves (numbers, None, strings) there; the other arguments may hold anything."""
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, Array):
+            roots = [f"args[{n}]" for n in nums] + [f"kwargs[{k!r}]" for k in names]
+            paths = [p for root, arg in zip(roots, selected) for p in _leaf_paths(arg, root)]
+            raise DtypeError(f"{op}: differentiated arguments must be arrays or trees of "
+                             f"arrays, got {type(leaf).__name__} at {paths[i]}")
+        if not leaf.dtype.is_inexact:
+            raise DtypeError(f"{op}: cannot differentiate with respect to an array of "
+                             f"{leaf.dtype.name} (shape {leaf.shape}); use a float dtype")
+
+
+def _leaf_paths(tree: Any, path: str) -> Iterator[str]:
+    """The path of each leaf of `tree` in `flatten`'s order, as indexing from `path`."""
+    if not is_node(tree):
+        yield path
+        return
+    for key, child in tree.items() if isinstance(tree, dict) else enumerate(tree):
+        yield from _leaf_paths(child, f"{path}[{key!r}]")
+
+
 def _value_and_grad(
     op: str, fun: Callable[..., Any], argnums: Any, argnames: Any, aux_allowed: bool
 ) -> Callable[..., tuple[Any, Any]]:
@@ -351,24 +375,11 @@ def _value_and_grad(
     def wrapped(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         _select_args(op, args, kwargs, nums, names)
         selected = [args[n] for n in nums] + [kwargs[k] for k in names]
-        leaves, treedef = flatten(selected, subclasses=True)  # (modules too, as MLX)
-        for arg in selected:
-            if not isinstance(arg, (Array, list, tuple, dict)):
-                raise DtypeError(f"{op}: differentiated arguments must be arrays or trees of "
-                                f"arrays, got {type(arg).__name__}")
-        # non-array leaves of a tree pass through unchanged, into the gradient too (MLX)
-        where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Array)]
-        for i in where:
-            if not leaves[i].dtype.is_inexact:
-                raise DtypeError(f"{op}: cannot differentiate with respect to an array of "
-                                f"{leaves[i].dtype.name} (shape {leaves[i].shape}); use a "
-                                "float dtype")
-        starts = mark([leaves[i] for i in where])
-        traced = list(leaves)
-        for i, start in zip(where, _handles(starts)):
-            traced[i] = start
+        leaves, treedef = flatten(selected)  # (modules too, as MLX)
+        _check_leaves(op, leaves, selected, nums, names)
+        starts = mark(leaves)
         slots: Slots = {}
-        filled = iter(traced)  # the caller's lists and dicts take the handles in place (MLX)
+        filled = iter(_handles(starts))  # the caller's lists and dicts take them in place (MLX)
         rebuilt = [fill_in_place(arg, filled, slots) for arg in selected]
         call_args = list(args)
         for n, value in zip(nums, rebuilt):
@@ -385,10 +396,8 @@ def _value_and_grad(
         loss = _loss_of(op, value, aux_allowed)
         grads = backward([loss], [ones(loss.shape, loss.dtype)], starts)  # (a cached leaf)
         release(value, kept, starts)
-        fitted = list(leaves)
-        for i, g in zip(where, conjugated(grads)):  # (MLX's complex convention, as vjp)
-            fitted[i] = _fit(op, g, leaves[i])
-        tree = unflatten(treedef, fitted)
+        # (MLX's complex convention, as vjp)
+        tree = unflatten(treedef, [_fit(op, g, p) for g, p in zip(conjugated(grads), leaves)])
         by_pos = tree[0] if len(nums) == 1 else (tuple(tree[: len(nums)]) if nums else None)
         if not names:
             return value, by_pos
@@ -415,13 +424,15 @@ def value_and_grad(
 
     Returns:
         A function returning `(value, grads)`: `grads` has the structure of the argument for
-        one argnum, is a tuple (in increasing argnum order) for several, and with `argnames`
-        is `(positional_grads_or_None, {name: grad})`.
+        one argnum (tuples keep their type; dict and list subclasses, a module, come back as
+        plain dicts and lists, as in MLX), is a tuple (in increasing argnum order) for
+        several, and with `argnames` is `(positional_grads_or_None, {name: grad})`.
 
     Raises:
         ValueError: for negative, repeated or out-of-range argnums, missing argnames, or a
             value that is not a scalar array (or a tuple starting with one).
-        TypeError: if a differentiated leaf is not an array or not floating point.
+        DtypeError: if a leaf of a differentiated argument is not an array (a number, None,
+            a string) or not floating point (a `TypeError` and a `ValueError`, as MLX's).
 
     Example:
         >>> import nuvec as mx
@@ -447,7 +458,7 @@ def grad(
         A function returning the gradients, structured as in `value_and_grad`.
 
     Raises:
-        ValueError, TypeError: as `value_and_grad`.
+        ValueError, DtypeError: as `value_and_grad`.
 
     Example:
         >>> import nuvec as mx

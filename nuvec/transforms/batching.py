@@ -10,7 +10,7 @@ import numpy as np
 
 from nuvec.graph.array import Array, placeholder
 from nuvec.graph.dtypes import DtypeError
-from nuvec.graph.tree import flatten, is_node, unflatten
+from nuvec.graph.tree import flatten, unflatten
 from nuvec.ops.arguments import BadIndexError, check_callable
 from nuvec.ops.shape import broadcast_to, expand_dims, moveaxis
 from nuvec.transforms.trace import Key, apply_rule, key_of, release, trace, traced_graph
@@ -33,15 +33,14 @@ def _flat_axes(op: str, axes: Any, tree: Any, output: bool) -> list[int | None]:
             raise BadIndexError(f"{op}: invalid {kind}vectorization axis {axes} for an "
                                        f"array of shape {tree.shape}")  # MLX's IndexError
         return [axes % ndim]
-    # (nodes as `flatten` takes them: a dict or list subclass, a module, is a leaf here)
-    if isinstance(tree, (list, tuple)) and is_node(tree):
+    if isinstance(tree, (list, tuple)):
         if isinstance(axes, (list, tuple)):
             if len(axes) != len(tree):
                 raise ValueError(f"{op}: axes {axes!r} have {len(axes)} entries for "
                                  f"{len(tree)} values")
             return [a for sub_a, sub_t in zip(axes, tree) for a in _flat_axes(op, sub_a, sub_t,
                                                                                 output)]
-    elif type(tree) is dict:
+    elif isinstance(tree, dict):
         if isinstance(axes, dict):
             if set(axes) != set(tree):
                 raise ValueError(f"{op}: axes keys {sorted(axes)} do not match {sorted(tree)}")

@@ -16,7 +16,7 @@ from nuvec.graph.device import stream as stream_context
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import COPY
 from nuvec.graph.toposort import toposort
-from nuvec.graph.tree import is_mutable_node, is_node, tree_leaves
+from nuvec.graph.tree import all_leaves, is_mutable_node, is_node, sequence_of
 
 Key = tuple[Node, int]  # (node, output index); nodes hash by identity
 
@@ -110,7 +110,7 @@ def release(*trees: Any) -> None:
     if tracing.depth:
         return
     # a walk through the kept nodes, in no particular order: clearing `keep` marks a node done
-    stack = [leaf._node for leaf in tree_leaves(trees) if isinstance(leaf, Array)]
+    stack = [leaf._node for leaf in all_leaves(trees) if isinstance(leaf, Array)]
     pop, push = stack.pop, stack.extend
     while stack:
         node = pop()
@@ -158,14 +158,14 @@ def fill_in_place(tree: Any, leaves: Iterator[Any], slots: Slots) -> Any:
     """`tree` with its leaves replaced in order from `leaves`, as MLX passes traced arguments.
 
     Lists and dicts (their subclasses too: a module) are updated in place, so the function
-    sees (and may change) the caller's containers; tuples are immutable and are rebuilt. The
-    order is that of `flatten(..., subclasses=True)`. Each array put into a container is
+    sees (and may change) the caller's containers; tuples are immutable and are rebuilt (as
+    their own type). The order is that of `flatten`. Each array put into a container is
     recorded in `slots` under `(id(container), index or key)` as `(new array, its key, the
     caller's array)`, for `restore_unchanged`.
     """
-    mutable = is_mutable_node(tree)
-    if not (mutable or is_node(tree)):
+    if not is_node(tree):
         return next(leaves)
+    mutable = is_mutable_node(tree)
     filled = tree if mutable else list(tree)
     for k in list(tree) if isinstance(tree, dict) else range(len(tree)):
         old = filled[k]
@@ -175,7 +175,7 @@ def fill_in_place(tree: Any, leaves: Iterator[Any], slots: Slots) -> Any:
         _record(slots, tree, k, old, new)
     if mutable:
         return tree
-    rebuilt = tuple(filled) if type(tree) is tuple else type(tree)(*filled)
+    rebuilt = sequence_of(type(tree), filled)
     for k, (old, new) in enumerate(zip(tree, rebuilt)):
         _record(slots, rebuilt, k, old, new)
     return rebuilt
@@ -193,9 +193,9 @@ def restore_unchanged(tree: Any, slots: Slots, kept: list[Array]) -> Any:
     array it updated in place) keep the new value, as in MLX. The arrays so kept are added to
     `kept`.
     """
-    mutable = is_mutable_node(tree)
-    if not (mutable or is_node(tree)):
+    if not is_node(tree):
         return tree
+    mutable = is_mutable_node(tree)
     restored = tree if mutable else list(tree)
     for k in list(tree) if isinstance(tree, dict) else range(len(tree)):
         v = restored[k]
@@ -208,4 +208,4 @@ def restore_unchanged(tree: Any, slots: Slots, kept: list[Array]) -> Any:
             restored[k] = restore_unchanged(v, slots, kept)
     if mutable:
         return tree
-    return tuple(restored) if type(tree) is tuple else type(tree)(*restored)
+    return sequence_of(type(tree), restored)

@@ -153,6 +153,81 @@ def test_grad_of_trees_returns_the_same_structure() -> None:
     assert_allclose(g["scale"], 1.0 * 10 + 2 * 20 + 0.5 * 2 + 3.0, F64)
 
 
+class Vector(tuple):
+    """A tuple subclass that is not a named tuple: a tree node of its own type (MLX)."""
+
+
+class Items(list):
+    """A list subclass: a tree node that the transforms rebuild as a plain list (MLX)."""
+
+
+class Table(dict):
+    """A dict subclass (as `nn.Module` is): rebuilt as a plain dict (MLX)."""
+
+
+def test_grad_of_tuple_subclasses() -> None:
+    a, b = a64(1.0), a64(4.0)
+    seen = []
+
+    def loss(t):
+        seen.append(type(t))
+        return (t[0] * t[1]).sum()
+
+    g = mx.grad(loss)(Vector([a, b]))
+    assert seen == [Vector] and type(g) is Vector  # (MLX's types)
+    assert [g[0].item(), g[1].item()] == [4.0, 1.0]
+    # tuple subclasses keep their type, list and dict subclasses come back plain (MLX)
+    g = mx.grad(lambda t: t[0][0] * t[1][0] * t[2]["x"])([Vector([a]), Items([b]), Table(x=a)])
+    assert [type(x) for x in g] == [Vector, list, dict]
+    assert [g[0][0].item(), g[1][0].item(), g[2]["x"].item()] == [4.0, 1.0, 4.0]
+
+
+@pytest.mark.parametrize("leaf", [0.5, 1, None, "s"], ids=["float", "int", "none", "str"])
+def test_grad_rejects_non_array_leaves_of_differentiated_arguments(leaf) -> None:
+    # MLX: "[tree_flatten] The argument should contain only arrays", a ValueError
+    kind = type(leaf).__name__
+    with pytest.raises(ValueError, match=rf"^value_and_grad: differentiated arguments must be "
+                                         rf"arrays or trees of arrays, got {kind} at "
+                                         r"args\[0\]\['x'\]$") as info:
+        mx.value_and_grad(lambda p: p["y"] * 2.0)({"x": leaf, "y": mx.array(2.0)})
+    assert isinstance(info.value, TypeError)
+    with pytest.raises(ValueError, match=rf"^grad: .* got {kind} at kwargs\['q'\]\[1\]$"):
+        mx.grad(lambda p, q: p * q[0], argnames="q")(mx.array(1.0), q=[mx.array(2.0), leaf])
+    pair = Vector([leaf, mx.array(2.0)])
+    with pytest.raises(ValueError, match=rf"^grad: .* got {kind} at args\[1\]\[0\]$"):
+        mx.grad(lambda p, q: p * q[1], argnums=(0, 1))(mx.array(1.0), pair)
+
+
+def test_arguments_not_differentiated_may_hold_anything() -> None:
+    f = lambda p, cfg, name=None: p["w"] * cfg["scale"]  # noqa: E731
+    params, cfg = {"w": mx.array(2.0)}, {"scale": mx.array(3.0), "tag": None, "n": 1}
+    value, g = mx.value_and_grad(f)(params, cfg, name="s")
+    assert value.item() == 6.0 and g["w"].item() == 3.0
+    g = mx.grad(f, argnums=1)({"w": mx.array(2.0), "tag": "s"}, {"scale": mx.array(3.0)})
+    assert g["scale"].item() == 2.0
+
+
+def test_nn_value_and_grad_of_a_model_with_non_array_members() -> None:
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(2, 1)
+            self.scale, self.sizes, self.name = 3.0, [1, 2], "m"
+            self.config = {"depth": 4, "gain": mx.ones((1,))}
+
+        def __call__(self, x):
+            return (self.linear(x) * self.config["gain"]).sum() * self.scale
+
+    model = Model()
+    _, grads = nn.value_and_grad(model, lambda x: model(x))(mx.ones((3, 2)))
+    # (MLX's trainable parameters hold empty dicts where the model holds other values)
+    assert grads["sizes"] == [{}, {}] and grads["config"]["depth"] == {}
+    assert grads["linear"]["weight"].tolist() == [[9.0, 9.0]]
+    assert grads["config"]["gain"].shape == (1,)
+    with pytest.raises(ValueError, match=r"^grad: .* got int at args\[0\]\['sizes'\]\[0\]$"):
+        mx.grad(lambda m: m(mx.ones((3, 2))))(model)  # the module itself holds numbers
+
+
 def test_value_and_grad_returns_aux_values() -> None:
     def f(x):
         return (x * x).sum(), {"doubled": x * 2.0}, "label"
@@ -251,6 +326,23 @@ def test_vmap_of_nested_structures() -> None:
     assert_allclose(out["out"], (x.T * y).T, F64)
 
 
+def test_vmap_of_subclassed_containers() -> None:
+    # As MLX: a tuple subclass keeps its type, list and dict subclasses (a module) come plain.
+    seen = []
+
+    def f(t):
+        seen.append([type(t), type(t[1]), type(t[2])])
+        return Vector([t[0] * t[1][0], t[2]["x"]])
+
+    x = a64([1.0, 2.0])
+    out = mx.vmap(f)(Vector([x, Items([x]), Table(x=x)]))
+    assert seen == [[Vector, list, dict]] and type(out) is Vector
+    assert_allclose(out[0], [1.0, 4.0], F64)
+    assert_allclose(out[1], [1.0, 2.0], F64)
+    out = mx.vmap(lambda m, a: m["weight"] @ a, in_axes=(None, 0))(nn.Linear(2, 1), mx.ones((3, 2)))
+    assert out.shape == (3, 1)
+
+
 def test_vmap_output_that_ignores_the_batch_is_broadcast() -> None:
     out = mx.vmap(lambda a, b: b * 2.0, in_axes=(0, None))(a64(np.zeros((3, 2))), a64([1.0, 2.0]))
     assert_allclose(out, np.tile([2.0, 4.0], (3, 1)), F64)
@@ -281,12 +373,10 @@ def test_vmap_output_that_ignores_the_batch_is_broadcast() -> None:
          "^vmap: out_axes None for an output that depends on a batched input"),
         (lambda: mx.vmap(lambda a: a.item())(mx.ones((2,))), ValueError,
          "^vmap: attempting to evaluate an array inside a vmapped function"),
-        (lambda: mx.vmap(lambda m, a: a, in_axes=(None, 0))(nn.Linear(2, 1), mx.ones((3, 2))),
-         TypeError, "^vmap: the arguments must be arrays or trees of arrays, got Linear"),
     ],
     ids=["batch-size", "in-axis-range", "scalar-in-axis", "out-axis-range", "all-none",
          "non-array-arg", "non-array-output", "axes-length", "axis-type", "out-axes-none",
-         "evaluation", "module"],
+         "evaluation"],
 )
 def test_vmap_errors(call, error, match) -> None:
     with pytest.raises(error, match=match) as info:
