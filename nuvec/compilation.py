@@ -515,10 +515,12 @@ def compile(
         fun: takes arrays, trees of arrays or constants (bool, int, float, str, None) and
             returns arrays or trees of arrays; other leaves of its result (numbers, strings,
             None) are returned as the trace returned them.
-        inputs: captured state read at each call: a list or dict (a module, an optimizer's
-            `state`, `mx.random.state`) of nested lists, dicts and arrays; other leaves are
-            ignored.
-        outputs: captured state written back after each call (same form as `inputs`).
+        inputs: captured state read at each call: an array, or a list, tuple or dict (a
+            module, an optimizer's `state`, `mx.random.state`) of nested lists, tuples, dicts
+            and arrays; other leaves are ignored.
+        outputs: captured state written back after each call: new arrays are put into its
+            lists and dicts, as MLX fills them (an array held directly by a tuple is not
+            replaced, as in MLX).
         shapeless: if True, a change of shape alone does not retrace (a change of rank or
             dtype does) once a trace at a second shape has given the same graph; a function
             whose graph holds its shapes (a mean, a broadcast scalar, a slice) gets a program
@@ -529,7 +531,7 @@ def compile(
 
     Raises:
         TypeError: if `fun` is not callable or `shapeless` is not a bool.
-        ValueError: if `inputs` or `outputs` is an array or a tuple; at a call, if an
+        ValueError: if `outputs` is an array; at a call, if an
             argument leaf is neither an array nor a constant, or if `fun` evaluates an array
             it computes.
 
@@ -543,10 +545,9 @@ def compile(
         raise TypeError(f"compile: fun must be callable, got {type(fun).__name__}")
     if not isinstance(shapeless, bool):
         raise TypeError(f"compile: shapeless must be a bool, got {type(shapeless).__name__}")
-    for name, state in (("inputs", inputs), ("outputs", outputs)):
-        if isinstance(state, (Array, tuple)):  # (new arrays could not be put into it)
-            raise ValueError(f"compile: {name} must be a list or dict of captured state "
-                             f"(arrays nested in lists and dicts), got {type(state).__name__}")
+    if isinstance(outputs, Array):  # (a new array could not be put into it)
+        raise ValueError("compile: outputs must be a list, tuple or dict of captured state "
+                         "(arrays nested in lists and dicts), got an array")
     cache: dict[Any, tuple[_Program, Any, int, tuple]] = {}
     # shapeless: per key of ranks, whether a trace at a second shape gave the same graph
     shape_free: dict[Any, bool] = {}

@@ -90,6 +90,9 @@ def test_callbacks_and_what_cannot_be_exported(tmp_path):
         mx.export_function(str(tmp_path / "c.nvfn"), custom, mx.ones(2))
     with pytest.raises(ValueError, match="^export_function: attempting to evaluate an array"):
         mx.export_function(str(tmp_path / "e.nvfn"), lambda a: a * a.item(), mx.ones(()))
+    with pytest.raises(ValueError, match="^exporter: attempting to evaluate an array"):
+        with mx.exporter(str(tmp_path / "x.nvfn"), lambda a: a * a.item()) as ex:
+            ex(mx.ones(()))
 
 
 def test_bad_files_are_refused_without_running_them(tmp_path):

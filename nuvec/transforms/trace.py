@@ -59,7 +59,7 @@ def mark(primals: Sequence[Array]) -> list[Array]:
 
 
 _TRACED_FUNCTION = {"vmap": "a vmapped function", "compile": "a compiled function",
-                    "export_function": "an exported function"}
+                    "export_function": "an exported function", "exporter": "an exported function"}
 
 
 def trace(fun: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None,
