@@ -12,7 +12,8 @@ import numpy as np
 
 from nuvec.graph import dtypes as dt
 
-__all__ = ["BFLOAT_CODE", "CPU_DEVICE", "capsule_dtype", "host_data"]
+__all__ = ["BFLOAT_CODE", "CPU_DEVICE", "capsule_data", "capsule_dtype", "host_data",
+           "is_capsule"]
 
 # DLPack's CPU device type and dtype codes (dlpack.h)
 CPU_DEVICE = 1
@@ -20,6 +21,7 @@ UINT_CODE, BFLOAT_CODE = 1, 4
 # Offsets of `DLTensor.dtype` in the two capsule layouts: `DLManagedTensor` starts with the
 # DLTensor; `DLManagedTensorVersioned` has a version, manager context, deleter and flags first.
 _DTYPE_OFFSET = {b"dltensor": 20, b"dltensor_versioned": 52}
+_DEVICE_OFFSET = {b"dltensor": 8, b"dltensor_versioned": 40}  # `DLTensor.device`
 
 _get_name = ctypes.pythonapi.PyCapsule_GetName
 _get_name.restype = ctypes.c_char_p
@@ -33,15 +35,39 @@ class _DataType(ctypes.Structure):
     _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
 
 
+def _field(capsule: Any, op: str, offsets: dict[bytes, int]) -> int:
+    """The address of a `DLTensor` field inside an unconsumed DLPack capsule."""
+    name = _get_name(capsule)
+    if name not in offsets:
+        raise BufferError(f"{op}: not an unconsumed DLPack capsule (name {name!r})")
+    # the managed tensor's first field (versioned: after the version) points at the DLTensor
+    # only through the struct layout, so read the field at its fixed offset
+    return _get_pointer(capsule, name) + offsets[name]
+
+
 def capsule_dtype(capsule: Any, op: str = "from_dlpack") -> _DataType:
     """The `DLDataType` inside an unconsumed DLPack capsule, writable in place."""
-    name = _get_name(capsule)
-    if name not in _DTYPE_OFFSET:
-        raise BufferError(f"{op}: not an unconsumed DLPack capsule (name {name!r})")
-    base = _get_pointer(capsule, name)
-    # the managed tensor's first field (versioned: after the version) points at the DLTensor
-    # only through the struct layout, so read the dtype at its fixed offset
-    return _DataType.from_address(base + _DTYPE_OFFSET[name])
+    return _DataType.from_address(_field(capsule, op, _DTYPE_OFFSET))
+
+
+def is_capsule(x: Any) -> bool:
+    """Whether `x` is a `PyCapsule` (a DLPack capsule handed over without its producer)."""
+    return type(x).__name__ == "PyCapsule"
+
+
+def capsule_data(capsule: Any, op: str) -> np.ndarray:
+    """NumPy data sharing the memory of a DLPack capsule on the CPU (which it consumes, as
+    MLX's `array` does: a capsule is read once).
+
+    Raises:
+        BufferError: for a capsule already read, or one holding GPU data (pass the producer,
+            which can copy it to the host).
+    """
+    device = tuple((ctypes.c_int32 * 2).from_address(_field(capsule, op, _DEVICE_OFFSET)))
+    if device[0] != CPU_DEVICE:
+        raise BufferError(f"{op}: a DLPack capsule of data on device {device} cannot be read "
+                          "on the CPU; pass the array that made it instead")
+    return _shared_host_data(_Capsule(capsule, (CPU_DEVICE, 0)), None, op)
 
 
 class _Capsule:

@@ -80,7 +80,7 @@ def get_peak_memory() -> int:
 
 
 def reset_peak_memory() -> None:
-    """Restarts peak tracking from the current active memory.
+    """Resets the peak memory to zero, as MLX's (the next buffer made sets it again).
 
     Example:
         >>> import nuvec as mx
@@ -89,7 +89,7 @@ def reset_peak_memory() -> None:
         >>> mx.get_peak_memory() >= a.nbytes
         True
     """
-    counters.peak = counters.active
+    counters.peak = 0
 
 
 def get_cache_memory() -> int:

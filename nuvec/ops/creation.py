@@ -17,6 +17,7 @@ from nuvec.graph.caller import public_caller
 from nuvec.graph.array import Array, record1
 from nuvec.graph.convert import cast, from_data
 from nuvec.graph.device import to_stream
+from nuvec.graph.dlpack import capsule_data, is_capsule
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import binary, join, unary
 from nuvec.ops import shape as shape_ops
@@ -33,7 +34,8 @@ __all__ = [
 
 
 def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) -> Array:
-    """An array from a scalar, nested lists/tuples, NumPy data or another array.
+    """An array from a scalar, nested lists/tuples, NumPy data, another library's array (or
+    a DLPack capsule, read once) or another array.
 
     Python ints become int32 (int64 if they do not fit), floats float32, bools bool; NumPy
     float64 data becomes float32 unless `dtype` says otherwise (MLX's rule).
@@ -48,6 +50,7 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
         TypeError: if `dtype` is not a dtype, the data is not numeric or `copy` is not a bool
             or None.
         ValueError: if nested sequences are ragged, or `copy=False` and a copy is needed.
+        BufferError: for a DLPack capsule already read, or of GPU data.
 
     Example:
         >>> import nuvec as mx
@@ -56,6 +59,8 @@ def array(val: Any, dtype: dt.Dtype | None = None, *, copy: bool | None = True) 
     """
     target = dt.to_dtype(dtype, "array") if dtype is not None else None
     val = mlx_array_of(val, "array")
+    if is_capsule(val):  # read once, shared: then as NumPy data
+        val = capsule_data(val, public_caller("array"))
     if copy is not True and copy is not None:
         copy = bool_flag(copy, "array", "copy")
     if copy is not True:

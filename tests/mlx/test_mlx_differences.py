@@ -156,10 +156,8 @@ def test_scatter_update_slices_get_their_own_cotangent():
 
 
 def test_additions_keep_mlx_calls():
-    a = mx.array([1.5, 2.5])
-    assert mx.zeros_like(a).dtype is mx.float32 and mx.zeros_like(a, mx.int8).dtype is mx.int8
-    assert mx.linspace(0, 1, 3).tolist() == [0.0, 0.5, 1.0]
-    assert mx.array([1, 2]).dtype is mx.int32 and mx.asarray([1.0]).dtype is mx.float32
+    assert mx.array([1, 2]).dtype is mx.int32 and mx.array([1, 2], copy=True).dtype is mx.int32
+    assert mx.array(np.ones(2), mx.float32, copy=None).dtype is mx.float32
 
 
 def test_cpu_threads_are_an_addition():

@@ -166,6 +166,18 @@ def test_array_of_data_numpy_cannot_read_goes_through_dlpack():
     assert _host_address(shared) == _host_address(source)  # asarray shares, array copies
 
 
+def test_array_of_a_dlpack_capsule():
+    x = np.arange(8, dtype=np.int32).reshape(2, 4)
+    assert mx.array(x.__dlpack__()).tolist() == x.tolist()
+    assert mx.array(x.__dlpack__(), mx.float32).dtype is mx.float32
+    shared = mx.asarray(x.__dlpack__(max_version=(1, 0)))
+    assert shared.dtype is mx.int32 and _host_address(shared) == x.ctypes.data
+    capsule = mx.array([1.5, -2.0], mx.bfloat16).__dlpack__()
+    assert mx.array(capsule).dtype is mx.bfloat16
+    with pytest.raises(BufferError, match="^array: not an unconsumed DLPack capsule"):
+        mx.array(capsule)  # a capsule is read once, as in MLX
+
+
 def test_array_namespace():
     a = mx.array([1.0, 4.0])
     xp = a.__array_namespace__()
