@@ -313,6 +313,23 @@ def test_erf_is_accurate_in_float64():
     np.testing.assert_allclose(inverse, _erfinv_reference(y), rtol=1e-10)
 
 
+def test_float32_erf_and_erfinv_are_within_a_few_ulp():
+    # erfinv below float64 is Giles' single-precision polynomial (within 4 ulp, as MLX's);
+    # erf is computed in float64 to float32's accuracy
+    y = np.concatenate([np.linspace(-0.9999999, 0.9999999, 20001),
+                        1 - np.logspace(-7, -1, 200), -1 + np.logspace(-7, -1, 200)])
+    y = y.astype(np.float32)
+    exact = np.asarray(mx.erfinv(mx.array(y, mx.float64)))  # checked above to 1e-10
+    got = np.asarray(mx.erfinv(mx.array(y))).astype(np.float64)
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got - exact) / ulp) <= 4
+    assert np.asarray(mx.erfinv(mx.array([1.0, -1.0, 1.5], mx.float32))).tolist()[:2] == [
+        math.inf, -math.inf]
+    x = np.linspace(-6, 6, 2401).astype(np.float32)
+    ulp = np.spacing(np.abs(_erf(x)).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(np.asarray(mx.erf(mx.array(x)), np.float64) - _erf(x)) / ulp) <= 1
+
+
 def test_stop_gradient():
     x = mx.array([3.0, -2.0])
     assert_allclose(mx.stop_gradient(x), [3.0, -2.0], dtype=dt.float32)

@@ -17,44 +17,78 @@ from nuvec.ops import unary as u
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
+# Terms of erf's series below 2.5 and depth of erfc's continued fraction above it that reach
+# float64's accuracy (1e-15 of the series, 1e-16 of the fraction over [2.5, inf)) and float32's
+# (3e-12 and 3e-13): measured against `math.erf`.
+_ERF_STEPS = {np.dtype(np.float64): (40, 30), np.dtype(np.float32): (30, 15)}
+
+# Giles' single-precision erfinv ("Approximating the erfinv function", GPU Computing Gems,
+# 2011): a polynomial in w - 2.5 for w = -log(1 - y^2) < 5, in sqrt(w) - 3 beyond; within
+# 4 ulp of float32's exact value (3.7 over a dense sweep of (-1, 1)), as MLX's own
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
 def erf(x: np.ndarray) -> np.ndarray:
-    """The error function to float64 accuracy (no SciPy): a positive-term series below 2.5,
-    the continued fraction of erfc above."""
+    """The error function to the accuracy of the result's dtype (no SciPy), computed in
+    float64: a positive-term series below 2.5, the continued fraction of erfc above."""
+    out_dtype = widen(np.asarray(x)).dtype
+    terms, depth = _ERF_STEPS.get(out_dtype, _ERF_STEPS[np.dtype(np.float64)])
     x64 = np.asarray(x, np.float64)
     a = np.abs(x64)
     small = a < 2.5
     xs = np.where(small, a, 0.0)
     # erf(x) = 2/sqrt(pi) e^(-x^2) sum_n 2^n x^(2n+1) / (2n+1)!!  (no cancellation)
     term, total, ratio = xs, xs, 2.0 * xs * xs
-    for n in range(1, 60):
+    for n in range(1, terms):
         term = term * ratio / (2 * n + 1)
         total = total + term
     series = _TWO_OVER_SQRT_PI * np.exp(-xs * xs) * total
     # erfc(x) = e^(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
     xl = np.where(small, 3.0, a)
     frac = xl
-    for k in range(60, 0, -1):
+    for k in range(depth, 0, -1):
         frac = xl + (k / 2.0) / frac
     tail = 1.0 - np.exp(-xl * xl) / math.sqrt(math.pi) / frac
     out = np.where(small, series, np.where(np.isinf(a), 1.0, tail))
     out = np.where(np.isnan(x64), np.nan, out)
-    return np.copysign(out, x64).astype(widen(np.asarray(x)).dtype, copy=False)
+    return np.copysign(out, x64).astype(out_dtype, copy=False)
 
 
 def erfinv(y: np.ndarray) -> np.ndarray:
-    """The inverse error function: Winitzki's closed form refined by four Halley steps on `erf`."""
+    """The inverse error function: float64 by Winitzki's closed form refined by two Halley
+    steps on `erf` (each triples the correct digits: 2e-3, 1e-8, then float64's rounding);
+    16- and 32-bit floats by Giles' single-precision polynomial (a hundred times faster,
+    within 4 ulp, as MLX's)."""
+    out_dtype = widen(np.asarray(y)).dtype
     y64 = np.asarray(y, np.float64)
     inside = np.abs(y64) < 1
-    yi = np.where(inside, y64, 0.0)
-    w = np.log1p(-yi * yi)
-    c = 2.0 / (math.pi * 0.147) + w / 2.0
-    x = np.copysign(np.sqrt(np.sqrt(c * c - w / 0.147) - c), yi)
-    for _ in range(4):
-        err = erf(x) - yi
-        x = x - err / (_TWO_OVER_SQRT_PI * np.exp(-x * x) + x * err)
+    if out_dtype != np.float64:
+        x = _giles(np.where(inside, y64, 0.0).astype(np.float32))
+    else:
+        yi = np.where(inside, y64, 0.0)
+        w = np.log1p(-yi * yi)
+        c = 2.0 / (math.pi * 0.147) + w / 2.0
+        x = np.copysign(np.sqrt(np.sqrt(c * c - w / 0.147) - c), yi)
+        for _ in range(2):
+            err = erf(x) - yi
+            x = x - err / (_TWO_OVER_SQRT_PI * np.exp(-x * x) + x * err)
     edge = np.where(np.abs(y64) == 1, np.copysign(np.inf, y64), np.nan)
-    out = np.where(inside, x, edge)
-    return out.astype(widen(np.asarray(y)).dtype, copy=False)
+    return np.where(inside, x, edge).astype(out_dtype, copy=False)
+
+
+def _giles(y: np.ndarray) -> np.ndarray:
+    """Giles' float32 erfinv of float32 `y` inside (-1, 1)."""
+    one = np.float32(1)
+    w = -np.log((one - y) * (one + y))
+    central = w < 5
+    t = np.where(central, w - np.float32(2.5), np.sqrt(w) - np.float32(3))
+    p = np.where(central, np.float32(_GILES_CENTRAL[0]), np.float32(_GILES_TAIL[0]))
+    for a, b in zip(_GILES_CENTRAL[1:], _GILES_TAIL[1:]):
+        p = np.where(central, np.float32(a), np.float32(b)) + p * t
+    return p * y
 
 
 @kernel(u.Erf)
