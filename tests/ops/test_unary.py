@@ -315,7 +315,7 @@ def test_erf_is_accurate_in_float64():
 
 def test_float32_erf_and_erfinv_are_within_a_few_ulp():
     # erfinv below float64 is Giles' single-precision polynomial (within 4 ulp, as MLX's);
-    # erf is computed in float64 to float32's accuracy
+    # erf a polynomial computed in float64, correctly rounded to float32
     y = np.concatenate([np.linspace(-0.9999999, 0.9999999, 20001),
                         1 - np.logspace(-7, -1, 200), -1 + np.logspace(-7, -1, 200)])
     y = y.astype(np.float32)
@@ -327,7 +327,7 @@ def test_float32_erf_and_erfinv_are_within_a_few_ulp():
         math.inf, -math.inf]
     x = np.linspace(-6, 6, 2401).astype(np.float32)
     ulp = np.spacing(np.abs(_erf(x)).astype(np.float32)).astype(np.float64)
-    assert np.max(np.abs(np.asarray(mx.erf(mx.array(x)), np.float64) - _erf(x)) / ulp) <= 1
+    assert np.max(np.abs(np.asarray(mx.erf(mx.array(x)), np.float64) - _erf(x)) / ulp) <= 0.501
 
 
 def test_stop_gradient():
