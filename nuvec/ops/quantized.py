@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 GROUP_SIZES = (32, 64, 128)
-BITS = (2, 3, 4, 5, 6, 8)
+BITS = (1, 2, 3, 4, 5, 6, 8)
 
 
 def check_quantization_params(op: str, group_size: int | None, bits: int | None) -> tuple[int, int]:
@@ -57,7 +57,7 @@ def check_quantization_params(op: str, group_size: int | None, bits: int | None)
     if group_size not in GROUP_SIZES:
         raise ValueError(f"{op}: group_size must be 32, 64 or 128, got {group_size}")
     if bits not in BITS:
-        raise ValueError(f"{op}: bits must be 2, 3, 4, 5, 6 or 8, got {bits}")
+        raise ValueError(f"{op}: bits must be 1, 2, 3, 4, 5, 6 or 8, got {bits}")
     return group_size, bits
 
 
@@ -248,15 +248,17 @@ def quantize(
     In MLX's "affine" mode each group gets a scale and a bias such that
     `w ~ scale * q + bias`, `q` an integer in `[0, 2**bits - 1]`; MLX chooses them so that the
     group's edge value of largest magnitude is represented exactly (and zero stays zero when
-    a group touches it). The floating modes "mxfp4", "mxfp8" and "nvfp4" store small floats
-    and one uint8 scale per group (`nuvec.ops.microscaled`), with no biases.
+    a group touches it). With `bits=1` the bias is the group's minimum and the scale
+    `max(w_max - w_min, 1e-7)`, so each code picks the nearer of the two extremes. The
+    floating modes "mxfp4", "mxfp8" and "nvfp4" store small floats and one uint8 scale per
+    group (`nuvec.ops.microscaled`), with no biases.
 
     Args:
         w: a floating array with at least 2 dimensions; its last axis divisible by `group_size`.
         group_size: values per scale (and bias): affine 32, 64 (None: the default) or 128;
             mxfp4 and mxfp8 32, nvfp4 16 (the only values).
-        bits: bits per value: affine 2, 3, 4 (None: the default), 5, 6 or 8; 4 for mxfp4 and
-            nvfp4, 8 for mxfp8.
+        bits: bits per value: affine 1, 2, 3, 4 (None: the default), 5, 6 or 8; 4 for mxfp4
+            and nvfp4, 8 for mxfp8.
         mode: "affine", "mxfp4", "mxfp8" or "nvfp4".
         global_scale: nvfp4 only: the tensor's largest magnitude, for the two-level scale.
 

@@ -68,7 +68,7 @@ def test_gather_mm_without_offsets(dtype, case):
 # Every bit width with each group size and both layouts across the dtypes.
 QUANT = [(bits, group, transpose, DT[i % 3])
          for i, (bits, group, transpose) in enumerate(
-             (bits, group, transpose) for bits in (2, 3, 4, 5, 6, 8) for group in (32, 64, 128)
+             (bits, group, transpose) for bits in (1, 2, 3, 4, 5, 6, 8) for group in (32, 64, 128)
              for transpose in (True, False) if (bits + group // 32 + transpose) % 2 == 0)]
 
 

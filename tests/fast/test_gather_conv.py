@@ -70,16 +70,17 @@ def _unpack(w, bits):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("transpose", [True, False], ids=["t", "n"])
-def test_gather_qmm(dtype, transpose):
+@pytest.mark.parametrize("bits", [1, 4])
+def test_gather_qmm(dtype, transpose, bits):
     rng = np.random.default_rng(2)
     x, xr = sample(rng, (2, 1, 64), dtype)
     shape = (3, 8, 64) if transpose else (3, 64, 64)
     w, scales, biases = mx.quantize(mx.array(rng.standard_normal(shape), dtype),
-                                    group_size=64, bits=4)
+                                    group_size=64, bits=bits)
     lhs, rhs = np.array([1, 0]), np.array([2, 0])
     y = gather_qmm_node(x, w, scales, biases, _u32(lhs), _u32(rhs), transpose=transpose,
-                        group_size=64, bits=4)
-    q = _unpack(np.asarray(w), 4)
+                        group_size=64, bits=bits)
+    q = _unpack(np.asarray(w), bits)
     s, bb = (np.asarray(a).astype(np.float64) for a in (scales, biases))
     wr = q * np.repeat(s, 64, axis=-1) + np.repeat(bb, 64, axis=-1)
     wr = wr[rhs]
@@ -110,7 +111,7 @@ def test_gather_qmm(dtype, transpose):
      "gather_qmm: group_size must be 32, 64 or 128, got 48"),
     (GatherQmm(64, 7, True), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
                               mx.ones((2, 8, 1)), mx.ones((2, 8, 1)), _u32([0]), _u32([0])],
-     "gather_qmm: bits must be 2, 3, 4, 5, 6 or 8, got 7"),
+     "gather_qmm: bits must be 1, 2, 3, 4, 5, 6 or 8, got 7"),
     (GatherQmm(64, 4, False), [mx.ones((2, 1, 64)), _u32(np.zeros((2, 8, 8))),
                                mx.ones((2, 8, 1)), mx.ones((2, 8, 1)), _u32([0]), _u32([0])],
      "gather_qmm: invalid inputs"),

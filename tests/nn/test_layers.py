@@ -224,6 +224,22 @@ def test_quantized_linear_and_embedding_match_dequantized_weights() -> None:
                                rtol=1e-4, atol=1e-4)
 
 
+def test_one_bit_quantized_layers_match_dequantized_weights() -> None:
+    mx.random.seed(5)
+    model = nn.Sequential(nn.Embedding(5, 64), nn.Linear(64, 8))
+    nn.quantize(model, group_size=32, bits=1)
+    emb, linear = model.layers
+    assert (emb.bits, linear.bits) == (1, 1) and linear.weight.shape == (8, 2)
+    table = np.asarray(mx.dequantize(emb.weight, emb.scales, emb.biases, 32, 1), np.float64)
+    w = np.asarray(mx.dequantize(linear.weight, linear.scales, linear.biases, 32, 1), np.float64)
+    ids = mx.array([[4, 0, 2]])
+    want = table[[[4, 0, 2]]] @ w.T + np.asarray(linear.bias)
+    np.testing.assert_allclose(np.asarray(model(ids)), want, rtol=1e-4, atol=1e-4)
+    x = mx.random.normal((3, 64))
+    np.testing.assert_allclose(np.asarray(emb.as_linear(x)), np.asarray(x) @ table.T,
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_quantize_model_with_predicate() -> None:
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32), nn.Embedding(4, 64))
     nn.quantize(model, group_size=32, bits=4,

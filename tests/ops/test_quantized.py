@@ -9,7 +9,7 @@ import nuvec as mx
 import nuvec.nn as nn
 from nuvec.testing import assert_allclose
 
-BITS = [2, 3, 4, 5, 6, 8]
+BITS = [1, 2, 3, 4, 5, 6, 8]
 GROUPS = [32, 64, 128]
 
 
@@ -57,6 +57,39 @@ def test_quantize_packs_mlx_layout_exactly(bits):
     np.testing.assert_array_equal(np.asarray(w_q), _pack_reference(codes, bits))
     assert_allclose(scales, np.full((4, 2), 0.25), dtype=mx.float32)
     assert_allclose(biases, np.full((4, 2), low), dtype=mx.float32)
+
+
+def _one_bit_reference(w: np.ndarray, group_size: int):
+    """MLX's 1-bit rule in float32: bias = min, scale = max(max - min, 1e-7),
+    code = clip(rint((w - bias) / scale), 0, 1) per group."""
+    groups = w.reshape(*w.shape[:-1], -1, group_size)
+    w_min, w_max = groups.min(-1), groups.max(-1)
+    scales = np.maximum(w_max - w_min, np.float32(1e-7))
+    codes = np.clip(np.rint((groups - w_min[..., None]) / scales[..., None]), 0, 1)
+    return codes.astype(np.uint8).reshape(w.shape), scales, w_min
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16], ids=lambda d: d.name)
+def test_quantize_one_bit_rule(dtype):
+    rng = np.random.default_rng(20)
+    w = (rng.standard_normal((5, 128)) * 3).astype(np.float32)
+    w[1] = 0  # zero groups
+    w[2] = 0.37  # constant groups
+    w[3] = -np.abs(w[3]) - 1  # negative groups
+    w[4, :64] = np.tile([0, 0.5, 1, 0.25], 16)  # a midpoint tie: rint rounds it to code 0
+    w_in = mx.array(w).astype(dtype)
+    codes, scales, biases = _one_bit_reference(np.asarray(w_in.astype(mx.float32)), 32)
+    w_q, s, b = mx.quantize(w_in, 32, 1)
+    np.testing.assert_array_equal(np.asarray(w_q), _pack_reference(codes, 1))
+    for got, want in ((s, scales), (b, biases)):
+        assert got.dtype == dtype
+        rounded = mx.array(want).astype(dtype)  # the float32 parameters rounded once
+        assert mx.array_equal(got, rounded).item()
+    tiny = np.asarray(mx.array(np.float32(1e-7)).astype(dtype).astype(mx.float32))
+    assert np.asarray(s[1].astype(mx.float32)).tolist() == [tiny.item()] * 4
+    assert np.asarray(b[1].astype(mx.float32)).tolist() == [0.0] * 4
+    restored = np.asarray(mx.dequantize(w_q, s, b, 32, 1).astype(mx.float32))
+    assert restored[1].tolist() == [0.0] * 128
 
 
 def test_quantize_larger_maximum_gives_a_negative_scale():
@@ -211,16 +244,17 @@ def test_gather_mm_vectors_and_no_indices():
     assert_allclose(mx.gather_mm(mx.array(a), mx.array(b[0])), a @ b[0])
 
 
-def test_gather_qmm_matches_loop():
+@pytest.mark.parametrize("bits", [1, 4])
+def test_gather_qmm_matches_loop(bits):
     rng = np.random.default_rng(4)
-    w_q, s, b, dense = _quantized(rng, (3, 6, 64))
+    w_q, s, b, dense = _quantized(rng, (3, 6, 64), bits=bits)
     x = rng.standard_normal((2, 4, 64)).astype(np.float32)
     lhs, rhs = np.array([1, 0, 1]), np.array([2, 2, 0])
-    out = mx.gather_qmm(mx.array(x), w_q, s, b, mx.array(lhs), mx.array(rhs))
+    out = mx.gather_qmm(mx.array(x), w_q, s, b, mx.array(lhs), mx.array(rhs), bits=bits)
     ref = np.stack([x[i] @ dense[j].T for i, j in zip(lhs, rhs)])
     assert_allclose(out, ref, dtype=mx.float32, rtol=1e-4, atol=1e-4)
     # no indices: the quantized product, batched over the leading axes
-    out = mx.gather_qmm(mx.array(x[0]), w_q, s, b)
+    out = mx.gather_qmm(mx.array(x[0]), w_q, s, b, bits=bits)
     assert_allclose(out, np.stack([x[0] @ dense[j].T for j in range(3)]), dtype=mx.float32,
                     rtol=1e-4, atol=1e-4)
 

@@ -50,15 +50,10 @@ def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     return np.ascontiguousarray(data).view("<u4").astype(np.uint32, copy=False)
 
 
-@kernel(q.Quantize)
-def quantize(p, w):
-    work = _work_dtype(w.dtype)
-    *lead, k = w.shape
-    groups = w.astype(work).reshape(*lead, k // p.group_size, p.group_size)
-    n_bins = work.type((1 << p.bits) - 1)
-    w_max, w_min = groups.max(axis=-1), groups.min(axis=-1)
-    # MLX's rule: the edge of larger magnitude is represented exactly (code 0) and, through
-    # the rounded q0, zero lands on a code when the group straddles it.
+def _edge_parameters(w_min: np.ndarray, w_max: np.ndarray, n_bins: np.floating,
+                     work: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """MLX's multi-bit scales and biases: the edge of larger magnitude is represented exactly
+    (code 0) and, through the rounded q0, zero lands on a code when the group straddles it."""
     low_edge = np.abs(w_min) > np.abs(w_max)
     scales = np.maximum((w_max - w_min) / n_bins, work.type(1e-7))
     scales = np.where(low_edge, scales, -scales)
@@ -66,7 +61,20 @@ def quantize(p, w):
     q0 = np.rint(edge / scales)
     nonzero = q0 != 0
     scales = np.where(nonzero, edge / np.where(nonzero, q0, 1), scales)
-    biases = np.where(nonzero, edge, 0).astype(work)
+    return scales, np.where(nonzero, edge, 0).astype(work)
+
+
+@kernel(q.Quantize)
+def quantize(p, w):
+    work = _work_dtype(w.dtype)
+    *lead, k = w.shape
+    groups = w.astype(work).reshape(*lead, k // p.group_size, p.group_size)
+    n_bins = work.type((1 << p.bits) - 1)
+    w_max, w_min = groups.max(axis=-1), groups.min(axis=-1)
+    if p.bits == 1:  # MLX's 1-bit rule: codes 0 and 1 are the group's minimum and maximum
+        scales, biases = np.maximum(w_max - w_min, work.type(1e-7)), w_min
+    else:
+        scales, biases = _edge_parameters(w_min, w_max, n_bins, work)
     codes = np.rint((groups - biases[..., None]) / scales[..., None])
     codes = np.clip(codes, 0, n_bins).astype(np.uint8).reshape(*lead, k)
     return pack(codes, p.bits), scales.astype(w.dtype), biases.astype(w.dtype)
