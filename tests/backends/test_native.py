@@ -687,3 +687,20 @@ def test_address_is_the_first_elements_for_every_layout():
               np.broadcast_to(x[0], (4, 6)), x.astype(ml_dtypes.bfloat16),
               np.zeros(3, "datetime64[s]"), x > 3):
         assert native.address(a) == a.__array_interface__["data"][0]
+
+
+@needs_cc
+@pytest.mark.parametrize("width", [1, 2, 4])
+@pytest.mark.parametrize("shape", [(), (3,), (7, 5), (1001,)], ids=str)
+def test_threefry_in_c_gives_the_bits_of_the_numpy_body(shape, width):
+    from nuvec.backends.common import random as common_random
+    from nuvec.backends.numpy import native_random
+    from nuvec.ops.random import RandomBits
+
+    assert native_random.threefry() is not None  # (the C path, not the body it falls back to)
+    p = RandomBits(shape, width)
+    keys = np.random.default_rng(7).integers(0, 2**32, (3, 2, 2), dtype=np.uint64)
+    for key in (keys[0, 0].astype(np.uint32), keys.astype(np.uint32)):  # one key, a batch
+        got, want = native_random.random_bits(p, key), common_random.random_bits(np, p, key)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

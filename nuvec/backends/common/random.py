@@ -7,6 +7,7 @@ Threefry is the counter-based generator of Salmon et al., "Parallel random numbe
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
 
@@ -42,6 +43,12 @@ def threefry2x32(
 
 @body(r.RandomBits)
 def random_bits(xp, p, key):
+    return bits_of(xp, p, key, lambda *args: threefry2x32(xp, *args))
+
+
+def bits_of(xp, p: r.RandomBits, key, hash2x32: Callable[..., tuple]) -> Any:
+    """`RandomBits`' output for `key` with `hash2x32(k0, k1, x0, x1)` as Threefry-2x32 (keys
+    `[n, 1]`, counters `[half]`, hashes `[n, half]`): the counter layout every device shares."""
     size = math.prod(p.shape)
     words = -(-size * p.width // 4)
     half = -(-words // 2)
@@ -49,7 +56,7 @@ def random_bits(xp, p, key):
     counters = xp.arange(2 * half, dtype=np.uint32)
     if words % 2:  # the middle word, the odd one out, hashes the counter pair (half - 1, 0)
         counters[-1] = 0
-    y0, y1 = threefry2x32(xp, keys[:, :1], keys[:, 1:], counters[:half], counters[half:])
+    y0, y1 = hash2x32(keys[:, :1], keys[:, 1:], counters[:half], counters[half:])
     stream = xp.ascontiguousarray(xp.concatenate([y0, y1], axis=1)[:, :words])
     out = stream.astype("<u4", copy=False).view(np.uint8).view(_WIDTH_NP[p.width])
     return out[:, :size].reshape(key.shape[:-1] + p.shape)

@@ -26,6 +26,7 @@ from nuvec.backends.numpy import (  # noqa: F401,E402  (each module registers it
     fused,
     mkl,
     native_norms,
+    native_random,
     native_rope,
     quantized,
     user_kernels,
