@@ -85,6 +85,24 @@ def test_scan_axes_and_views(name, axis):
     assert_allclose(getattr(mx, name)(view, axis=axis), expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("d", [dt.float32, dt.bfloat16, dt.int32, dt.bool_], ids=str)
+@pytest.mark.parametrize("name", sorted(UFUNCS))
+@pytest.mark.parametrize("shape,axis", [((6, 600), 0), ((3, 5, 520), 1), ((2, 1, 600), 1)],
+                         ids=str)
+def test_scan_over_a_leading_axis_steps_with_the_same_bits(name, shape, axis, d):
+    # from 512 elements after the axis the CPU steps along it, one ufunc call a step: the same
+    # operations in the same order as a scan over the last axis
+    if name == "logcumsumexp" and not d.is_inexact:
+        return
+    x = mx.array(sample(d, shape=shape, seed=3), d)
+    fn = getattr(mx, name)
+    for reverse, inclusive in [(False, True), (True, False)]:
+        got = fn(x, axis=axis, reverse=reverse, inclusive=inclusive)
+        last = fn(mx.moveaxis(x, axis, -1), axis=-1, reverse=reverse, inclusive=inclusive)
+        assert got.dtype == last.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(mx.moveaxis(last, -1, axis)))
+
+
 @pytest.mark.parametrize("shape", [(0,), (1,), (2, 0), (1, 1)], ids=str)
 @pytest.mark.parametrize("name", sorted(UFUNCS))
 def test_scan_special_shapes(name, shape):
