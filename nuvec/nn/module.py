@@ -77,10 +77,10 @@ def _update(dst: Any, new_tree: Any, strict: bool) -> None:
             _update(dst[k], new, strict)
 
 
-
 def _is_floating(dtype: Any) -> bool:
     """`Module.set_dtype`'s default predicate."""
     return mx.issubdtype(dtype, mx.floating)
+
 
 class Module(dict):
     """Base class of layers and models, as `mlx.nn.Module`.

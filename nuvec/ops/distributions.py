@@ -191,7 +191,7 @@ def bernoulli(
     s = to_stream(stream)
     pa = as_array(p, "bernoulli")
     if not pa.dtype.is_floating:  # as MLX (a Python int p too)
-        raise DtypeError(f"bernoulli: the probability p must be floating, got {pa.dtype}")
+        raise DtypeError(f"bernoulli: the probability p must be floating, got {pa.dtype.name}")
     shape = pa.shape if shape is None else sample_shape("bernoulli", shape, pa)
     k = resolve_key(key, "bernoulli")
     return less(uniform(0, 1, shape, pa.dtype, k, stream=s), pa, stream=s)
