@@ -8,8 +8,8 @@ thread count and with `mx.set_num_threads(1)`, and the ratios nuvec / NumPy and 
 
 `--fusion` measures eager fusion instead: chains of elementwise ops on sizes from 4K to 4M
 elements evaluated with fusion (`nuvec.graph.eager.FUSE_MIN_ELEMENTS` at 1) and without (the
-per-node path: no threshold, generated-C chains' included), taking turns in one process; it prints both times and fused / unfused, which
-places the fusion threshold.
+per-node path: no threshold, generated-C chains' included), taking turns in one process; it
+prints both times and fused / unfused, which places the fusion threshold.
 """
 
 from __future__ import annotations

@@ -108,12 +108,14 @@ def bench_dispatch(repeats: int) -> None:
 
 
 def bench_each_evaluated(repeats: int) -> None:
-    """Small ops on a [4, 4] float32 array, each evaluated at once (as a script that reads or
-    prints every result does): µs per op, recording and evaluation together."""
+    """Small ops on a [4, 4] float32 array and small random draws, each evaluated at once (as
+    a script that reads or prints every result does): µs per op, recording and evaluation
+    together."""
     calls = 200
     x_np = np.arange(16, dtype=np.float32).reshape(4, 4) / 16
     i_np = np.array([0, 2], np.int32)
     x, i = mx.array(x_np), mx.array(i_np)
+    rng = np.random.default_rng(0)
     torch = _torch()
     t, ti = (torch.from_numpy(x_np), torch.from_numpy(i_np).long()) if torch else (None, None)
     ops = {  # name: (nuvec, torch, numpy); nuvec's evaluated by `mx.eval` or `item`
@@ -134,6 +136,16 @@ def bench_each_evaluated(repeats: int) -> None:
                                 lambda: torch.softmax(t, -1), None),
         "zeros((4, 4))": (lambda: mx.eval(mx.zeros((4, 4))), lambda: torch.zeros((4, 4)),
                           lambda: np.zeros((4, 4), np.float32)),
+        # draws of 50 with the global key (NumPy: its Generator's float32 draws)
+        "random.uniform((50,))": (lambda: mx.eval(mx.random.uniform(shape=(50,))),
+                                  lambda: torch.rand(50),
+                                  lambda: rng.random(50, np.float32)),
+        "random.normal((50,))": (lambda: mx.eval(mx.random.normal((50,))),
+                                 lambda: torch.randn(50),
+                                 lambda: rng.standard_normal(50, np.float32)),
+        "random.bernoulli(0.5, (50,))": (lambda: mx.eval(mx.random.bernoulli(0.5, (50,))),
+                                         lambda: torch.bernoulli(torch.full((50,), 0.5)),
+                                         lambda: rng.random(50, np.float32) < 0.5),
     }
 
     def repeated(fn):

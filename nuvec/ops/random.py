@@ -268,19 +268,23 @@ def uniform(
     """
     s = to_stream(stream)
     dtype = float_dtype(dtype, "uniform")
+    bounds = _number_bounds(low, high, dtype)
+    if bounds is not None:  # the usual call: its constants on the host
+        shape = check_shape(shape, "uniform")
+        return _scaled(_unit(shape, dtype, resolve_key(key, "uniform"), s), *bounds, s)
     lo, hi = as_array(low, "uniform", dtype), as_array(high, "uniform", dtype)
     lo, hi = astype(lo, dtype, stream=s), astype(hi, dtype, stream=s)
     shape = sample_shape("uniform", shape, lo, hi)
     k = resolve_key(key, "uniform")
     u = _unit(shape, dtype, k, s)
     work = u.dtype
+    scalars = all(isinstance(b, (int, float)) for b in (low, high))
     lo_w, hi_w = astype(lo, work, stream=s), astype(hi, work, stream=s)
     out = add(multiply(u, subtract(hi_w, lo_w, stream=s), stream=s), lo_w, stream=s)
     out = astype(out, dtype, stream=s)
     # Rounding of low + u * (high - low) may reach high: clamp to the value next to high on
     # low's side (high < low is allowed, as in MLX: the samples lie in (high, low]). That
     # value can pass low when they are (nearly) equal; low then is the only value left.
-    scalars = all(isinstance(b, (int, float)) for b in (low, high))
     if scalars and low <= high:
         return maximum(minimum(out, _next_toward(hi, None, dtype, s), stream=s), lo, stream=s)
     edge = _next_toward(hi, lo, dtype, s)
@@ -289,6 +293,36 @@ def uniform(
         return decreasing
     increasing = maximum(minimum(out, edge, stream=s), lo, stream=s)
     return where(less_equal(lo, hi, stream=s), increasing, decreasing, stream=s)
+
+
+def _number_bounds(low: Any, high: Any, dtype: dt.Dtype) -> tuple[float, float, float] | None:
+    """`(low, high - low, the value below high)` for Python-number bounds `low <= high` (ints
+    within int64, as `as_array` takes them) of a float32 or float64 `dtype`, computed on the
+    host as `uniform`'s graph computes them (each rounded once in `dtype`): a draw then
+    records only its samples' own operations. None for other bounds and dtypes."""
+    if not (_host_number(low) and _host_number(high) and low <= high
+            and work_dtype(dtype) is dtype):
+        return None
+    kind = dtype.np.type
+    info = np.finfo(kind)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo, hi = kind(low), kind(high)
+        step = np.minimum(np.maximum(abs(hi) * info.eps, info.tiny), info.max)
+        return float(lo), float(hi - lo), float(hi - step)
+
+
+def _host_number(x: Any) -> bool:
+    return isinstance(x, float) or (isinstance(x, int) and -(1 << 63) <= x < 1 << 63)
+
+
+def _scaled(u: Array, low: float, span: float, edge: float, s: Any) -> Array:
+    """`low + u * span` clamped to `[low, edge]`; the operations that change nothing (a span
+    of 1, a low of 0, the clamps of `[0, 1)`, which `u` already lies in) are left out."""
+    out = u if span == 1.0 else multiply(u, span, stream=s)
+    out = out if low == 0.0 else add(out, low, stream=s)
+    if low == 0.0 and span == 1.0:
+        return out
+    return maximum(minimum(out, edge, stream=s), low, stream=s)
 
 
 def _next_toward(x: Array, toward: Array | None, dtype: dt.Dtype, s: Any) -> Array:

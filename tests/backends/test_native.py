@@ -691,13 +691,13 @@ def test_address_is_the_first_elements_for_every_layout():
 
 @needs_cc
 @pytest.mark.parametrize("width", [1, 2, 4])
-@pytest.mark.parametrize("shape", [(), (3,), (7, 5), (1001,)], ids=str)
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (2,), (3,), (7, 5), (1001,)], ids=str)
 def test_threefry_in_c_gives_the_bits_of_the_numpy_body(shape, width):
     from nuvec.backends.common import random as common_random
     from nuvec.backends.numpy import native_random
     from nuvec.ops.random import RandomBits
 
-    assert native_random.threefry() is not None  # (the C path, not the body it falls back to)
+    assert native_random.random_words() is not None  # (the C path, not the body it falls back to)
     p = RandomBits(shape, width)
     keys = np.random.default_rng(7).integers(0, 2**32, (3, 2, 2), dtype=np.uint64)
     for key in (keys[0, 0].astype(np.uint32), keys.astype(np.uint32)):  # one key, a batch

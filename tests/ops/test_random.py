@@ -164,6 +164,21 @@ def test_uniform_stays_in_its_interval_when_the_bounds_meet():
     assert set(np.asarray(mx.random.uniform(low, high, (50,), key=mx.random.key(1)))) == {low}
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64])
+@pytest.mark.parametrize("low, high", [(0, 1), (-1, 1), (0.5, 0.5), (-3e38, 3e38), (0, math.inf),
+                                       (-1e-45, 1e-45), (-0.0, 1), (-5, -4.9999), (True, 3),
+                                       (2.0, 3.0), (-7, 0), (1e30, 1.0000001e30)])
+def test_uniform_of_number_bounds_is_the_formula_of_array_bounds(low, high, dtype):
+    # Number bounds take their constants on the host and leave out the operations that
+    # change nothing; array bounds record the whole formula. Both give the same bits.
+    key = mx.random.key(11)
+    numbers = np.asarray(mx.random.uniform(low, high, (4000,), dtype, key))
+    arrays = np.asarray(mx.random.uniform(mx.array(low, dtype), mx.array(high, dtype), (4000,),
+                                          dtype, key))
+    assert numbers.dtype == arrays.dtype
+    np.testing.assert_array_equal(numbers.view(np.uint8), arrays.view(np.uint8))
+
+
 def test_uniform_empty_and_scalar_shapes():
     assert mx.random.uniform(shape=(0, 3), key=mx.random.key(0)).shape == (0, 3)
     assert mx.random.uniform(key=mx.random.key(0)).shape == ()

@@ -313,6 +313,18 @@ def test_erf_is_accurate_in_float64():
     np.testing.assert_allclose(inverse, _erfinv_reference(y), rtol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16])
+def test_erfinv_of_central_values_alone_is_the_same_as_beside_tail_values(dtype):
+    # values all within |y| < 0.9966 take the central polynomial alone, with no selection;
+    # beside a tail value (or 1) they take the selecting path: the same bits either way
+    y = np.concatenate([np.linspace(-0.996, 0.996, 4001), [0.0, -0.0]]).astype(dtype.np)
+    alone = np.asarray(mx.erfinv(mx.array(y)))
+    for extra in (0.9999, 1.0, -1.0):
+        mixed = np.asarray(mx.erfinv(mx.array(np.append(y, extra).astype(dtype.np))))[:-1]
+        np.testing.assert_array_equal(alone.view(np.uint8), mixed.view(np.uint8))
+    assert np.asarray(mx.erfinv(mx.array(0.5, dtype))).shape == ()
+
+
 def test_float32_erf_and_erfinv_are_within_a_few_ulp():
     # erfinv below float64 is Giles' single-precision polynomial (within 4 ulp, as MLX's);
     # erf a polynomial computed in float64, correctly rounded to float32

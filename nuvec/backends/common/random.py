@@ -46,17 +46,26 @@ def random_bits(xp, p, key):
     return bits_of(xp, p, key, lambda *args: threefry2x32(xp, *args))
 
 
+def word_count(p: r.RandomBits) -> int:
+    """The uint32 words of `p`'s bits for one key."""
+    return -(-math.prod(p.shape) * p.width // 4)
+
+
 def bits_of(xp, p: r.RandomBits, key, hash2x32: Callable[..., tuple]) -> Any:
     """`RandomBits`' output for `key` with `hash2x32(k0, k1, x0, x1)` as Threefry-2x32 (keys
     `[n, 1]`, counters `[half]`, hashes `[n, half]`): the counter layout every device shares."""
-    size = math.prod(p.shape)
-    words = -(-size * p.width // 4)
+    words = word_count(p)
     half = -(-words // 2)
     keys = xp.ascontiguousarray(key, dtype=np.uint32).reshape(-1, 2)
     counters = xp.arange(2 * half, dtype=np.uint32)
     if words % 2:  # the middle word, the odd one out, hashes the counter pair (half - 1, 0)
         counters[-1] = 0
     y0, y1 = hash2x32(keys[:, :1], keys[:, 1:], counters[:half], counters[half:])
-    stream = xp.ascontiguousarray(xp.concatenate([y0, y1], axis=1)[:, :words])
-    out = stream.astype("<u4", copy=False).view(np.uint8).view(_WIDTH_NP[p.width])
-    return out[:, :size].reshape(key.shape[:-1] + p.shape)
+    return bits_of_words(p, key, xp.ascontiguousarray(xp.concatenate([y0, y1], axis=1)[:, :words]))
+
+
+def bits_of_words(p: r.RandomBits, key, words) -> Any:
+    """`RandomBits`' output for `key` (`[..., 2]`) from its keys' words (C-contiguous uint32
+    `[keys, word_count(p)]`): their bytes as `p.width`-byte integers, little-endian."""
+    out = words.astype("<u4", copy=False).view(np.uint8).view(_WIDTH_NP[p.width])
+    return out[:, :math.prod(p.shape)].reshape(key.shape[:-1] + p.shape)

@@ -93,6 +93,10 @@ def erfinv(y: np.ndarray) -> np.ndarray:
     16- and 32-bit floats by Giles' single-precision polynomial (a hundred times faster,
     within 4 ulp, as MLX's)."""
     out_dtype = widen(np.asarray(y)).dtype
+    if out_dtype != np.float64:
+        central = _giles_central(np.asarray(y, np.float32))
+        if central is not None:
+            return central
     y64 = np.asarray(y, np.float64)
     inside = np.abs(y64) < 1
     if out_dtype != np.float64:
@@ -107,6 +111,26 @@ def erfinv(y: np.ndarray) -> np.ndarray:
             x = x - err / (_TWO_OVER_SQRT_PI * np.exp(-x * x) + x * err)
     edge = np.where(np.abs(y64) == 1, np.copysign(np.inf, y64), np.nan)
     return np.where(inside, x, edge).astype(out_dtype, copy=False)
+
+
+def _giles_central(y: np.ndarray) -> np.ndarray | None:
+    """`_giles` of float32 `y` where every value takes its central polynomial (|y| < 0.9966,
+    nearly every sample of `normal`), in place and with no selection: the same roundings in
+    half the calls. None where one does not (or `y` is empty)."""
+    one, flat = np.float32(1), y.reshape(-1)  # (1-D: NumPy makes scalars of 0-d results)
+    w = np.multiply(one - flat, one + flat)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.log(w, out=w)
+    np.negative(w, out=w)
+    if not (w.size and w.max() < 5):
+        return None
+    w -= np.float32(2.5)
+    p = np.full_like(w, _GILES_CENTRAL[0])
+    for a in _GILES_CENTRAL[1:]:
+        p *= w
+        p += np.float32(a)
+    p *= flat
+    return p.reshape(y.shape)
 
 
 def _giles(y: np.ndarray) -> np.ndarray:
