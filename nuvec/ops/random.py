@@ -312,6 +312,7 @@ def _number_bounds(low: Any, high: Any, dtype: dt.Dtype) -> tuple[float, float, 
 
 
 def _host_number(x: Any) -> bool:
+    """Whether `x` is a Python float, or an int `as_array` takes (within int64)."""
     return isinstance(x, float) or (isinstance(x, int) and -(1 << 63) <= x < 1 << 63)
 
 
