@@ -235,7 +235,8 @@ def tree_unflatten(tree: list[tuple[str, Any]] | dict[str, Any]) -> Any:
 
     Raises:
         TypeError: if `tree` is neither a dict nor a list or tuple of (str, value) pairs.
-        ValueError: for an entry that is not a pair.
+        ValueError: for an entry that is not a pair, or a list index past more than
+            2**20 missing entries.
     """
     return _unflatten(_flat_items(tree))
 
@@ -262,6 +263,11 @@ def _flat_items(tree: Any) -> list[tuple[str, Any]]:
     return items
 
 
+# Missing list entries `tree_unflatten` fills with `{}` before an index (a model's layers that
+# a partial checkpoint leaves out); a larger gap is a malformed path, not a list to build.
+_MAX_LIST_GAP = 1 << 20
+
+
 def _unflatten(items: list[tuple[str, Any]]) -> Any:
     """`tree_unflatten` of checked pairs."""
     if len(items) == 1 and items[0][0] == "":
@@ -273,6 +279,10 @@ def _unflatten(items: list[tuple[str, Any]]) -> Any:
     if children and all(k.lstrip("-").isdigit() for k in children):
         out: list[Any] = []
         for index, key in sorted((int(k), k) for k in children):
+            if index - len(out) > _MAX_LIST_GAP:
+                raise ValueError(
+                    f"tree_unflatten: list index {key} would fill {index - len(out)} missing "
+                    f"entries before it with {{}} (at most {_MAX_LIST_GAP})")
             out.extend({} for _ in range(index - len(out)))
             out.append(_unflatten(children[key]))
         return out

@@ -210,6 +210,9 @@ TREE_ERRORS = [
      r"^tree_unflatten: expected \(path, value\) pairs, got an entry 'ab' \(str\)"),
     ("tree_unflatten-path", lambda: tree_unflatten([(1, 2)]), TypeError,
      "^tree_unflatten: paths must be strings, got 1"),
+    ("tree_unflatten-gap", lambda: tree_unflatten([("a.0", 1), ("a.10000000000.w", 2)]),
+     ValueError, r"^tree_unflatten: list index 10000000000 would fill 9999999999 missing "
+     r"entries before it with \{\} \(at most 1048576\)"),
 ]
 
 

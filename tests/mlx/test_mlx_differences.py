@@ -278,3 +278,11 @@ def test_non_finite_python_floats_are_not_stored_into_integers():
     with pytest.raises(ValueError, match="^setitem: the Python float 300.0 does not fit in uint8"):
         mx.zeros((3,), mx.uint8)[0] = 300.0
     assert mx.array(float("nan"), mx.int32).item() == mx.iinfo(mx.int32).min  # a cast casts
+
+
+def test_tree_unflatten_refuses_huge_gaps():
+    from nuvec.utils import tree_unflatten
+
+    assert tree_unflatten([("layers.2.w", 1)]) == {"layers": [{}, {}, {"w": 1}]}
+    with pytest.raises(ValueError, match="^tree_unflatten: list index 10000000000 would fill"):
+        tree_unflatten([("layers.10000000000.w", 1)])
