@@ -8,12 +8,15 @@ the program on its arrays, recording the same primitives without running `fun`'s
 program is cached per argument structure, array shapes and dtypes, and non-array arguments;
 anything else retraces. With `shapeless=True` a second shape traces once more and compares the
 graphs (`_Program.same_graph`): only a graph that does not hold its shapes is replayed at other
-shapes with the primitives' own shape rules. The arrays named by `inputs` are traced as
-extra arguments, and the containers named by `outputs` get the new arrays after each call
-(lists and dicts updated in place), as MLX's captured state does. Chains of elementwise
-steps are then fused into one `FusedElementwise` step each (`nuvec.fusion`; not for the
-`shapeless` programs replayed at other shapes, whose broadcast shapes are not fixed): the CPU
-evaluates such a step in cache-sized blocks, a GPU stream in one generated CUDA kernel.
+shapes with the primitives' own shape rules. Where the two traces differ in a constant's value
+alone, a trace at the first shape tells a changed closure (the first trace then replays at
+every shape, as MLX's one trace does: `_Program.adopt`) from a constant of the shape. The
+arrays named by `inputs` are traced as extra arguments, and the containers named by `outputs`
+get the new arrays after each call (lists and dicts updated in place), as MLX's captured state
+does. Chains of elementwise steps are then fused into one `FusedElementwise` step each
+(`nuvec.fusion`; not for the `shapeless` programs replayed at other shapes, whose broadcast
+shapes are not fixed): the CPU evaluates such a step in cache-sized blocks, a GPU stream in one
+generated CUDA kernel.
 Called on the primals of a reverse-mode transform (`grad(compile(f))`), a program replays its
 reverse mode, traced once and split into fused forward and backward programs
 (`_VjpPrograms`). A custom function's or a checkpoint's node is replayed with the function's
@@ -152,6 +155,36 @@ class _Program:
         if not all(map(_same_ref, outs, other_outs)):
             return False
         self.like, self.scalars = like, scalars
+        return True
+
+    def adopt(self, other: "_Program") -> bool:
+        """Takes the replay at other shapes (`like`, `scalars`) that `same_graph` found for
+        `other`, a trace at this program's shapes whose steps are this program's, with
+        constants that differ in value alone (the function's closure changed since this
+        trace): this program, with the closure it was traced with, then replays at other
+        shapes, as MLX replays its one trace. False where the steps differ otherwise."""
+        (steps, outs), (other_steps, other_outs) = self.unfused, other.unfused
+        if len(steps) != len(other_steps) or len(outs) != len(other_outs):
+            return False
+        for (p1, s1, r1, h1, d1), (p2, s2, r2, h2, d2) in zip(steps, other_steps):
+            if not (s1 is s2 and h1 == h2 and d1 == d2 and len(r1) == len(r2)
+                    and all(map(_same_kind, r1, r2))):
+                return False
+            try:
+                if p1 != p2:
+                    return False
+            except (TypeError, ValueError):  # parameters that do not compare (arrays)
+                return False
+        if not all(map(_same_kind, outs, other_outs)):
+            return False
+        scalars = {}
+        for (i, k), (_, ref) in other.scalars.items():
+            mine = steps[i][2][k]
+            value = _repeated_value(mine, mine)
+            if value is None:
+                return False
+            scalars[(i, k)] = (value, ref)
+        self.like, self.scalars = dict(other.like), scalars
         return True
 
     def _broadcast_like(self, i: int, other: "_Program", like: dict[int, Ref]) -> Ref | None:
@@ -403,6 +436,37 @@ def _same_ref(a: Ref, b: Ref) -> bool:
     return bool(np.array_equal(np.asarray(x), np.asarray(y), equal_nan=x.dtype.is_inexact))
 
 
+def _values_differ(a: _Program, b: _Program) -> bool:
+    """Whether two traces have steps of equal primitives (broadcasts' targets aside) and
+    differ in the value of a constant, not only in its shape: what a closure that changed
+    between the traces makes, and a shape's own constant (a mean's `1 / n`) too."""
+    steps, other = a.unfused[0], b.unfused[0]
+    if len(steps) != len(other):
+        return False
+    differ = False
+    for (p1, _, r1, _, _), (p2, _, r2, _, _) in zip(steps, other):
+        if type(p1) is not type(p2) or len(r1) != len(r2):
+            return False
+        try:
+            if type(p1) is not BroadcastTo and p1 != p2:
+                return False
+        except (TypeError, ValueError):
+            return False
+        differ = differ or any(x[0] == "const" == y[0] and not _same_ref(x, y)
+                               and _repeated_value(x, y) is None for x, y in zip(r1, r2))
+    return differ
+
+
+def _same_kind(a: Ref, b: Ref) -> bool:
+    """Whether two programs' references name the same input or step output, or constants of
+    one shape and dtype (their values may differ)."""
+    if a[0] != b[0]:
+        return False
+    if a[0] != "const":
+        return a == b if a[0] in ("in", "op") else a[1] is b[1]
+    return a[1].shape == b[1].shape and a[1].dtype == b[1].dtype
+
+
 def _repeated_value(a: Ref, b: Ref) -> Array | None:
     """The 0-d value two constants of different shapes repeat (a weak scalar broadcast to
     each trace's shape), or None if they are not that."""
@@ -580,6 +644,22 @@ def compile(
                 cache[at] = found
             return found
 
+        def closure_changed(first: tuple, other: _Program) -> bool:
+            """Whether the graph is free of shapes under the closure `fun` reads now, and
+            differs from the first trace's in constants alone: the closure changed, and the
+            first trace replays at other shapes, as MLX's (a trace at the first shapes tells,
+            where the captured state kept its shapes)."""
+            n = len(arrays)
+            if first[3][n:] != shapes[n:] or not _values_differ(first[0], other):
+                return False
+            leaves, treedef, _ = _split_args(args, kwargs)
+            old = iter(first[3][:n])
+            stand_ins = [placeholder(*next(old), a.stream) if isinstance(a, Array) else a
+                         for a in leaves]
+            again = _trace(fun, stand_ins, treedef, state_in, outputs, False)[0]
+            return (again.reusable and not first[0].same_graph(again)
+                    and again.same_graph(other) and first[0].adopt(again))
+
         entry = cache.get(key)
         if entry is None or entry[2] != n_out:
             entry = traced(key, not shapeless)
@@ -592,7 +672,8 @@ def compile(
             if exact is None:
                 exact = traced((key, shapes), True)
                 if key not in shape_free:
-                    shape_free[key] = entry[0].same_graph(exact[0])
+                    shape_free[key] = (entry[0].same_graph(exact[0])
+                                       or closure_changed(entry, exact[0]))
             if not shape_free[key]:
                 entry, other_shapes = exact, False
         program, out_def, n_state, _ = entry

@@ -280,19 +280,44 @@ def test_shapeless_replays_across_shapes_but_not_ranks():
     assert len(calls) == 2
 
 
-@pytest.mark.parametrize("fun, reference", [
-    (lambda x: mx.mean(x), np.mean),                         # 1 / n is a constant
-    (lambda x: mx.broadcast_to(x, (2, x.shape[0])), lambda x: np.broadcast_to(x, (2, len(x)))),
-    (lambda x: x[1:] * 2, lambda x: x[1:] * 2),              # the slice's stop
-    (lambda x: mx.reshape(x, (x.shape[0], 1)), lambda x: x.reshape(-1, 1)),
+@pytest.mark.parametrize("fun, reference, traces", [
+    # 1 / n is a constant: a trace at the first shape tells it from a changed closure
+    (lambda x: mx.mean(x), np.mean, 4),
+    (lambda x: mx.broadcast_to(x, (2, x.shape[0])), lambda x: np.broadcast_to(x, (2, len(x))),
+     3),
+    (lambda x: x[1:] * 2, lambda x: x[1:] * 2, 3),           # the slice's stop
+    (lambda x: mx.reshape(x, (x.shape[0], 1)), lambda x: x.reshape(-1, 1), 3),
 ], ids=["mean", "broadcast_to", "slice", "reshape"])
-def test_shapeless_functions_whose_graph_holds_the_shape_stay_right(fun, reference):
+def test_shapeless_functions_whose_graph_holds_the_shape_stay_right(fun, reference, traces):
     f, calls = _counted(fun)
     g = mx.compile(f, shapeless=True)
     for n in (3, 5, 2, 5):
         x = np.linspace(-1, 1, n)
         assert_allclose(g(mx.array(x, mx.float64)), reference(x), dtype=mx.float64)
-    assert len(calls) == 3  # a program per shape, each traced once
+    assert len(calls) == traces  # a program per shape, each traced once
+
+
+def test_shapeless_compile_keeps_the_closure_of_its_first_trace():
+    # MLX traces a shapeless function once: a number or array of its scope changed later is
+    # not seen at a new shape, where the graph holds no shape of its own
+    scale, bias = 1, mx.array(10)
+
+    def f(x):
+        return x * scale + bias
+
+    g = mx.compile(f, shapeless=True)
+    assert g(mx.array([1, 2])).tolist() == [11, 12]
+    scale, bias = 3, mx.array(20)
+    assert g(mx.array([1, 2, 3])).tolist() == [11, 12, 13]
+    assert g(mx.array([[1, 2, 3]])).tolist() == [[23, 26, 29]]  # a new rank traces again
+
+    def h(x):  # a graph that holds its shape: each shape's program reads the closure anew
+        return mx.mean(x) + bias
+
+    g = mx.compile(h, shapeless=True)
+    assert g(mx.array([1.0, 3.0])).item() == 22.0
+    bias = mx.array(30)
+    assert g(mx.array([1.0, 2.0, 6.0])).item() == 33.0
 
 
 def test_compile_replays_custom_functions_and_checkpoints():
