@@ -45,6 +45,18 @@ def test_numpy_views_are_read_only():
     assert a.tolist() == [1.0, 2.0] and copy.flags.writeable
 
 
+def test_asarray_shares_numpy_memory():
+    a = np.arange(6, dtype=np.float32)
+    shared, default = mx.asarray(a, copy=False), mx.asarray(a)
+    copied, forced = mx.array(a), mx.asarray(a, copy=True)
+    a[0] = 5.0
+    assert shared.tolist()[0] == default.tolist()[0] == 5.0
+    assert copied.tolist()[0] == forced.tolist()[0] == 0.0
+    assert mx.asarray(np.arange(6)[::2], copy=False).tolist() == [0, 2, 4]
+    with pytest.raises(ValueError, match="copy=False forbids the copy"):
+        mx.asarray(np.arange(3.0), dtype=mx.float32, copy=False)
+
+
 def test_buffer_protocol_route():
     a = mx.array([1, 2], mx.int16)
     if sys.version_info >= (3, 12):
