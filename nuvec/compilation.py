@@ -140,11 +140,7 @@ class _Program:
                 if ref is None:
                     return False
                 scalars[(i, k)] = (value, ref)
-            try:
-                same = p1 == p2
-            except (TypeError, ValueError):  # parameters that do not compare (arrays)
-                same = False
-            if same:
+            if _equal_primitives(p1, p2):
                 continue
             if type(p1) is not BroadcastTo or type(p2) is not BroadcastTo:
                 return False
@@ -168,12 +164,7 @@ class _Program:
             return False
         for (p1, s1, r1, h1, d1), (p2, s2, r2, h2, d2) in zip(steps, other_steps):
             if not (s1 is s2 and h1 == h2 and d1 == d2 and len(r1) == len(r2)
-                    and all(map(_same_kind, r1, r2))):
-                return False
-            try:
-                if p1 != p2:
-                    return False
-            except (TypeError, ValueError):  # parameters that do not compare (arrays)
+                    and all(map(_same_kind, r1, r2)) and _equal_primitives(p1, p2)):
                 return False
         if not all(map(_same_kind, outs, other_outs)):
             return False
@@ -436,6 +427,15 @@ def _same_ref(a: Ref, b: Ref) -> bool:
     return bool(np.array_equal(np.asarray(x), np.asarray(y), equal_nan=x.dtype.is_inexact))
 
 
+def _equal_primitives(p1: Any, p2: Any) -> bool:
+    """Whether two steps' primitives are equal (False for parameters that do not compare,
+    such as arrays)."""
+    try:
+        return bool(p1 == p2)
+    except (TypeError, ValueError):
+        return False
+
+
 def _values_differ(a: _Program, b: _Program) -> bool:
     """Whether two traces have steps of equal primitives (broadcasts' targets aside) and
     differ in the value of a constant, not only in its shape: what a closure that changed
@@ -447,10 +447,7 @@ def _values_differ(a: _Program, b: _Program) -> bool:
     for (p1, _, r1, _, _), (p2, _, r2, _, _) in zip(steps, other):
         if type(p1) is not type(p2) or len(r1) != len(r2):
             return False
-        try:
-            if type(p1) is not BroadcastTo and p1 != p2:
-                return False
-        except (TypeError, ValueError):
+        if type(p1) is not BroadcastTo and not _equal_primitives(p1, p2):
             return False
         differ = differ or any(x[0] == "const" == y[0] and not _same_ref(x, y)
                                and _repeated_value(x, y) is None for x, y in zip(r1, r2))
