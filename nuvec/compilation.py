@@ -654,8 +654,9 @@ def compile(
             stand_ins = [placeholder(*next(old), a.stream) if isinstance(a, Array) else a
                          for a in leaves]
             again = _trace(fun, stand_ins, treedef, state_in, outputs, False)[0]
-            return (again.reusable and not first[0].same_graph(again)
-                    and again.same_graph(other) and first[0].adopt(again))
+            # (a closure that did not change gives `first` again, whose graph at the other
+            # shapes already differed)
+            return again.reusable and again.same_graph(other) and first[0].adopt(again)
 
         entry = cache.get(key)
         if entry is None or entry[2] != n_out:

@@ -92,57 +92,51 @@ def erfinv(y: np.ndarray) -> np.ndarray:
     steps on `erf` (each triples the correct digits: 2e-3, 1e-8, then float64's rounding);
     16- and 32-bit floats by Giles' single-precision polynomial (a hundred times faster,
     within 4 ulp, as MLX's)."""
-    out_dtype = widen(np.asarray(y)).dtype
-    if out_dtype != np.float64:
-        central = _giles_central(np.asarray(y, np.float32))
-        if central is not None:
-            return central
+    if widen(np.asarray(y)).dtype != np.float64:
+        flat = np.asarray(y, np.float32).reshape(-1)  # (1-D: NumPy makes scalars of 0-d results)
+        return _giles(flat).reshape(np.shape(y))
     y64 = np.asarray(y, np.float64)
     inside = np.abs(y64) < 1
-    if out_dtype != np.float64:
-        x = _giles(np.where(inside, y64, 0.0).astype(np.float32))
-    else:
-        yi = np.where(inside, y64, 0.0)
-        w = np.log1p(-yi * yi)
-        c = 2.0 / (math.pi * 0.147) + w / 2.0
-        x = np.copysign(np.sqrt(np.sqrt(c * c - w / 0.147) - c), yi)
-        for _ in range(2):
-            err = erf(x) - yi
-            x = x - err / (_TWO_OVER_SQRT_PI * np.exp(-x * x) + x * err)
-    edge = np.where(np.abs(y64) == 1, np.copysign(np.inf, y64), np.nan)
-    return np.where(inside, x, edge).astype(out_dtype, copy=False)
+    yi = np.where(inside, y64, 0.0)
+    w = np.log1p(-yi * yi)
+    c = 2.0 / (math.pi * 0.147) + w / 2.0
+    x = np.copysign(np.sqrt(np.sqrt(c * c - w / 0.147) - c), yi)
+    for _ in range(2):
+        err = erf(x) - yi
+        x = x - err / (_TWO_OVER_SQRT_PI * np.exp(-x * x) + x * err)
+    return np.where(inside, x, _erfinv_edge(y64))
 
 
-def _giles_central(y: np.ndarray) -> np.ndarray | None:
-    """`_giles` of float32 `y` where every value takes its central polynomial (|y| < 0.9966,
-    nearly every sample of `normal`), in place and with no selection: the same roundings in
-    half the calls. None where one does not (or `y` is empty)."""
-    one, flat = np.float32(1), y.reshape(-1)  # (1-D: NumPy makes scalars of 0-d results)
-    w = np.multiply(one - flat, one + flat)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.log(w, out=w)
-    np.negative(w, out=w)
-    if not (w.size and w.max() < 5):
-        return None
-    w -= np.float32(2.5)
-    p = np.full_like(w, _GILES_CENTRAL[0])
-    for a in _GILES_CENTRAL[1:]:
-        p *= w
-        p += np.float32(a)
-    p *= flat
-    return p.reshape(y.shape)
+def _erfinv_edge(y: np.ndarray) -> np.ndarray:
+    """erfinv where |y| >= 1 or y is NaN: +-inf at +-1, NaN elsewhere."""
+    return np.where(np.abs(y) == 1, np.copysign(np.inf, y), np.nan)
 
 
 def _giles(y: np.ndarray) -> np.ndarray:
-    """Giles' float32 erfinv of float32 `y` inside (-1, 1)."""
+    """Giles' float32 erfinv of 1-D float32 `y`. Where every value takes the central
+    polynomial (|y| < 0.9966, nearly every sample of `normal`) it runs alone, in place, with
+    no selection per coefficient: the same roundings in half the calls."""
     one = np.float32(1)
-    w = -np.log((one - y) * (one + y))
+    w = np.multiply(one - y, one + y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.log(w, out=w)
+    np.negative(w, out=w)
+    if w.size and w.max() < 5:
+        w -= np.float32(2.5)
+        p = np.full_like(w, _GILES_CENTRAL[0])
+        for a in _GILES_CENTRAL[1:]:
+            p *= w
+            p += np.float32(a)
+        p *= y
+        return p
+    inside = np.abs(y) < 1
+    w = np.where(inside, w, np.float32(0))
     central = w < 5
     t = np.where(central, w - np.float32(2.5), np.sqrt(w) - np.float32(3))
     p = np.where(central, np.float32(_GILES_CENTRAL[0]), np.float32(_GILES_TAIL[0]))
     for a, b in zip(_GILES_CENTRAL[1:], _GILES_TAIL[1:]):
         p = np.where(central, np.float32(a), np.float32(b)) + p * t
-    return p * y
+    return np.where(inside, p * y, _erfinv_edge(y).astype(np.float32))
 
 
 @kernel(u.Erf)
