@@ -120,9 +120,11 @@ _bound: dict[str, Any] = {}  # source path -> what `bind` made of its library (`
 _bind_lock = threading.Lock()
 
 
-def bound(source: Path, bind: Callable[[ctypes.CDLL], T]) -> T | None:
+def bound(source: Path | tuple[Path, ...], bind: Callable[[ctypes.CDLL], T]) -> T | None:
     """`bind(library)` for the C file `source` (built and loaded by `library`), made on first
-    use and kept for the process; None where it does not build.
+    use and kept for the process; None where it does not build. A tuple of files builds as
+    one source, their texts in order (a file using another's `static` functions), named by
+    the last.
 
     Example:
         >>> from pathlib import Path
@@ -132,11 +134,12 @@ def bound(source: Path, bind: Callable[[ctypes.CDLL], T]) -> T | None:
         >>> functions is None or "exp" in functions
         True
     """
-    key = str(source)
+    sources = source if isinstance(source, tuple) else (source,)
+    key = ";".join(map(str, sources))
     if key not in _bound:
         with _bind_lock:
             if key not in _bound:
-                lib = library(source.name, source.read_text())
+                lib = library(sources[-1].name, "".join(f.read_text() for f in sources))
                 _bound[key] = None if lib is None else bind(lib)
     return _bound[key]
 

@@ -1,6 +1,7 @@
 """The CPU attention kernel (`AttentionRows` in `nuvec/backends/numpy/fast_attention.py`):
 its tiles and key chunks (the online softmax) against float64 NumPy for every mask kind, the
-same numbers on one thread as on several, and its live scores under the cap."""
+same numbers on one thread as on several, and its live scores under the cap; both its paths
+for float32 (the fused C kernel of `attention.c` where it is built, the BLAS tiles)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import nuvec as mx
 from fast_refs import TOL, nodes, reference, sample
 from nuvec.backends import vector_math
+from nuvec.backends.numpy import fast_attention
 from nuvec.backends.numpy.fast_attention import Tiles
 from nuvec.fast.attention import AttentionRows, plan_attention
 from nuvec.fast.attention_grad import AttentionRowsVjp
@@ -58,6 +60,20 @@ CASES = {
 }
 
 
+@pytest.fixture
+def blas_path(monkeypatch):
+    """The BLAS tiles for float32 calls the fused C kernel would take."""
+    monkeypatch.setattr(fast_attention, "fused_kernel", lambda: None)
+
+
+@pytest.fixture(params=["fused", "blas"])
+def path(request, monkeypatch):
+    """Each of the float32 paths (`fused`: the default one, the fused kernel where built)."""
+    if request.param == "blas":
+        monkeypatch.setattr(fast_attention, "fused_kernel", lambda: None)
+    return request.param
+
+
 def run_case(rng, dtype, qs, ks, mask=None, sinks=False, window=None, scale=1.0, cap=None):
     (q, k, v, m, s), (qr, kr, vr, mr, sr) = inputs(rng, dtype, qs, ks, mask, sinks, scale)
     out = sdpa(q, k, v, scale=0.4, mask=m, sinks=s, window=window, max_score_bytes=cap)
@@ -67,7 +83,7 @@ def run_case(rng, dtype, qs, ks, mask=None, sinks=False, window=None, scale=1.0,
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64, mx.float16, mx.bfloat16], ids=str)
 @pytest.mark.parametrize("cap", [None, 4096], ids=["default", "online"])
 @pytest.mark.parametrize("case", list(CASES), ids=str)
-def test_tiles_match_float64(case, cap, dtype):
+def test_tiles_match_float64(case, cap, dtype, path):
     """Under a 4 KiB cap the tiles take a few rows and 128-key chunks (the online softmax)."""
     rng = np.random.default_rng(len(case))
     out, want = run_case(rng, dtype, **CASES[case], cap=cap)
@@ -99,7 +115,7 @@ THREADED = {
 
 
 @pytest.mark.parametrize("case", list(THREADED), ids=str)
-def test_threads_give_the_numbers_of_one_thread(num_threads, case):
+def test_threads_give_the_numbers_of_one_thread(num_threads, case, path):
     """Threads split the items (batch, key head, query tile), never a row's sums."""
     options = dict(THREADED[case])
     cap = options.pop("cap", None)
@@ -119,7 +135,7 @@ def test_threads_give_the_numbers_of_one_thread(num_threads, case):
 
 
 @pytest.mark.parametrize("cap", [1 << 12, 1 << 15, 1 << 18], ids=str)
-def test_live_scores_stay_under_the_cap(num_threads, cap):
+def test_live_scores_stay_under_the_cap(num_threads, cap, blas_path):
     """Every thread's score buffer holds one tile of the plan, and at most `live` threads
     hold one: their bytes together stay under the cap."""
     num_threads(3)
@@ -161,7 +177,7 @@ def test_one_node_and_row_blocks_under_a_transform():
     np.testing.assert_allclose(np.sum(np.asarray(g) * d), (f[0] - f[1]) / (2 * eps), rtol=1e-6)
 
 
-def test_tiles_choose_their_path_by_their_own_bound():
+def test_tiles_choose_their_path_by_their_own_bound(blas_path):
     """One key head's queries score up to about 100 (the exact path, with the row maximum),
     the other's stay small (the bounded path): both match the formula."""
     rng = np.random.default_rng(12)
@@ -174,7 +190,7 @@ def test_tiles_choose_their_path_by_their_own_bound():
     assert_allclose(out, want, dtype=mx.float32, rtol=1e-4, atol=1e-4)
 
 
-def test_each_tile_of_a_key_head_has_its_own_bound():
+def test_each_tile_of_a_key_head_has_its_own_bound(blas_path):
     """The middle tile's queries score up to about 100 (the exact path), the others' stay
     small (bounded): the bound is decided per tile, from its own rows, and every tile matches
     the formula (a tile taken as bounded with such scores would overflow `exp`)."""
@@ -207,7 +223,7 @@ GROUPED = {
 
 
 @pytest.mark.parametrize("case", list(GROUPED), ids=str)
-def test_small_heads_computed_in_groups_match_float64(num_threads, case):
+def test_small_heads_computed_in_groups_match_float64(num_threads, case, blas_path):
     """A short sequence's heads are grouped, a batched product and one `exp_visible` pass
     each; a group whose scores are not bounded takes every item's exact path."""
     num_threads(1)
@@ -227,7 +243,7 @@ def test_small_heads_computed_in_groups_match_float64(num_threads, case):
     np.testing.assert_allclose(call.run(), want, rtol=1e-5 * scale, atol=1e-5 * scale)
 
 
-def test_groups_give_the_numbers_of_one_thread_and_hold_the_live_tiles(num_threads):
+def test_groups_give_the_numbers_of_one_thread_and_hold_the_live_tiles(num_threads, blas_path):
     qs = ks = (4, 8, 64, 16)
     rng = np.random.default_rng(12)
     (q, k, v, _, _), _ = inputs(rng, mx.float32, qs, ks)
@@ -358,3 +374,72 @@ def test_the_diagonal_pieces_are_kept_read_only_and_equal_to_new_ones(monkeypatc
     first = fa._diagonal(8, None, fill, np.float32)
     assert fa._diagonal(8, None, fill, np.float32)[0] is not first[0]
     assert len(fa._diagonals) == 3
+
+
+def _avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+    except OSError:
+        return False
+
+
+def test_the_fused_kernel_is_built_where_the_machine_has_avx512():
+    from nuvec.backends import native
+
+    built = native.compiler() is not None and _avx512()
+    assert (fast_attention.fused_kernel() is not None) == built
+    plan = plan_attention((1, 2, 8, 8), (1, 2, 8, 8), (1, 2, 8, 8), mx.float32, mask="causal")
+    op = AttentionRows(0.5, True, False, False, 0, None, plan.kernel)
+    a = np.zeros((1, 2, 8, 8), np.float32)
+    assert (Tiles(op, a, a, a, ()).fused is not None) == built
+    assert Tiles(op, *(a.astype(np.float64),) * 3, ()).fused is None  # (float32 only)
+
+
+FUSED = {  # keys across blocks of 64, D and Dv off the vector width, value tails
+    "causal_blocks": dict(qs=(1, 2, 130, 17), ks=(1, 2, 130, 17), dv=70, mask="causal"),
+    "causal_offset_gqa": dict(qs=(2, 6, 37, 64), ks=(2, 2, 200, 64), dv=130, mask="causal"),
+    "window_across_blocks": dict(qs=(1, 4, 150, 8), ks=(1, 2, 300, 8), dv=24, mask="causal",
+                                 window=70),
+    "short_window": dict(qs=(1, 2, 90, 16), ks=(1, 2, 90, 16), dv=16, mask="causal", window=3),
+    "plain_decode": dict(qs=(3, 4, 1, 32), ks=(3, 4, 257, 32), dv=8, mask=None),
+    "plain_one_key": dict(qs=(1, 2, 5, 4), ks=(1, 2, 1, 4), dv=3, mask=None),
+    "large_scores": dict(qs=(1, 2, 100, 8), ks=(1, 2, 100, 8), dv=8, mask="causal",
+                         scale=60.0),
+}
+
+
+@pytest.mark.parametrize("case", list(FUSED), ids=str)
+def test_the_default_path_matches_float64_across_key_blocks(num_threads, case):
+    """float32 calls without a mask array or sinks (the fused kernel where built): every key
+    block boundary, D and Dv not multiples of 16, grouped heads, windows, offsets, scores
+    far from 0 (the running maximum moves), against float64 NumPy on one and two threads."""
+    o = dict(FUSED[case])
+    rng = np.random.default_rng(len(case))
+    qs, ks, dv, scale = o["qs"], o["ks"], o["dv"], o.get("scale", 1.0)
+    q, qr = sample(rng, qs, mx.float32, scale)
+    k, kr = sample(rng, ks, mx.float32)
+    v, vr = sample(rng, ks[:3] + (dv,), mx.float32)
+    want = reference(qr, kr, vr, 0.4, o["mask"], None, o.get("window"))
+    for n in (1, 2):
+        num_threads(n)
+        out = sdpa(q, k, v, scale=0.4, mask=o["mask"], window=o.get("window"))
+        assert_allclose(out, want, dtype=mx.float32, rtol=1e-5 * scale, atol=1e-5 * scale)
+
+
+def test_the_fused_rows_of_an_item_do_not_change_any_bit(monkeypatch):
+    """Each row's sums run over the key blocks in order whatever rows share its item: items
+    of 4 and of 128 stacked rows, and strided and float16 inputs (copied once a call), give
+    the same bits."""
+    rng = np.random.default_rng(31)
+    q, k, v = (rng.standard_normal((2, 4, 100, 24)).astype(np.float32) for _ in range(3))
+    args = dict(scale=0.3, mask="causal", window=40)
+    want = np.asarray(sdpa(mx.array(q), mx.array(k), mx.array(v), **args))
+    monkeypatch.setattr(fast_attention, "FUSED_ROWS", 4)
+    got = sdpa(mx.array(q), mx.array(k), mx.array(v), **args)
+    assert np.array_equal(np.asarray(got), want)
+    strided = [mx.swapaxes(mx.array(np.swapaxes(a, 1, 2).copy()), 1, 2) for a in (q, k, v)]
+    assert np.array_equal(np.asarray(sdpa(*strided, **args)), want)
+    half = [mx.array(a.astype(np.float16)) for a in (q, k, v)]
+    ref = reference(*(np.asarray(a).astype(np.float64) for a in half), 0.3, "causal", None, 40)
+    assert_allclose(sdpa(*half, **args), ref, dtype=mx.float16, rtol=2e-3, atol=2e-3)

@@ -2,7 +2,15 @@
 computed in tiles, and nodes built for a GPU kernel (`Attention`, `AttentionVjp`, the paged
 ops) through their fallback graphs (`run_on_cpu`).
 
-The kernel's work items are (batch, key head, query tile): the tile's rows of every query head
+float32 calls (half types computed in float32) without a mask array, sinks or rows that see no
+key, on a machine with AVX-512 and a C compiler, compute each work item (batch, key head, up
+to `FUSED_ROWS` stacked query rows) in one call of the fused C kernel (`attention.c`): scores,
+online softmax and the product with the values in blocks of 64 keys held in registers and
+cache, each key head's keys packed once a call, nothing the size of the scores written. On the
+causal `[1, 8, 1024, 64]` call it took 0.79 of the BLAS tiles' time on two threads (one
+process, best of 30). Other calls take the BLAS tiles below.
+
+The BLAS tiles' work items are (batch, key head, query tile): the tile's rows of every query head
 of that key head, scaled and stacked as one matrix in per-thread scratch, against only the keys
 those rows see (key ranges fully masked by the causal mask or the window skipped), in chunks of
 at most the plan's keys (an online softmax across chunks: running row maximum and sum, the
@@ -31,11 +39,14 @@ item makes cost more than its products.
 
 from __future__ import annotations
 
+import ctypes
 import threading
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from nuvec.backends import vector_math
+from nuvec.backends import native, vector_math
 from nuvec.backends.numpy.registry import kernel
 from nuvec.backends.threads import get_num_threads, one_blas_thread, parallel_items
 from nuvec.fast.attention import Attention, AttentionRows
@@ -58,6 +69,38 @@ MIN_THREADED_WORK = 1 << 22
 # about 90 us an item, 20 of them products and `exp`).
 SMALL_ITEM = 1 << 15
 GROUP_SCORES = 1 << 18
+# Stacked query rows an item of the fused kernel computes at most (`attention.c`): 128 took
+# 0.93 of 256's time and 0.87 of 32's on a causal `[1, 8, 1024, 64]` call (one thread).
+FUSED_ROWS = 128
+_SOURCES = (Path(vector_math.__file__).with_name("vector_math.c"),
+            Path(__file__).with_name("attention.c"))
+
+
+class _Fused(NamedTuple):
+    """`attention.c`'s functions: `pack` a key head's keys, compute an `item`; `block`:
+    the keys a block."""
+
+    pack: Any
+    item: Any
+    block: int
+
+
+def _bind(lib: ctypes.CDLL) -> _Fused | None:
+    lib.nuvec_attention_block.restype = ctypes.c_int64
+    block = lib.nuvec_attention_block()
+    if not block:
+        return None
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    pack, item = lib.nuvec_attention_pack_f32, lib.nuvec_attention_f32
+    pack.argtypes, pack.restype = [i64, i64, ptr, i64, ptr], None
+    item.argtypes = [i64] * 4 + [ptr, i64, ctypes.c_float, ptr, ptr] + [i64] * 5 + [ptr, i64]
+    item.restype = ctypes.c_int
+    return _Fused(pack, item, int(block))
+
+
+def fused_kernel() -> _Fused | None:
+    """`attention.c` built for this machine, or None (no compiler, no AVX-512)."""
+    return native.bound(_SOURCES, _bind)
 
 
 def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[int, np.ndarray]]:
@@ -128,12 +171,17 @@ class Tiles:
         self.mask = rest[0] if p.mask else None
         self.fill = float(dt.finfo(dt.from_numpy_dtype(q.dtype)).min)
         self.blind = min(r, max(0, -p.offset)) if p.causal else 0
-        self.rows = max(1, min(p.tile_rows, r))
-        self.bias, self.keep = _diagonal(self.rows, p.window, self.fill, f) if p.causal \
-            else ((), ())
         # Masks, sinks and rows that see no key take the exact path; any other tile skips
-        # the row maximum when its scores are bounded (see `settle`).
+        # the row maximum when its scores are bounded (see `settle`), or is the fused
+        # kernel's in float32 where it is built and the plan's tiles hold a block of keys.
         self.exact = self.mask is not None or self.sinks is not None or self.blind > 0
+        fused = fused_kernel() if f is np.float32 and not self.exact and lk else None
+        self.fused = fused if fused and p.tile_keys >= min(fused.block, lk) else None
+        self.rows = max(1, min(p.tile_rows, r))
+        if self.fused:
+            self.rows = min(self.rows, max(1, FUSED_ROWS // self.rep))
+        self.bias, self.keep = _diagonal(self.rows, p.window, self.fill, f) \
+            if p.causal and not self.fused else ((), ())
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
         self.tiles = list(split_rows(r, self.blind, self.rows))
@@ -154,6 +202,7 @@ class Tiles:
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
         self.units = self.groups() if self.groupable() else [(i,) for i in range(len(items))]
+        self.kt: list[np.ndarray | None] = [None] * (b * hkv)  # (`packed`)
 
     def buffers(self) -> Scratch:
         """This thread's scratch for the call (made on its first item)."""
@@ -168,7 +217,8 @@ class Tiles:
     def run(self) -> np.ndarray:
         # the bounds first (where tiles may be bounded): the queries' norms and the keys' and
         # values', two passes over every head at once (a thread each)
-        bounds = [] if self.exact or not self.tiles else [self.query_norms, self.key_bounds]
+        bounds = [] if self.exact or self.fused or not self.tiles \
+            else [self.query_norms, self.key_bounds]
         if self.work < MIN_THREADED_WORK:
             if bounds:
                 self.settle(*(pass_() for pass_ in bounds))
@@ -205,8 +255,8 @@ class Tiles:
     def groupable(self) -> bool:
         """Whether small items may be grouped: no mask array, sinks or blind rows, and
         `vector_math.exp_visible` in use (the bounded path's one pass)."""
-        return (not self.exact and vector_math.in_use() == "c" and self.f is np.float32
-                and len(self.items) > 1)
+        return (not self.exact and not self.fused and vector_math.in_use() == "c"
+                and self.f is np.float32 and len(self.items) > 1)
 
     def groups(self) -> list[tuple[int, ...]]:
         """The items as units of work: runs of consecutive items of one tile geometry, one
@@ -286,7 +336,8 @@ class Tiles:
         with self.lock:
             if self.qkv is None:
                 (b, hkv, lk), r = self.k.shape[:3], self.q.shape[2]
-                self.qkv = (np.ascontiguousarray(self.q).reshape(b * hkv, self.rep, r, -1),
+                q = np.ascontiguousarray(self.q, self.f)
+                self.qkv = (q.reshape(b * hkv, self.rep, r, -1),
                             np.ascontiguousarray(self.k).reshape(b * hkv, lk, -1),
                             np.ascontiguousarray(self.v).reshape(b * hkv, lk, -1))
             return self.qkv
@@ -299,7 +350,36 @@ class Tiles:
                 rows, keys, self.q.shape[3], self.v.shape[3], self.f)
         return mine
 
+    def packed(self, u: int) -> np.ndarray:
+        """Key head `u`'s keys (`stacked`) packed for the fused kernel, made on first use."""
+        k3, block = self.stacked()[1], self.fused.block
+        with self.lock:
+            kt = self.kt[u]
+            if kt is None:
+                lk, d = k3.shape[1:]
+                kt = self.kt[u] = np.empty(-(-lk // block) * block * d, np.float32)
+                self.fused.pack(lk, d, native.address(k3[u]), d, native.address(kt))
+            return kt
+
+    def fused_item(self, i: int) -> None:
+        """Item `i` through the fused kernel (`attention.c`): one C call."""
+        _, bi, h, _, r0, r1, k0, k1 = self.items[i]
+        q4, _, v3 = self.stacked()
+        u, (r, d), dv, p = bi * self.k.shape[1] + h, q4.shape[2:], v3.shape[2], self.p
+        kt = self.packed(u)
+        failed = self.fused.item(
+            self.rep, r1 - r0, d, dv, native.address(q4[u, 0, r0]), r * d, self.scale,
+            native.address(kt), native.address(v3[u]), k0, k1, int(p.causal),
+            p.offset + r0, p.window or 0, native.address(self.out[bi, h * self.rep, r0]),
+            r * dv)
+        if failed:
+            raise MemoryError(f"scaled_dot_product_attention: no memory for a tile of "
+                              f"{self.rep * (r1 - r0)} rows")
+
     def item(self, i: int) -> None:
+        if self.fused:
+            self.fused_item(i)
+            return
         _, bi, h, t, r0, r1, k0, k1 = self.items[i]
         rep, n, sc = self.rep, r1 - r0, self.buffers()
         rows, heads = rep * n, slice(h * rep, (h + 1) * rep)

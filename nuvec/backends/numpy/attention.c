@@ -1,0 +1,228 @@
+/* One work item of the CPU attention kernel in float32, fused: the query rows of a tile (those
+ * of `heads` query heads sharing one key head, stacked) against a range of keys, in blocks of
+ * BLOCK keys with an online softmax (running row maximum and sum, the accumulator rescaled),
+ * nothing written but the tile's output rows. For `nuvec.backends.numpy.fast_attention`.
+ *
+ * Built on first use by `nuvec.backends.native` after `vector_math.c` (whose `exp_one` it
+ * takes) for the machine it runs on. Its register tiles are AVX-512's (32 vector registers):
+ * elsewhere `nuvec_attention_block` returns 0 and the caller keeps its BLAS tiles.
+ *
+ * A key head's keys are packed once a call, transposed per block (D x BLOCK, zero past the last
+ * key). Per block: the scores of ROWS stacked query rows at a time, in registers (ROWS x 4
+ * vectors of keys, D multiply-adds each); per row the hidden keys set to -inf, the block's
+ * maximum, `exp` of every score minus the running maximum (0 for the hidden ones), the running
+ * sums (a vector a row, its lanes added at the end) and the accumulator rescaled where the
+ * maximum moved; then the accumulator plus these weights times the block's values, in
+ * registers again (ROWS x 4 vectors of value columns, then single vectors, then scalars).
+ * Blocks start at multiples of BLOCK keys whatever the tile, so a row's result does not depend
+ * on which rows share its item, nor on the thread that computes it.
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define WIDTH 16
+typedef __m512 vec;
+#define vload _mm512_loadu_ps
+#define vstore _mm512_storeu_ps
+#define vfma _mm512_fmadd_ps
+#define vset1 _mm512_set1_ps
+#define vzero _mm512_setzero_ps
+#define vmax _mm512_max_ps
+#define vadd _mm512_add_ps
+#define vmul _mm512_mul_ps
+#define vhmax _mm512_reduce_max_ps
+#define vhadd _mm512_reduce_add_ps
+#else
+#define WIDTH 0
+#endif
+
+#define ROWS 4             /* stacked query rows a register tile */
+#define STRIP (4 * WIDTH)  /* keys (or value columns) a register tile */
+#define BLOCK 64           /* keys a block (a multiple of STRIP) */
+
+/* the keys a block, or 0 where this machine has no AVX-512 (nothing else is defined then) */
+int64_t nuvec_attention_block(void) { return WIDTH ? BLOCK : 0; }
+
+#if WIDTH
+
+/* s[ROWS][BLOCK] = q[ROWS][d] (rows `ldq` apart) times kt (d x BLOCK) */
+static void scores(int64_t d, const float *q, int64_t ldq, const float *kt, float *s) {
+    for (int64_t j = 0; j < BLOCK; j += STRIP) {
+        vec c[ROWS][4];
+        for (int i = 0; i < ROWS; i++)
+            for (int v = 0; v < 4; v++) c[i][v] = vzero();
+        for (int64_t p = 0; p < d; p++) {
+            const float *kp = kt + p * BLOCK + j;
+            vec b0 = vload(kp), b1 = vload(kp + WIDTH), b2 = vload(kp + 2 * WIDTH),
+                b3 = vload(kp + 3 * WIDTH);
+            for (int i = 0; i < ROWS; i++) {
+                vec a = vset1(q[i * ldq + p]);
+                c[i][0] = vfma(a, b0, c[i][0]);
+                c[i][1] = vfma(a, b1, c[i][1]);
+                c[i][2] = vfma(a, b2, c[i][2]);
+                c[i][3] = vfma(a, b3, c[i][3]);
+            }
+        }
+        for (int i = 0; i < ROWS; i++)
+            for (int v = 0; v < 4; v++) vstore(s + i * BLOCK + j + v * WIDTH, c[i][v]);
+    }
+}
+
+/* acc[ROWS][dv] (rows `dv` apart) += p[ROWS][BLOCK] times the block's `keys` value rows */
+static void values(int64_t keys, int64_t dv, const float *p, const float *v, float *acc) {
+    int64_t j = 0;
+    for (; j + STRIP <= dv; j += STRIP) {
+        vec c[ROWS][4];
+        for (int i = 0; i < ROWS; i++)
+            for (int u = 0; u < 4; u++) c[i][u] = vload(acc + i * dv + j + u * WIDTH);
+        for (int64_t k = 0; k < keys; k++) {
+            const float *vk = v + k * dv + j;
+            vec b0 = vload(vk), b1 = vload(vk + WIDTH), b2 = vload(vk + 2 * WIDTH),
+                b3 = vload(vk + 3 * WIDTH);
+            for (int i = 0; i < ROWS; i++) {
+                vec a = vset1(p[i * BLOCK + k]);
+                c[i][0] = vfma(a, b0, c[i][0]);
+                c[i][1] = vfma(a, b1, c[i][1]);
+                c[i][2] = vfma(a, b2, c[i][2]);
+                c[i][3] = vfma(a, b3, c[i][3]);
+            }
+        }
+        for (int i = 0; i < ROWS; i++)
+            for (int u = 0; u < 4; u++) vstore(acc + i * dv + j + u * WIDTH, c[i][u]);
+    }
+    for (; j + WIDTH <= dv; j += WIDTH) {
+        vec c[ROWS];
+        for (int i = 0; i < ROWS; i++) c[i] = vload(acc + i * dv + j);
+        for (int64_t k = 0; k < keys; k++) {
+            vec b = vload(v + k * dv + j);
+            for (int i = 0; i < ROWS; i++) c[i] = vfma(vset1(p[i * BLOCK + k]), b, c[i]);
+        }
+        for (int i = 0; i < ROWS; i++) vstore(acc + i * dv + j, c[i]);
+    }
+    for (; j < dv; j++)
+        for (int i = 0; i < ROWS; i++) {
+            float c = acc[i * dv + j];
+            for (int64_t k = 0; k < keys; k++)
+                c = __builtin_fmaf(p[i * BLOCK + k], v[k * dv + j], c);
+            acc[i * dv + j] = c;
+        }
+}
+
+/* the largest of x[0..BLOCK) and m */
+static inline float row_max(const float *x, float m) {
+    vec a = vload(x);
+    for (int c = WIDTH; c < BLOCK; c += WIDTH) a = vmax(a, vload(x + c));
+    float top = vhmax(a);
+    return top > m ? top : m;
+}
+
+/* x[0..BLOCK) added lane by lane */
+static inline vec row_sum(const float *x) {
+    vec a = vload(x);
+    for (int c = WIDTH; c < BLOCK; c += WIDTH) a = vadd(a, vload(x + c));
+    return a;
+}
+
+/* x[c] = exp(x[c] - m) for c < BLOCK */
+static inline void row_exp(float *restrict x, float m) {
+#pragma omp simd
+    for (int c = 0; c < BLOCK; c++) x[c] = exp_one(x[c] - m);
+}
+
+/* The keys of one key head (`lk` rows of `d`, `ld` floats apart) packed for
+ * `nuvec_attention_f32`: block b (keys b*BLOCK on) as d rows of BLOCK keys, zero past the last
+ * key; `kt` holds ceil(lk / BLOCK) * d * BLOCK floats. */
+void nuvec_attention_pack_f32(int64_t lk, int64_t d, const float *k, int64_t ld, float *kt) {
+    for (int64_t c0 = 0; c0 < lk; c0 += BLOCK) {
+        int64_t keys = lk - c0 < BLOCK ? lk - c0 : BLOCK;
+        float *block = kt + c0 * d;
+        for (int64_t c = 0; c < keys; c++) {
+            const float *kc = k + (c0 + c) * ld;
+            for (int64_t p = 0; p < d; p++) block[p * BLOCK + c] = kc[p];
+        }
+        for (int64_t p = 0; p < d; p++)
+            for (int64_t c = keys; c < BLOCK; c++) block[p * BLOCK + c] = 0.0f;
+    }
+}
+
+/* One item: `heads` query heads of `n` rows each (head h's row i at q + h*q_head + i*d),
+ * scaled by `scale`, against keys k0..k1 of a key head (`kt` as `nuvec_attention_pack_f32`
+ * packs them, `v` rows `dv` apart); with `causal`, row i sees keys up to position `pos + i`
+ * and, with `window > 0`, only those after `pos + i - window`. Each row must see at least one
+ * key. Output row i of head h at out + h*out_head + i*dv. Returns 0, or -1 where its scratch
+ * could not be allocated. */
+int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const float *q,
+                        int64_t q_head, float scale, const float *kt, const float *v,
+                        int64_t k0, int64_t k1, int64_t causal, int64_t pos, int64_t window,
+                        float *out, int64_t out_head) {
+    int64_t rows = heads * n, padded = (rows + ROWS - 1) / ROWS * ROWS;
+    /* scratch, each part on a 64-byte boundary: the rows' sums (a vector each, added across
+     * its lanes at the end), scaled query rows, a block's scores, accumulators, maxima */
+    int64_t parts[5] = {padded * WIDTH, padded * d, padded * BLOCK, padded * dv, padded};
+    int64_t at[5], size = 0;
+    for (int i = 0; i < 5; i++) {
+        at[i] = size;
+        size += (parts[i] + 15) / 16 * 16;
+    }
+    float *base = aligned_alloc(64, (size_t)size * sizeof(float));
+    if (base == NULL) return -1;
+    vec *total = (vec *)base;
+    float *qs = base + at[1], *s = base + at[2], *acc = base + at[3], *top = base + at[4];
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = q + (r / n) * q_head + (r % n) * d;
+        for (int64_t p = 0; p < d; p++) qs[r * d + p] = src[p] * scale;
+    }
+    memset(qs + rows * d, 0, (size_t)((padded - rows) * d) * sizeof(float));
+    memset(acc, 0, (size_t)(padded * dv) * sizeof(float));
+    for (int64_t r = 0; r < padded; r++) {
+        top[r] = -__builtin_inff();
+        total[r] = vzero();
+    }
+    for (int64_t c0 = k0 / BLOCK * BLOCK; c0 < k1; c0 += BLOCK) {
+        int64_t keys = k1 - c0 < BLOCK ? k1 - c0 : BLOCK;
+        const float *block = kt + c0 * d;
+        for (int64_t r = 0; r < padded; r += ROWS) scores(d, qs + r * d, d, block, s + r * BLOCK);
+        for (int64_t r = 0; r < rows; r++) {
+            float *sr = s + r * BLOCK;
+            int64_t lo = k0 > c0 ? k0 - c0 : 0, hi = keys;
+            if (causal) {
+                int64_t last = pos + r % n - c0;  /* the last key it sees, from c0 */
+                hi = last + 1 < hi ? last + 1 : hi;
+                if (window > 0 && last - window + 1 > lo) lo = last - window + 1;
+            }
+            if (hi <= lo) {
+                memset(sr, 0, BLOCK * sizeof(float));
+                continue;
+            }
+            for (int64_t c = 0; c < lo; c++) sr[c] = -__builtin_inff();
+            for (int64_t c = hi; c < BLOCK; c++) sr[c] = -__builtin_inff();
+            float old = top[r], m = row_max(sr, old);
+            if (m > old) {
+                float alpha = exp_one(old - m);
+                top[r] = m;
+                total[r] = vmul(total[r], vset1(alpha));
+                float *ar = acc + r * dv;
+#pragma omp simd
+                for (int64_t j = 0; j < dv; j++) ar[j] *= alpha;
+            }
+            row_exp(sr, m);
+            total[r] = vadd(total[r], row_sum(sr));
+        }
+        for (int64_t r = 0; r < padded; r += ROWS)
+            values(keys, dv, s + r * BLOCK, v + c0 * dv, acc + r * dv);
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        float *dst = out + (r / n) * out_head + (r % n) * dv;
+        const float *ar = acc + r * dv;
+        float t = vhadd(total[r]);
+        for (int64_t j = 0; j < dv; j++) dst[j] = ar[j] / t;
+    }
+    free(base);
+    return 0;
+}
+
+#endif
