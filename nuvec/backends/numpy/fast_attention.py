@@ -202,7 +202,8 @@ class Tiles:
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
         self.units = self.groups() if self.groupable() else [(i,) for i in range(len(items))]
-        self.kt: list[np.ndarray | None] = [None] * (b * hkv)  # (`packed`)
+        self.calls: list[tuple] = []  # the fused kernel's arguments per item (`fused_calls`)
+        self.kt, self.packed = None, [False] * (b * hkv)  # (`fused_item`)
 
     def buffers(self) -> Scratch:
         """This thread's scratch for the call (made on its first item)."""
@@ -219,6 +220,8 @@ class Tiles:
         # values', two passes over every head at once (a thread each)
         bounds = [] if self.exact or self.fused or not self.tiles \
             else [self.query_norms, self.key_bounds]
+        if self.fused:
+            self.calls = self.fused_calls()
         if self.work < MIN_THREADED_WORK:
             if bounds:
                 self.settle(*(pass_() for pass_ in bounds))
@@ -350,31 +353,36 @@ class Tiles:
                 rows, keys, self.q.shape[3], self.v.shape[3], self.f)
         return mine
 
-    def packed(self, u: int) -> np.ndarray:
-        """Key head `u`'s keys (`stacked`) packed for the fused kernel, made on first use."""
-        k3, block = self.stacked()[1], self.fused.block
-        with self.lock:
-            kt = self.kt[u]
-            if kt is None:
-                lk, d = k3.shape[1:]
-                kt = self.kt[u] = np.empty(-(-lk // block) * block * d, np.float32)
-                self.fused.pack(lk, d, native.address(k3[u]), d, native.address(kt))
-            return kt
+    def fused_calls(self) -> list[tuple]:
+        """The fused kernel's arguments for every item (`attention.c`'s `nuvec_attention_f32`),
+        from the addresses of the stacked inputs, the packed keys (`kt`, made here, packed by
+        the first item of each key head) and the output."""
+        q4, k3, v3 = self.stacked()
+        units, lk, d = k3.shape
+        r, dv, p, rep = q4.shape[2], v3.shape[2], self.p, self.rep
+        span = -(-lk // self.fused.block) * self.fused.block * d
+        self.kt = np.empty((units, span), np.float32)
+        q, kt, v, out = (native.address(a) for a in (q4, self.kt, v3, self.out))
+        return [(rep, r1 - r0, d, dv, q + 4 * ((u * rep * r + r0) * d), r * d, self.scale,
+                 kt + 4 * u * span, v + 4 * u * lk * dv, k0, k1, int(p.causal),
+                 p.offset + r0, p.window or 0, out + 4 * ((u * rep * r + r0) * dv), r * dv)
+                for u, r0, r1, k0, k1 in ((bi * self.k.shape[1] + h, r0, r1, k0, k1)
+                                          for _, bi, h, _, r0, r1, k0, k1 in self.items)]
 
     def fused_item(self, i: int) -> None:
-        """Item `i` through the fused kernel (`attention.c`): one C call."""
-        _, bi, h, _, r0, r1, k0, k1 = self.items[i]
-        q4, _, v3 = self.stacked()
-        u, (r, d), dv, p = bi * self.k.shape[1] + h, q4.shape[2:], v3.shape[2], self.p
-        kt = self.packed(u)
-        failed = self.fused.item(
-            self.rep, r1 - r0, d, dv, native.address(q4[u, 0, r0]), r * d, self.scale,
-            native.address(kt), native.address(v3[u]), k0, k1, int(p.causal),
-            p.offset + r0, p.window or 0, native.address(self.out[bi, h * self.rep, r0]),
-            r * dv)
-        if failed:
+        """Item `i` through the fused kernel: its key head's keys packed if no item has yet,
+        then one C call."""
+        u = self.items[i][1] * self.k.shape[1] + self.items[i][2]
+        if not self.packed[u]:
+            k3 = self.stacked()[1]
+            with self.lock:
+                if not self.packed[u]:
+                    self.fused.pack(k3.shape[1], k3.shape[2], native.address(k3[u]),
+                                    k3.shape[2], native.address(self.kt[u]))
+                    self.packed[u] = True
+        if self.fused.item(*self.calls[i]):
             raise MemoryError(f"scaled_dot_product_attention: no memory for a tile of "
-                              f"{self.rep * (r1 - r0)} rows")
+                              f"{self.calls[i][0] * self.calls[i][1]} rows")
 
     def item(self, i: int) -> None:
         if self.fused:
