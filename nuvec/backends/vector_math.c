@@ -33,6 +33,13 @@ static inline int32_t to_bits(float f) {
     return b;
 }
 
+/* exp(r) = 1 + r + r^2 q(r) on |r| <= ln(2)/2: q's coefficients, q(r) = Q0 + Q1 r + ... */
+#define EXP_Q0 0.499999881f
+#define EXP_Q1 0.166665182f
+#define EXP_Q2 0.0416695327f
+#define EXP_Q3 0.00836891588f
+#define EXP_Q4 0.00137514074f
+
 #pragma omp declare simd notinbranch
 static inline float exp_one(float x) {
     const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
@@ -44,10 +51,10 @@ static inline float exp_one(float x) {
     int32_t k = to_bits(t) - to_bits(shifter); /* n as an integer (any value for NaN) */
     float r = __builtin_fmaf(n, -0.693145752f, x);  /* ln 2 = 0.693145752 + 1.42860677e-6 */
     r = __builtin_fmaf(n, -1.42860677e-6f, r);
-    float q = __builtin_fmaf(0.00137514074f, r, 0.00836891588f);
-    q = __builtin_fmaf(q, r, 0.0416695327f);
-    q = __builtin_fmaf(q, r, 0.166665182f);
-    q = __builtin_fmaf(q, r, 0.499999881f);
+    float q = __builtin_fmaf(EXP_Q4, r, EXP_Q3);
+    q = __builtin_fmaf(q, r, EXP_Q2);
+    q = __builtin_fmaf(q, r, EXP_Q1);
+    q = __builtin_fmaf(q, r, EXP_Q0);
     float p = __builtin_fmaf(q, r * r, r) + 1.0f;
     int32_t half = k >> 1;
     float y = p * from_bits((half + 127) << 23) * from_bits((k - half + 127) << 23);

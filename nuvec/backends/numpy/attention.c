@@ -3,17 +3,18 @@
  * BLOCK keys with an online softmax (running row maximum and sum, the accumulator rescaled),
  * nothing written but the tile's output rows. For `nuvec.backends.numpy.fast_attention`.
  *
- * Built on first use by `nuvec.backends.native` after `vector_math.c` (whose `exp_one` it
- * takes) for the machine it runs on. Its register tiles are AVX-512's (32 vector registers):
- * elsewhere `nuvec_attention_block` returns 0 and the caller keeps its BLAS tiles.
+ * Built on first use by `nuvec.backends.native` after `vector_math.c` (whose `exp` polynomial
+ * it takes) for the machine it runs on. Its register tiles are AVX-512's (32 vector registers
+ * hold 24 accumulators): elsewhere `nuvec_attention_block` returns 0 and the caller keeps its
+ * BLAS tiles.
  *
  * A key head's keys are packed once a call, transposed per block (D x BLOCK, zero past the last
  * key). Per block: the scores of ROWS stacked query rows at a time, in registers (ROWS x 4
  * vectors of keys, D multiply-adds each); per row the hidden keys set to -inf, the block's
- * maximum, `exp` of every score minus the running maximum (0 for the hidden ones), the running
- * sums (a vector a row, its lanes added at the end) and the accumulator rescaled where the
- * maximum moved; then the accumulator plus these weights times the block's values, in
- * registers again (ROWS x 4 vectors of value columns, then single vectors, then scalars).
+ * maximum, `exp` of every score minus the running maximum (`vexp`: 0 for the hidden ones),
+ * the running sums (a vector a row, its lanes added at the end) and the accumulator rescaled
+ * where the maximum moved; then the accumulator plus these weights times the block's values,
+ * in registers again (ROWS x 4 vectors of value columns, then single vectors, then scalars).
  * Blocks start at multiples of BLOCK keys whatever the tile, so a row's result does not depend
  * on which rows share its item, nor on the thread that computes it.
  */
@@ -34,13 +35,14 @@ typedef __m512 vec;
 #define vmax _mm512_max_ps
 #define vadd _mm512_add_ps
 #define vmul _mm512_mul_ps
+#define vsub _mm512_sub_ps
 #define vhmax _mm512_reduce_max_ps
 #define vhadd _mm512_reduce_add_ps
 #else
 #define WIDTH 0
 #endif
 
-#define ROWS 4             /* stacked query rows a register tile */
+#define ROWS 6             /* stacked query rows a register tile */
 #define STRIP (4 * WIDTH)  /* keys (or value columns) a register tile */
 #define BLOCK 64           /* keys a block (a multiple of STRIP) */
 
@@ -120,17 +122,36 @@ static inline float row_max(const float *x, float m) {
     return top > m ? top : m;
 }
 
-/* x[0..BLOCK) added lane by lane */
-static inline vec row_sum(const float *x) {
-    vec a = vload(x);
-    for (int c = WIDTH; c < BLOCK; c += WIDTH) a = vadd(a, vload(x + c));
-    return a;
+/* exp of each lane, by `vector_math.c`'s reduction and polynomial (2^n exp(r), ln 2 in two
+ * parts) with 2^n applied by `scalef`; 0 for lanes at or below -87 (a hidden score's -inf, or
+ * a weight under 2^-125 beside the row maximum's 1), which no subnormal reaches: Intel cores
+ * finish subnormal steps in microcode, in this `exp` and in the products after it. NaN stays.
+ * A dozen instructions a vector, against `exp_one`'s forty with its range checks: this file's
+ * arguments are never above 0 (each score minus a maximum at least as large). */
+static inline vec vexp(vec x) {
+    __mmask16 kept = _mm512_cmp_ps_mask(x, vset1(-87.0f), _CMP_NLE_UQ);
+    x = vmax(vset1(-87.0f), x);  /* (the second operand where one is NaN: x) */
+    vec n = _mm512_roundscale_ps(vmul(x, vset1(1.44269502f)),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    vec r = vfma(n, vset1(-0.693145752f), x);
+    r = vfma(n, vset1(-1.42860677e-6f), r);
+    vec q = vfma(vset1(EXP_Q4), r, vset1(EXP_Q3));
+    q = vfma(q, r, vset1(EXP_Q2));
+    q = vfma(q, r, vset1(EXP_Q1));
+    q = vfma(q, r, vset1(EXP_Q0));
+    vec p = vadd(vfma(q, vmul(r, r), r), vset1(1.0f));
+    return _mm512_maskz_scalef_ps(kept, p, n);
 }
 
-/* x[c] = exp(x[c] - m) for c < BLOCK */
-static inline void row_exp(float *restrict x, float m) {
-#pragma omp simd
-    for (int c = 0; c < BLOCK; c++) x[c] = exp_one(x[c] - m);
+/* x[c] = exp(x[c] - m) for c < BLOCK; returns their sums lane by lane */
+static inline vec row_exp(float *x, float m) {
+    vec top = vset1(m), sum = vzero();
+    for (int c = 0; c < BLOCK; c += WIDTH) {
+        vec e = vexp(vsub(vload(x + c), top));
+        vstore(x + c, e);
+        sum = vadd(sum, e);
+    }
+    return sum;
 }
 
 /* The keys of one key head (`lk` rows of `d`, `ld` floats apart) packed for
@@ -202,15 +223,14 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
             for (int64_t c = hi; c < BLOCK; c++) sr[c] = -__builtin_inff();
             float old = top[r], m = row_max(sr, old);
             if (m > old) {
-                float alpha = exp_one(old - m);
+                float alpha = _mm512_cvtss_f32(vexp(vset1(old - m)));
                 top[r] = m;
                 total[r] = vmul(total[r], vset1(alpha));
                 float *ar = acc + r * dv;
 #pragma omp simd
                 for (int64_t j = 0; j < dv; j++) ar[j] *= alpha;
             }
-            row_exp(sr, m);
-            total[r] = vadd(total[r], row_sum(sr));
+            total[r] = vadd(total[r], row_exp(sr, m));
         }
         for (int64_t r = 0; r < padded; r += ROWS)
             values(keys, dv, s + r * BLOCK, v + c0 * dv, acc + r * dv);
