@@ -355,7 +355,7 @@ def _tiled_reason(key: RouteKey) -> str | None:
 def supported(key: RouteKey, kernel: str) -> tuple[bool, str]:
     """MLX-style `(supported, reason)` of the "vector" or "tiled" kernel for `key`."""
     if key.target.kind != "gpu":
-        return False, "the CPU has no fused attention kernel"
+        return False, "a GPU kernel: the CPU runs CpuTiles"
     if key.lq == 0 or key.lk == 0:
         return False, "empty sequences"
     reason = _vector_reason(key) if kernel == "vector" else _tiled_reason(key)

@@ -333,7 +333,7 @@ def test_force_fused_keeps_the_planned_kernel_on_a_gpu(fake_gpu, qs, ks, mask, c
     "shape,dtype,reasons",
     [((1, 1, 12, 96), mx.float32, r"12 queries, the vector kernels take at most 8; head sizes "
       r"\(96, 96\) not supported by the tiled kernel"),
-     ((1, 1, 2, 64), mx.float64, "the CPU has no fused attention kernel")],
+     ((1, 1, 2, 64), mx.float64, "a GPU kernel: the CPU runs CpuTiles")],
     ids=["composed", "float64"],
 )
 def test_force_fused_raises_where_a_gpu_stream_would_compose(fake_gpu, shape, dtype, reasons):
@@ -348,7 +348,7 @@ def test_force_fused_raises_on_the_cpu():
     q = mx.ones((1, 2, 3, 64))
     assert sdpa(q, q, q, scale=0.5, force_fused=False, stream=mx.cpu).shape == (1, 2, 3, 64)
     with pytest.raises(ValueError, match=r"^scaled_dot_product_attention: force_fused=True but "
-                                         r"no fused kernel takes this call \(the CPU has no"):
+                                         r"no fused kernel takes this call \(a GPU kernel: "):
         sdpa(q, q, q, scale=0.5, force_fused=True, stream=mx.cpu)
     with pytest.raises(TypeError, match="^scaled_dot_product_attention: force_fused must be a "
                                         "bool, got NoneType"):

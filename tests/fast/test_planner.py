@@ -21,7 +21,7 @@ from nuvec.fast.planner import (
 
 GPU, LARGE, SMALL, CPU = Target("gpu"), Target("gpu", "d"), Target("gpu", "s"), Target("cpu")
 F16, F32 = mx.float16, mx.float32
-NO_KERNEL = ("the CPU has no fused attention kernel",) * 2
+NO_KERNEL = ("a GPU kernel: the CPU runs CpuTiles",) * 2
 
 # (q shape, k shape, dtype, target, options, kernel, reasons the kernels were not chosen)
 TABLE = {
