@@ -2,7 +2,8 @@
 formula and PyTorch eager (when importable; never a dependency of nuvec), and its peak memory
 with and without `max_score_bytes`. nuvec runs as planned (its tiles on the thread pool), on
 one thread (`set_num_threads(1)`), and under a cap small enough for the online softmax over key
-chunks.
+chunks; then the gradients of `sum(attention(q, k, v) * w)` with respect to q, k and v (the
+call and its backward: `mx.grad`, the formula's backward in NumPy, PyTorch's autograd).
 
 Run: python benchmarks/bench_attention.py [--repeats N] [--shape B H L D]
 Times are medians of N runs (recording and evaluation included; nuvec and NumPy interleaved,
@@ -33,6 +34,18 @@ def numpy_attention(q, k, v, scale):
     s = np.where(np.arange(lq)[:, None] + lk - lq >= np.arange(lk)[None, :], s, -np.inf)
     e = np.exp(s - s.max(-1, keepdims=True))
     return (e / e.sum(-1, keepdims=True)) @ v
+
+
+def numpy_attention_grads(q, k, v, w, scale):
+    """The direct formula's value and its gradients of `sum(out * w)` for q, k and v."""
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    lq, lk = s.shape[-2:]
+    s = np.where(np.arange(lq)[:, None] + lk - lq >= np.arange(lk)[None, :], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dp = w @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+    return ds @ k, np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ w
 
 
 def peaks(fn) -> tuple[int, int]:
@@ -98,6 +111,30 @@ def main() -> None:
         if t_torch is not None:
             line += f"   torch {t_torch * 1e3:7.2f} ms (ratio {t / t_torch:5.2f})"
         print(line)
+    w_np = rng.standard_normal(q_np.shape).astype(np.float32)
+    w = mx.array(w_np)
+    grads = mx.grad(lambda q, k, v: mx.sum(mx.fast.scaled_dot_product_attention(
+        q, k, v, scale=scale, mask="causal") * w), argnums=(0, 1, 2))
+    for got, ref in zip(grads(q, k, v), numpy_attention_grads(q_np, k_np, v_np, w_np, scale)):
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-3, atol=1e-4)
+    # each on its own, as PyTorch above: OpenBLAS's threads spinning after the formula's
+    # products would hold the second core during nuvec's calls
+    (t_grad,) = medians([lambda: mx.eval(grads(q, k, v))], args.repeats)
+    (t_np_grad,) = medians([lambda: numpy_attention_grads(q_np, k_np, v_np, w_np, scale)],
+                           args.repeats)
+    line = f"{name}, gradients   nuvec {t_grad * 1e3:8.2f} ms   numpy {t_np_grad * 1e3:8.2f} " \
+           f"ms (ratio {t_grad / t_np_grad:5.2f})"
+    if torch is not None:
+        qg, kg, vg = (t.clone().requires_grad_() for t in (qt, kt, vt))
+        wt = torch.from_numpy(w_np)
+
+        def torch_grads():
+            out = sdpa(qg, kg, vg, is_causal=True, scale=scale)
+            torch.autograd.grad((out * wt).sum(), [qg, kg, vg])
+
+        (t_torch_grad,) = medians([torch_grads], args.repeats)
+        line += f"   torch {t_torch_grad * 1e3:7.2f} ms (ratio {t_grad / t_torch_grad:5.2f})"
+    print(line)
     full_scores = b * h * n * n * 4
     mib = 2**20
     print(f"scores of the direct formula: {full_scores / mib:.1f} MiB; inputs "

@@ -285,14 +285,18 @@ BACKWARD = {
     "plain": dict(qs=(2, 2, 12, 8), ks=(2, 1, 20, 8), causal=False),
     "many_groups": dict(qs=(8, 8, 128, 16), ks=(8, 8, 128, 16), causal=True),
     "large_scores": dict(qs=(2, 2, 20, 8), ks=(2, 2, 20, 8), causal=True, magnitude=12.0),
+    "key_blocks_window": dict(qs=(1, 3, 150, 24), ks=(1, 1, 200, 24), causal=True, window=70),
+    "odd_head_plain": dict(qs=(1, 2, 70, 17), ks=(1, 2, 131, 17), causal=False),
 }
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=str)
 @pytest.mark.parametrize("case", list(BACKWARD), ids=str)
-def test_the_cpu_backward_node_matches_float64(case, dtype):
+def test_the_cpu_backward_node_matches_float64(case, dtype, path):
     """Under `grad`, a CPU attention node without a mask array or sinks differentiates through
-    one `AttentionRowsVjp` node (scores and softmax recomputed per key head)."""
+    one `AttentionRowsVjp` node (scores and softmax recomputed per key head): the fused
+    kernel's (float32, where built) and the BLAS one's; key blocks of 64 crossed, a window
+    across them, head sizes off the vector width."""
     options = BACKWARD[case]
     rng = np.random.default_rng(len(case))
     q, k, v = (rng.standard_normal(s) * options.get("magnitude", 1.0)

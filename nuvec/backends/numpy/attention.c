@@ -74,8 +74,11 @@ static void scores(int64_t d, const float *q, int64_t ldq, const float *kt, floa
     }
 }
 
-/* acc[ROWS][dv] (rows `dv` apart) += p[ROWS][BLOCK] times the block's `keys` value rows */
-static void values(int64_t keys, int64_t dv, const float *p, const float *v, float *acc) {
+/* acc[ROWS][dv] (rows `dv` apart) += p[ROWS][keys] times `keys` rows of v (`dv` apart), p[i][k]
+ * at p[i * ldi + k * ldk]: a tile's weights times a block's values (ldi BLOCK, ldk 1), or in
+ * the backward a block's weights transposed times a chunk's rows (ldi 1, ldk BLOCK) */
+static void values(int64_t keys, int64_t dv, const float *p, int64_t ldi, int64_t ldk,
+                   const float *v, float *acc) {
     int64_t j = 0;
     for (; j + STRIP <= dv; j += STRIP) {
         vec c[ROWS][4];
@@ -86,7 +89,7 @@ static void values(int64_t keys, int64_t dv, const float *p, const float *v, flo
             vec b0 = vload(vk), b1 = vload(vk + WIDTH), b2 = vload(vk + 2 * WIDTH),
                 b3 = vload(vk + 3 * WIDTH);
             for (int i = 0; i < ROWS; i++) {
-                vec a = vset1(p[i * BLOCK + k]);
+                vec a = vset1(p[i * ldi + k * ldk]);
                 c[i][0] = vfma(a, b0, c[i][0]);
                 c[i][1] = vfma(a, b1, c[i][1]);
                 c[i][2] = vfma(a, b2, c[i][2]);
@@ -101,7 +104,7 @@ static void values(int64_t keys, int64_t dv, const float *p, const float *v, flo
         for (int i = 0; i < ROWS; i++) c[i] = vload(acc + i * dv + j);
         for (int64_t k = 0; k < keys; k++) {
             vec b = vload(v + k * dv + j);
-            for (int i = 0; i < ROWS; i++) c[i] = vfma(vset1(p[i * BLOCK + k]), b, c[i]);
+            for (int i = 0; i < ROWS; i++) c[i] = vfma(vset1(p[i * ldi + k * ldk]), b, c[i]);
         }
         for (int i = 0; i < ROWS; i++) vstore(acc + i * dv + j, c[i]);
     }
@@ -109,7 +112,7 @@ static void values(int64_t keys, int64_t dv, const float *p, const float *v, flo
         for (int i = 0; i < ROWS; i++) {
             float c = acc[i * dv + j];
             for (int64_t k = 0; k < keys; k++)
-                c = __builtin_fmaf(p[i * BLOCK + k], v[k * dv + j], c);
+                c = __builtin_fmaf(p[i * ldi + k * ldk], v[k * dv + j], c);
             acc[i * dv + j] = c;
         }
 }
@@ -154,6 +157,23 @@ static inline vec row_exp(float *x, float m) {
     return sum;
 }
 
+/* Sets to -inf the scores of a block's row (keys c0 on, `keys` of them) that the row does not
+ * see: those before `lo`, and under the causal mask those after `last` (the last key it sees,
+ * counted from c0) or, with `window > 0`, `window` or more before it. Returns 0 where the row
+ * sees none of the block (its scores left as they are). */
+static int hide(float *sr, int64_t lo, int64_t keys, int64_t causal, int64_t window,
+                int64_t last) {
+    int64_t hi = keys;
+    if (causal) {
+        hi = last + 1 < hi ? last + 1 : hi;
+        if (window > 0 && last - window + 1 > lo) lo = last - window + 1;
+    }
+    if (hi <= lo) return 0;
+    for (int64_t c = 0; c < lo; c++) sr[c] = -__builtin_inff();
+    for (int64_t c = hi; c < BLOCK; c++) sr[c] = -__builtin_inff();
+    return 1;
+}
+
 /* The keys of one key head (`lk` rows of `d`, `ld` floats apart) packed for
  * `nuvec_attention_f32`: block b (keys b*BLOCK on) as d rows of BLOCK keys, zero past the last
  * key; `kt` holds ceil(lk / BLOCK) * d * BLOCK floats. */
@@ -174,12 +194,14 @@ void nuvec_attention_pack_f32(int64_t lk, int64_t d, const float *k, int64_t ld,
  * scaled by `scale`, against keys k0..k1 of a key head (`kt` as `nuvec_attention_pack_f32`
  * packs them, `v` rows `dv` apart); with `causal`, row i sees keys up to position `pos + i`
  * and, with `window > 0`, only those after `pos + i - window`. Each row must see at least one
- * key. Output row i of head h at out + h*out_head + i*dv. Returns 0, or -1 where its scratch
- * could not be allocated. */
+ * key. Output row i of head h at out + h*out_head + i*dv; with `stats`, the stacked row r's
+ * maximum score and its sum of exp(score - maximum) at stats[2r] and stats[2r + 1] (`v` and
+ * `out` may then be NULL: no values). Returns 0, or -1 where its scratch could not be
+ * allocated. */
 int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const float *q,
                         int64_t q_head, float scale, const float *kt, const float *v,
                         int64_t k0, int64_t k1, int64_t causal, int64_t pos, int64_t window,
-                        float *out, int64_t out_head) {
+                        float *out, int64_t out_head, float *stats) {
     int64_t rows = heads * n, padded = (rows + ROWS - 1) / ROWS * ROWS;
     /* scratch, each part on a 64-byte boundary: the rows' sums (a vector each, added across
      * its lanes at the end), scaled query rows, a block's scores, accumulators, maxima */
@@ -209,18 +231,10 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
         for (int64_t r = 0; r < padded; r += ROWS) scores(d, qs + r * d, d, block, s + r * BLOCK);
         for (int64_t r = 0; r < rows; r++) {
             float *sr = s + r * BLOCK;
-            int64_t lo = k0 > c0 ? k0 - c0 : 0, hi = keys;
-            if (causal) {
-                int64_t last = pos + r % n - c0;  /* the last key it sees, from c0 */
-                hi = last + 1 < hi ? last + 1 : hi;
-                if (window > 0 && last - window + 1 > lo) lo = last - window + 1;
-            }
-            if (hi <= lo) {
+            if (!hide(sr, k0 > c0 ? k0 - c0 : 0, keys, causal, window, pos + r % n - c0)) {
                 memset(sr, 0, BLOCK * sizeof(float));
                 continue;
             }
-            for (int64_t c = 0; c < lo; c++) sr[c] = -__builtin_inff();
-            for (int64_t c = hi; c < BLOCK; c++) sr[c] = -__builtin_inff();
             float old = top[r], m = row_max(sr, old);
             if (m > old) {
                 float alpha = _mm512_cvtss_f32(vexp(vset1(old - m)));
@@ -232,15 +246,143 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
             }
             total[r] = vadd(total[r], row_exp(sr, m));
         }
-        for (int64_t r = 0; r < padded; r += ROWS)
-            values(keys, dv, s + r * BLOCK, v + c0 * dv, acc + r * dv);
+        for (int64_t r = 0; v != NULL && r < padded; r += ROWS)
+            values(keys, dv, s + r * BLOCK, BLOCK, 1, v + c0 * dv, acc + r * dv);
     }
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t r = 0; out != NULL && r < rows; r++) {
         float *dst = out + (r / n) * out_head + (r % n) * dv;
         const float *ar = acc + r * dv;
         float t = vhadd(total[r]);
         for (int64_t j = 0; j < dv; j++) dst[j] = ar[j] / t;
     }
+    for (int64_t r = 0; stats != NULL && r < rows; r++) {
+        stats[2 * r] = top[r];
+        stats[2 * r + 1] = vhadd(total[r]);
+    }
+    free(base);
+    return 0;
+}
+
+/* Query rows an item of the backward computes at once against a block (a multiple of ROWS) */
+#define CHUNK 48
+
+/* The gradients of one key head's attention (its `heads` query heads of `n` rows stacked,
+ * rows `d` and `dv` apart, as `q`, `o` and `dout`; `k` and `v` of `lk` keys), the causal
+ * offset `offset` (row i at key position offset + i) and window as
+ * `nuvec_attention_f32`'s, every row seeing a key: dq, dk and dvo (rows `d`, `d` and `dv`
+ * apart). With P the softmax of scale·q·kᵀ (each row's maximum and sum from
+ * `nuvec_attention_f32`'s `stats`, so P = exp(S - max) / sum), D = rowsum(dO ⊙ O) and
+ * dS = P ⊙ (dO vᵀ - D): dV = Pᵀ dO, dK = dSᵀ (scale·q), dQ = scale · dS k. Blocks of BLOCK
+ * keys one after another, each against CHUNK rows at a time of the rows that see it, the
+ * block's dK and dV summed in registers' tiles over the chunks, dQ over the blocks: each sum
+ * runs in one order whatever the thread. Returns 0, or -1 where scratch could not be
+ * allocated. */
+int nuvec_attention_grad_f32(int64_t heads, int64_t n, int64_t lk, int64_t d, int64_t dv,
+                             float scale, const float *q, const float *k, const float *v,
+                             const float *o, const float *dout, int64_t causal, int64_t offset,
+                             int64_t window, float *dq, float *dk, float *dvo) {
+    int64_t np = (n + ROWS - 1) / ROWS * ROWS, rows = heads * np;
+    int64_t blocks = (lk + BLOCK - 1) / BLOCK;
+    /* scratch: packed keys and values, scaled queries, dO, each row's max, 1/sum and D, dQ,
+     * a chunk's P and dS (2 spare entries past the last row: the key tiles of ROWS reach 66),
+     * a block's dK and dV (66 rows), the maxima and sums of `nuvec_attention_f32` */
+    int64_t parts[11] = {blocks * BLOCK * d, blocks * BLOCK * dv, rows * d, rows * dv, rows,
+                         rows, rows, rows * d, CHUNK * BLOCK + 16, CHUNK * BLOCK + 16,
+                         2 * heads * n};
+    int64_t at[13], size = 0, tiles = (BLOCK + ROWS - 1) / ROWS * ROWS;
+    for (int i = 0; i < 11; i++) {
+        at[i] = size;
+        size += (parts[i] + 15) / 16 * 16;
+    }
+    at[11] = size;
+    size += tiles * d;
+    at[12] = size;
+    size += tiles * dv;
+    float *base = aligned_alloc(64, (size_t)size * sizeof(float));
+    if (base == NULL) return -1;
+    memset(base, 0, (size_t)size * sizeof(float));
+    float *kt = base + at[0], *vt = base + at[1], *qs = base + at[2], *dop = base + at[3];
+    float *top = base + at[4], *inv = base + at[5], *dd = base + at[6], *dqa = base + at[7];
+    float *p = base + at[8], *ds = base + at[9], *stats = base + at[10];
+    float *dka = base + at[11], *dva = base + at[12];
+    nuvec_attention_pack_f32(lk, d, k, d, kt);
+    nuvec_attention_pack_f32(lk, dv, v, dv, vt);
+    for (int64_t h = 0; h < heads; h++)  /* each row's maximum and sum, in items of 120 rows */
+        for (int64_t r0 = 0; r0 < n; r0 += 120) {
+            int64_t r1 = n - r0 < 120 ? n : r0 + 120, k0 = 0, k1 = lk;
+            if (causal) {
+                k1 = offset + r1 < lk ? offset + r1 : lk;
+                if (window > 0 && offset + r0 - window + 1 > 0) k0 = offset + r0 - window + 1;
+            }
+            if (nuvec_attention_f32(1, r1 - r0, d, dv, q + (h * n + r0) * d, 0, scale, kt, NULL,
+                                    k0, k1, causal, offset + r0, window, NULL, 0,
+                                    stats + 2 * (h * n + r0))) {
+                free(base);
+                return -1;
+            }
+        }
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t r = h * np + i, src = h * n + i;
+            for (int64_t j = 0; j < d; j++) qs[r * d + j] = q[src * d + j] * scale;
+            float t = 0.0f;
+            for (int64_t j = 0; j < dv; j++) {
+                dop[r * dv + j] = dout[src * dv + j];
+                t = __builtin_fmaf(dout[src * dv + j], o[src * dv + j], t);
+            }
+            dd[r] = t;
+            top[r] = stats[2 * src];
+            inv[r] = 1.0f / stats[2 * src + 1];
+        }
+    for (int64_t c0 = 0; c0 < lk; c0 += BLOCK) {
+        int64_t keys = lk - c0 < BLOCK ? lk - c0 : BLOCK;
+        memset(dka, 0, (size_t)(tiles * d) * sizeof(float));
+        memset(dva, 0, (size_t)(tiles * dv) * sizeof(float));
+        int64_t first = 0, end = np;  /* the rows of a head that see the block */
+        if (causal) {
+            first = c0 - offset > 0 ? (c0 - offset) / ROWS * ROWS : 0;
+            if (window > 0) {
+                int64_t past = c0 + keys - 1 + window - offset;  /* (rows from here see none) */
+                end = past < 0 ? 0 : (past + ROWS - 1) / ROWS * ROWS < np
+                                          ? (past + ROWS - 1) / ROWS * ROWS : np;
+            }
+        }
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i0 = first; i0 < end; i0 += CHUNK) {
+                int64_t count = end - i0 < CHUNK ? end - i0 : CHUNK, rb = h * np + i0;
+                for (int64_t t = 0; t < count; t += ROWS) {
+                    scores(d, qs + (rb + t) * d, d, kt + c0 * d, p + t * BLOCK);
+                    scores(dv, dop + (rb + t) * dv, dv, vt + c0 * dv, ds + t * BLOCK);
+                }
+                for (int64_t t = 0; t < count; t++) {  /* P, then dS = P (dP - D) */
+                    float *pr = p + t * BLOCK, *dr = ds + t * BLOCK;
+                    int64_t r = rb + t;
+                    if (i0 + t >= n || !hide(pr, 0, keys, causal, window, offset + i0 + t - c0)) {
+                        memset(pr, 0, BLOCK * sizeof(float));
+                        memset(dr, 0, BLOCK * sizeof(float));
+                        continue;
+                    }
+                    vec m = vset1(top[r]), f = vset1(inv[r]), dr_ = vset1(dd[r]);
+                    for (int c = 0; c < BLOCK; c += WIDTH) {
+                        vec e = vmul(vexp(vsub(vload(pr + c), m)), f);
+                        vstore(pr + c, e);
+                        vstore(dr + c, vmul(e, vsub(vload(dr + c), dr_)));
+                    }
+                }
+                for (int64_t c = 0; c < tiles; c += ROWS) {
+                    values(count, dv, p + c, 1, BLOCK, dop + rb * dv, dva + c * dv);
+                    values(count, d, ds + c, 1, BLOCK, qs + rb * d, dka + c * d);
+                }
+                for (int64_t t = 0; t < count; t += ROWS)
+                    values(keys, d, ds + t * BLOCK, BLOCK, 1, k + c0 * d, dqa + (rb + t) * d);
+            }
+        memcpy(dk + c0 * d, dka, (size_t)(keys * d) * sizeof(float));
+        memcpy(dvo + c0 * dv, dva, (size_t)(keys * dv) * sizeof(float));
+    }
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < d; j++)
+                dq[(h * n + i) * d + j] = dqa[(h * np + i) * d + j] * scale;
     free(base);
     return 0;
 }

@@ -8,7 +8,9 @@ to `FUSED_ROWS` stacked query rows) in one call of the fused C kernel (`attentio
 online softmax and the product with the values in blocks of 64 keys held in registers and
 cache, each key head's keys packed once a call, nothing the size of the scores written. On the
 causal `[1, 8, 1024, 64]` call it took 0.79 of the BLAS tiles' time on two threads (one
-process, best of 30). Other calls take the BLAS tiles below.
+process, best of 30). Other calls take the BLAS tiles below. The backward node
+(`AttentionRowsVjp`) in float32 is one call of the fused kernel's gradients a key head
+(`attention_rows_vjp`).
 
 The BLAS tiles' work items are (batch, key head, query tile): the tile's rows of every query head
 of that key head, scaled and stacked as one matrix in per-thread scratch, against only the keys
@@ -77,11 +79,12 @@ _SOURCES = (Path(vector_math.__file__).with_name("vector_math.c"),
 
 
 class _Fused(NamedTuple):
-    """`attention.c`'s functions: `pack` a key head's keys, compute an `item`; `block`:
-    the keys a block."""
+    """`attention.c`'s functions: `pack` a key head's keys, compute an `item`, a key head's
+    gradients (`grad`); `block`: the keys a block."""
 
     pack: Any
     item: Any
+    grad: Any
     block: int
 
 
@@ -92,10 +95,13 @@ def _bind(lib: ctypes.CDLL) -> _Fused | None:
         return None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     pack, item = lib.nuvec_attention_pack_f32, lib.nuvec_attention_f32
+    grad = lib.nuvec_attention_grad_f32
     pack.argtypes, pack.restype = [i64, i64, ptr, i64, ptr], None
-    item.argtypes = [i64] * 4 + [ptr, i64, ctypes.c_float, ptr, ptr] + [i64] * 5 + [ptr, i64]
-    item.restype = ctypes.c_int
-    return _Fused(pack, item, int(block))
+    item.argtypes = ([i64] * 4 + [ptr, i64, ctypes.c_float, ptr, ptr] + [i64] * 5
+                     + [ptr, i64, ptr])
+    grad.argtypes = [i64] * 5 + [ctypes.c_float] + [ptr] * 5 + [i64] * 3 + [ptr] * 3
+    item.restype = grad.restype = ctypes.c_int
+    return _Fused(pack, item, grad, int(block))
 
 
 def fused_kernel() -> _Fused | None:
@@ -365,7 +371,8 @@ class Tiles:
         q, kt, v, out = (native.address(a) for a in (q4, self.kt, v3, self.out))
         return [(rep, r1 - r0, d, dv, q + 4 * ((u * rep * r + r0) * d), r * d, self.scale,
                  kt + 4 * u * span, v + 4 * u * lk * dv, k0, k1, int(p.causal),
-                 p.offset + r0, p.window or 0, out + 4 * ((u * rep * r + r0) * dv), r * dv)
+                 p.offset + r0, p.window or 0, out + 4 * ((u * rep * r + r0) * dv), r * dv,
+                 None)
                 for u, r0, r1, k0, k1 in ((bi * self.k.shape[1] + h, r0, r1, k0, k1)
                                           for _, bi, h, _, r0, r1, k0, k1 in self.items)]
 
@@ -569,6 +576,10 @@ class _Backward:
         self.size = size
         self.bounded = self.bounds()
         self.bias: np.ndarray | None = None  # the mask's bias, made by the first exact group
+        # the fused kernel's gradients, a key head an item, in float32 where every row sees a
+        # key (the forward's condition)
+        fused = fused_kernel() if f is np.float32 and self.lk else None
+        self.fused = fused if fused and not (p.causal and self.lq > self.lk) else None
 
     def bounds(self) -> np.ndarray:
         """Whether each key head's scores are bounded and `exp_visible` takes them (`exp`
@@ -582,6 +593,16 @@ class _Backward:
             kn = np.sqrt(np.einsum("ukd,ukd->uk", self.k, self.k).max(axis=1).astype(np.float64))
             score = abs(float(self.scale)) * qn * kn
             return (score <= limit) & (score + np.log(self.lk) <= total_limit)
+
+    def fused_unit(self, u: int) -> None:
+        """Key head `u`'s gradients through the fused kernel (`attention.c`): one C call."""
+        d, dv, p = self.q.shape[2], self.v.shape[2], self.p
+        arrays = (self.q, self.k, self.v, self.o, self.do, self.dq, self.dk, self.dv)
+        q, k, v, o, do, dq, dk, dvo = (native.address(a[u]) for a in arrays)
+        if self.fused.grad(self.rep, self.lq, self.lk, d, dv, self.scale, q, k, v, o, do,
+                           int(p.causal), self.lk - self.lq, p.window or 0, dq, dk, dvo):
+            raise MemoryError(f"scaled_dot_product_attention: no memory for the gradients of "
+                              f"a key head of {self.rows} rows and {self.lk} keys")
 
     def group(self, i: int) -> None:
         u0 = self.starts[i]
@@ -644,15 +665,22 @@ class _Backward:
 @kernel(AttentionRowsVjp)
 def attention_rows_vjp(p, q, k, v, out, dout):
     """`AttentionRowsVjp` on the CPU: per key head, its query heads' rows stacked, the scores
-    recomputed and their `exp` taken (without the row maximum where bounded, as the forward
-    kernel's tiles), then `dV = Pᵀ dO`, `dS = P ⊙ (dO Vᵀ − rowsum(dO ⊙ O))`,
-    `dQ = scale · dS K`, `dK = dSᵀ (scale · Q)` with the softmax's sums folded into `dO`; key
-    heads in groups of at most `GROUP_SCORES` scores, one batched product per step, the groups
-    on the thread pool (BLAS on one thread meanwhile). A group's result does not depend on the
-    thread count."""
+    recomputed and their softmax taken, then `dV = Pᵀ dO`, `dS = P ⊙ (dO Vᵀ − rowsum(dO ⊙ O))`,
+    `dQ = scale · dS K`, `dK = dSᵀ (scale · Q)`. In float32 where the fused kernel is built
+    (and every row sees a key), one C call a key head (`attention.c`: blocks of keys against
+    chunks of rows, nothing the size of the scores written); otherwise with the softmax's sums
+    folded into `dO`, without the row maximum where bounded (as the forward kernel's tiles), key
+    heads in groups of at most `GROUP_SCORES` scores, one batched product per step. Key heads
+    or groups run on the thread pool (BLAS on one thread meanwhile); a result does not depend
+    on the thread count."""
     call = _Backward(p, q, k, v, out, dout)
     work = call.units * call.rows * call.lk * (q.shape[3] + v.shape[3]) * 2
-    if work < MIN_THREADED_WORK or len(call.starts) == 1:
+    if call.fused and work < MIN_THREADED_WORK:
+        for u in range(call.units):
+            call.fused_unit(u)
+    elif call.fused:
+        parallel_items(call.units, call.fused_unit)
+    elif work < MIN_THREADED_WORK or len(call.starts) == 1:
         for i in range(len(call.starts)):
             call.group(i)
     else:
