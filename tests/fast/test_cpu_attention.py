@@ -407,6 +407,9 @@ FUSED = {  # keys across blocks of 64, D and Dv off the vector width, value tail
                                  window=70),
     "short_window": dict(qs=(1, 2, 90, 16), ks=(1, 2, 90, 16), dv=16, mask="causal", window=3),
     "plain_decode": dict(qs=(3, 4, 1, 32), ks=(3, 4, 257, 32), dv=8, mask=None),
+    "gqa_decode_window": dict(qs=(1, 8, 2, 20), ks=(1, 2, 300, 20), dv=20, mask="causal",
+                              window=90),
+    "sixteen_rows_unpacked": dict(qs=(1, 4, 4, 16), ks=(1, 1, 100, 16), dv=16, mask="causal"),
     "plain_one_key": dict(qs=(1, 2, 5, 4), ks=(1, 2, 1, 4), dv=3, mask=None),
     "large_scores": dict(qs=(1, 2, 100, 8), ks=(1, 2, 100, 8), dv=8, mask="causal",
                          scale=60.0),
@@ -433,13 +436,13 @@ def test_the_default_path_matches_float64_across_key_blocks(num_threads, case):
 
 def test_the_fused_rows_of_an_item_do_not_change_any_bit(monkeypatch):
     """Each row's sums run over the key blocks in order whatever rows share its item: items
-    of 4 and of 128 stacked rows, and strided and float16 inputs (copied once a call), give
-    the same bits."""
+    of 24 and of 128 stacked rows (both above `UNPACKED_ROWS`: packed keys), and strided and
+    float16 inputs (copied once a call), give the same bits."""
     rng = np.random.default_rng(31)
     q, k, v = (rng.standard_normal((2, 4, 100, 24)).astype(np.float32) for _ in range(3))
     args = dict(scale=0.3, mask="causal", window=40)
     want = np.asarray(sdpa(mx.array(q), mx.array(k), mx.array(v), **args))
-    monkeypatch.setattr(fast_attention, "FUSED_ROWS", 4)
+    monkeypatch.setattr(fast_attention, "FUSED_ROWS", 24)
     got = sdpa(mx.array(q), mx.array(k), mx.array(v), **args)
     assert np.array_equal(np.asarray(got), want)
     strided = [mx.swapaxes(mx.array(np.swapaxes(a, 1, 2).copy()), 1, 2) for a in (q, k, v)]

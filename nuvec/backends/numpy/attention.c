@@ -16,7 +16,8 @@
  * where the maximum moved; then the accumulator plus these weights times the block's values,
  * in registers again (ROWS x 4 vectors of value columns, then single vectors, then scalars).
  * Blocks start at multiples of BLOCK keys whatever the tile, so a row's result does not depend
- * on which rows share its item, nor on the thread that computes it.
+ * on which rows share its item (among items that pack their keys), nor on the thread that
+ * computes it. Items of a few rows may skip the packing (`scores_unpacked`).
  */
 
 #include <stdint.h>
@@ -72,6 +73,23 @@ static void scores(int64_t d, const float *q, int64_t ldq, const float *kt, floa
         for (int i = 0; i < ROWS; i++)
             for (int v = 0; v < 4; v++) vstore(s + i * BLOCK + j + v * WIDTH, c[i][v]);
     }
+}
+
+/* s[i][c] = q[i] . k[c] for the `rows` rows of q (`d` apart) and `keys` key rows (`d` apart),
+ * s's rows BLOCK apart: the scores of a few rows straight from the keys, without packing them
+ * (each score a vector sum across its lanes) */
+static void scores_unpacked(int64_t rows, int64_t d, const float *q, const float *k,
+                            int64_t keys, float *s) {
+    for (int64_t c = 0; c < keys; c++)
+        for (int64_t i = 0; i < rows; i++) {
+            const float *qi = q + i * d, *kc = k + c * d;
+            vec acc = vzero();
+            int64_t p = 0;
+            for (; p + WIDTH <= d; p += WIDTH) acc = vfma(vload(qi + p), vload(kc + p), acc);
+            float t = vhadd(acc);
+            for (; p < d; p++) t = __builtin_fmaf(qi[p], kc[p], t);
+            s[i * BLOCK + c] = t;
+        }
 }
 
 /* acc[ROWS][dv] (rows `dv` apart) += p[ROWS][keys] times `keys` rows of v (`dv` apart), p[i][k]
@@ -192,16 +210,17 @@ void nuvec_attention_pack_f32(int64_t lk, int64_t d, const float *k, int64_t ld,
 
 /* One item: `heads` query heads of `n` rows each (head h's row i at q + h*q_head + i*d),
  * scaled by `scale`, against keys k0..k1 of a key head (`kt` as `nuvec_attention_pack_f32`
- * packs them, `v` rows `dv` apart); with `causal`, row i sees keys up to position `pos + i`
+ * packs them, or where `kt` is NULL the key rows `k`, `d` apart: a few rows' scores without
+ * the packing; `v` rows `dv` apart); with `causal`, row i sees keys up to position `pos + i`
  * and, with `window > 0`, only those after `pos + i - window`. Each row must see at least one
  * key. Output row i of head h at out + h*out_head + i*dv; with `stats`, the stacked row r's
  * maximum score and its sum of exp(score - maximum) at stats[2r] and stats[2r + 1] (`v` and
  * `out` may then be NULL: no values). Returns 0, or -1 where its scratch could not be
  * allocated. */
 int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const float *q,
-                        int64_t q_head, float scale, const float *kt, const float *v,
-                        int64_t k0, int64_t k1, int64_t causal, int64_t pos, int64_t window,
-                        float *out, int64_t out_head, float *stats) {
+                        int64_t q_head, float scale, const float *kt, const float *k,
+                        const float *v, int64_t k0, int64_t k1, int64_t causal, int64_t pos,
+                        int64_t window, float *out, int64_t out_head, float *stats) {
     int64_t rows = heads * n, padded = (rows + ROWS - 1) / ROWS * ROWS;
     /* scratch, each part on a 64-byte boundary: the rows' sums (a vector each, added across
      * its lanes at the end), scaled query rows, a block's scores, accumulators, maxima */
@@ -221,14 +240,18 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
     }
     memset(qs + rows * d, 0, (size_t)((padded - rows) * d) * sizeof(float));
     memset(acc, 0, (size_t)(padded * dv) * sizeof(float));
+    /* (the padding rows' weights stay 0 where `scores_unpacked` leaves them alone) */
+    memset(s + rows * BLOCK, 0, (size_t)((padded - rows) * BLOCK) * sizeof(float));
     for (int64_t r = 0; r < padded; r++) {
         top[r] = -__builtin_inff();
         total[r] = vzero();
     }
     for (int64_t c0 = k0 / BLOCK * BLOCK; c0 < k1; c0 += BLOCK) {
         int64_t keys = k1 - c0 < BLOCK ? k1 - c0 : BLOCK;
-        const float *block = kt + c0 * d;
-        for (int64_t r = 0; r < padded; r += ROWS) scores(d, qs + r * d, d, block, s + r * BLOCK);
+        if (kt == NULL)
+            scores_unpacked(rows, d, qs, k + c0 * d, keys, s);
+        for (int64_t r = 0; kt != NULL && r < padded; r += ROWS)
+            scores(d, qs + r * d, d, kt + c0 * d, s + r * BLOCK);
         for (int64_t r = 0; r < rows; r++) {
             float *sr = s + r * BLOCK;
             if (!hide(sr, k0 > c0 ? k0 - c0 : 0, keys, causal, window, pos + r % n - c0)) {
@@ -315,7 +338,7 @@ int nuvec_attention_grad_f32(int64_t heads, int64_t n, int64_t lk, int64_t d, in
                 if (window > 0 && offset + r0 - window + 1 > 0) k0 = offset + r0 - window + 1;
             }
             if (nuvec_attention_f32(1, r1 - r0, d, dv, q + (h * n + r0) * d, 0, scale, kt, NULL,
-                                    k0, k1, causal, offset + r0, window, NULL, 0,
+                                    NULL, k0, k1, causal, offset + r0, window, NULL, 0,
                                     stats + 2 * (h * n + r0))) {
                 free(base);
                 return -1;

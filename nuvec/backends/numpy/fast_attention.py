@@ -6,7 +6,8 @@ float32 calls (half types computed in float32) without a mask array, sinks or ro
 key, on a machine with AVX-512 and a C compiler, compute each work item (batch, key head, up
 to `FUSED_ROWS` stacked query rows) in one call of the fused C kernel (`attention.c`): scores,
 online softmax and the product with the values in blocks of 64 keys held in registers and
-cache, each key head's keys packed once a call, nothing the size of the scores written. On the
+cache, each key head's keys packed once a call (read as they are by items of at most
+`UNPACKED_ROWS` rows), nothing the size of the scores written. On the
 causal `[1, 8, 1024, 64]` call it took 0.79 of the BLAS tiles' time on two threads (one
 process, best of 30). Other calls take the BLAS tiles below. The backward node
 (`AttentionRowsVjp`) in float32 is one call of the fused kernel's gradients a key head
@@ -74,6 +75,12 @@ GROUP_SCORES = 1 << 18
 # Stacked query rows an item of the fused kernel computes at most (`attention.c`): 128 took
 # 0.93 of 256's time and 0.87 of 32's on a causal `[1, 8, 1024, 64]` call (one thread).
 FUSED_ROWS = 128
+# Items of at most this many stacked rows (decoding, a few grouped query heads) take their
+# scores from the key rows as they are, each a sum across a vector's lanes: packing the keys,
+# a pass that writes them all, cost more than these rows' products. Against 2048 keys in 8
+# heads (D 64): 1 row 0.54 ms against 1.31 packed, 8 rows 0.76 against 1.35, 16 rows 0.95 to
+# 1.09 against 1.30 to 1.45.
+UNPACKED_ROWS = 16
 _SOURCES = (Path(vector_math.__file__).with_name("vector_math.c"),
             Path(__file__).with_name("attention.c"))
 
@@ -97,7 +104,7 @@ def _bind(lib: ctypes.CDLL) -> _Fused | None:
     pack, item = lib.nuvec_attention_pack_f32, lib.nuvec_attention_f32
     grad = lib.nuvec_attention_grad_f32
     pack.argtypes, pack.restype = [i64, i64, ptr, i64, ptr], None
-    item.argtypes = ([i64] * 4 + [ptr, i64, ctypes.c_float, ptr, ptr] + [i64] * 5
+    item.argtypes = ([i64] * 4 + [ptr, i64, ctypes.c_float, ptr, ptr, ptr] + [i64] * 5
                      + [ptr, i64, ptr])
     grad.argtypes = [i64] * 5 + [ctypes.c_float] + [ptr] * 5 + [i64] * 3 + [ptr] * 3
     item.restype = grad.restype = ctypes.c_int
@@ -367,12 +374,16 @@ class Tiles:
         units, lk, d = k3.shape
         r, dv, p, rep = q4.shape[2], v3.shape[2], self.p, self.rep
         span = -(-lk // self.fused.block) * self.fused.block * d
-        self.kt = np.empty((units, span), np.float32)
-        q, kt, v, out = (native.address(a) for a in (q4, self.kt, v3, self.out))
+        if rep * self.rows <= UNPACKED_ROWS:  # (scores from the key rows: nothing packed)
+            self.packed = [True] * units
+        else:
+            self.kt = np.empty((units, span), np.float32)
+        q, k, v, out = (native.address(a) for a in (q4, k3, v3, self.out))
+        kt = None if self.kt is None else native.address(self.kt)
         return [(rep, r1 - r0, d, dv, q + 4 * ((u * rep * r + r0) * d), r * d, self.scale,
-                 kt + 4 * u * span, v + 4 * u * lk * dv, k0, k1, int(p.causal),
-                 p.offset + r0, p.window or 0, out + 4 * ((u * rep * r + r0) * dv), r * dv,
-                 None)
+                 None if kt is None else kt + 4 * u * span, k + 4 * u * lk * d,
+                 v + 4 * u * lk * dv, k0, k1, int(p.causal), p.offset + r0, p.window or 0,
+                 out + 4 * ((u * rep * r + r0) * dv), r * dv, None)
                 for u, r0, r1, k0, k1 in ((bi * self.k.shape[1] + h, r0, r1, k0, k1)
                                           for _, bi, h, _, r0, r1, k0, k1 in self.items)]
 
