@@ -192,19 +192,57 @@ static int hide(float *sr, int64_t lo, int64_t keys, int64_t causal, int64_t win
     return 1;
 }
 
+/* r[j] becomes the j-th entries of r[0..16] (a 16 x 16 transpose in registers): rows
+ * interleaved by pairs of floats, then of pairs, then 128-bit lanes exchanged twice */
+static inline void transpose16(vec r[16]) {
+    vec t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        __m512d c = _mm512_castps_pd(t[4 * i + 1]), e = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, e));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, e));
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+    }
+}
 /* The keys of one key head (`lk` rows of `d`, `ld` floats apart) packed for
  * `nuvec_attention_f32`: block b (keys b*BLOCK on) as d rows of BLOCK keys, zero past the last
  * key; `kt` holds ceil(lk / BLOCK) * d * BLOCK floats. */
 void nuvec_attention_pack_f32(int64_t lk, int64_t d, const float *k, int64_t ld, float *kt) {
     for (int64_t c0 = 0; c0 < lk; c0 += BLOCK) {
-        int64_t keys = lk - c0 < BLOCK ? lk - c0 : BLOCK;
+        int64_t keys = lk - c0 < BLOCK ? lk - c0 : BLOCK, c = 0;
         float *block = kt + c0 * d;
-        for (int64_t c = 0; c < keys; c++) {
+        for (; c + WIDTH <= keys; c += WIDTH) {  /* 16 keys x 16 entries at a time */
+            const float *kc = k + (c0 + c) * ld;
+            int64_t p = 0;
+            for (; p + WIDTH <= d; p += WIDTH) {
+                vec r[WIDTH];
+                for (int i = 0; i < WIDTH; i++) r[i] = vload(kc + i * ld + p);
+                transpose16(r);
+                for (int j = 0; j < WIDTH; j++) vstore(block + (p + j) * BLOCK + c, r[j]);
+            }
+            for (; p < d; p++)
+                for (int i = 0; i < WIDTH; i++) block[p * BLOCK + c + i] = kc[i * ld + p];
+        }
+        for (; c < keys; c++) {
             const float *kc = k + (c0 + c) * ld;
             for (int64_t p = 0; p < d; p++) block[p * BLOCK + c] = kc[p];
         }
         for (int64_t p = 0; p < d; p++)
-            for (int64_t c = keys; c < BLOCK; c++) block[p * BLOCK + c] = 0.0f;
+            for (c = keys; c < BLOCK; c++) block[p * BLOCK + c] = 0.0f;
     }
 }
 
