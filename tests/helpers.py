@@ -24,6 +24,16 @@ SCALE_ADD(scale_add_f64, double)
 """
 
 
+def has_avx512() -> bool:
+    """Whether this machine's processor has AVX-512 (what nuvec's fused C kernels of attention
+    and of quantized rows need), from /proc/cpuinfo (False where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+    except OSError:
+        return False
+
+
 def ids(x) -> str:
     """A parametrize id: a dtype's name, anything else as `str`."""
     return getattr(x, "name", str(x))

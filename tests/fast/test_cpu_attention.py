@@ -10,6 +10,7 @@ import pytest
 
 import nuvec as mx
 from fast_refs import TOL, nodes, reference, sample
+from helpers import has_avx512
 from nuvec.backends import vector_math
 from nuvec.backends.numpy import fast_attention
 from nuvec.backends.numpy.fast_attention import Tiles
@@ -380,18 +381,10 @@ def test_the_diagonal_pieces_are_kept_read_only_and_equal_to_new_ones(monkeypatc
     assert len(fa._diagonals) == 3
 
 
-def _avx512() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
-    except OSError:
-        return False
-
-
-def test_the_fused_kernel_is_built_where_the_machine_has_avx512():
+def test_the_fused_kernel_is_built_where_the_machine_hashas_avx512():
     from nuvec.backends import native
 
-    built = native.compiler() is not None and _avx512()
+    built = native.compiler() is not None and has_avx512()
     assert (fast_attention.fused_kernel() is not None) == built
     plan = plan_attention((1, 2, 8, 8), (1, 2, 8, 8), (1, 2, 8, 8), mx.float32, mask="causal")
     op = AttentionRows(0.5, True, False, False, 0, None, plan.kernel)

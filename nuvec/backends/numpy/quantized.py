@@ -2,17 +2,70 @@
 
 Codes are a little-endian bit stream per row stored as uint32 (MLX's layout): code `i` of a row
 occupies bits `[i * bits, (i + 1) * bits)`, so 3-, 5- and 6-bit codes straddle bytes and words.
+
+`quantized_matmul` of at most `FEW_ROWS` rows of float32 against 2-D 4- or 8-bit weights
+(`transpose=True`, groups a multiple of 32), as in decoding, is one pass of `quantized.c` over
+the packed weights (on a machine with AVX-512 and a C compiler), the weight rows split over the
+thread pool; other products dequantize blocks of weight rows and multiply through BLAS.
 """
 
 from __future__ import annotations
 
+import ctypes
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
+from nuvec.backends import native
 from nuvec.backends.numpy.registry import kernel
+from nuvec.backends.threads import parallel_rows
 from nuvec.ops import quantized as q
 
 # Rows of weights dequantized at once by quantized_matmul: about 32 MiB of float32 per block.
 _BLOCK_ELEMENTS = 1 << 23
+# Rows of x up to which `quantized.c` computes the product from the packed weights: it reads
+# each weight once per 8 rows of x, where BLAS on dequantized weights gains with more rows.
+FEW_ROWS = 16
+_SOURCE = Path(__file__).with_name("quantized.c")
+
+
+def _bind(lib: ctypes.CDLL) -> Any:
+    lib.nuvec_qmv_width.restype = ctypes.c_int64
+    if not lib.nuvec_qmv_width():
+        return None
+    fn = lib.nuvec_qmv_f32
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    fn.argtypes = [i64] * 4 + [ptr] * 4 + [i64, i64, ptr, i64]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _packed_product(p, x: np.ndarray, w: np.ndarray, scales: np.ndarray,
+                    biases: np.ndarray) -> np.ndarray | None:
+    """`x @ (scales * codes + biases)ᵀ` by `quantized.c` for 2-D float32 `x` of at most
+    `FEW_ROWS` rows; None where it does not apply (the caller dequantizes)."""
+    if (x.dtype != np.float32 or not p.transpose or p.bits not in (4, 8) or w.ndim != 2
+            or p.group_size % 32 or x.ndim != 2 or not 0 < x.shape[0] <= FEW_ROWS):
+        return None
+    fn = native.bound(_SOURCE, _bind)
+    if fn is None:
+        return None
+    m, k = x.shape
+    n = w.shape[0]
+    x = np.ascontiguousarray(x)
+    data = np.ascontiguousarray(w).astype("<u4", copy=False)
+    s = np.ascontiguousarray(scales, np.float32)
+    b = np.ascontiguousarray(biases, np.float32)
+    out = np.empty((m, n), np.float32)
+    addresses = [native.address(a) for a in (x, data, s, b, out)]
+
+    def rows(start: int, stop: int) -> None:
+        if fn(m, k, p.bits, p.group_size, *addresses[:4], start, stop, addresses[4], n):
+            raise MemoryError(f"quantized_matmul: no memory for {m} rows of {k}")
+
+    parallel_rows(n, rows, row_bytes=k * p.bits // 8 * m)
+    return out
 
 
 def _work_dtype(dtype: np.dtype) -> np.dtype:
@@ -149,6 +202,10 @@ def quantized_matmul(p, x, w, scales, biases):
     lead = xw.shape[:-1]
     if w.ndim == 2 and xw.ndim > 2:  # one 2-D product: NumPy's stacked path is much slower
         xw = xw.reshape(-1, xw.shape[-1])
+    packed = _packed_product(p, xw, w, scales, biases)
+    if packed is not None:
+        out = packed if xw.ndim == len(lead) + 1 else packed.reshape(*lead, packed.shape[-1])
+        return out[..., 0, :] if vector else out
     rows = w.shape[-2]
     columns = w.shape[-1] * 32 // p.bits
     planes = 8 % p.bits == 0
