@@ -585,12 +585,12 @@ class _Backward:
         size = max(1, GROUP_SCORES // max(1, rows * self.lk))
         self.starts = list(range(0, self.units, size))
         self.size = size
-        self.bounded = self.bounds()
-        self.bias: np.ndarray | None = None  # the mask's bias, made by the first exact group
         # the fused kernel's gradients, a key head an item, in float32 where every row sees a
-        # key (the forward's condition)
+        # key (the forward's condition); else the BLAS groups, bounded where their scores are
         fused = fused_kernel() if f is np.float32 and self.lk else None
         self.fused = fused if fused and not (p.causal and self.lq > self.lk) else None
+        self.bounded = None if self.fused else self.bounds()
+        self.bias: np.ndarray | None = None  # the mask's bias, made by the first exact group
 
     def bounds(self) -> np.ndarray:
         """Whether each key head's scores are bounded and `exp_visible` takes them (`exp`
