@@ -14,9 +14,15 @@ def slice_(xp, p, x):
     return x[p.index()]
 
 
-@body(sl.SliceUpdate)
-def slice_update(xp, p, x, update):
-    out = xp.array(x, copy=True)
+def _updated(xp, x, out):
+    """The buffer a window update writes into: `x`'s own where the evaluator gives it up
+    (`out is x`: nothing else sees it, so the rest is not copied), else a copy of `x`."""
+    return out if out is x else xp.array(x, copy=True)
+
+
+@body(sl.SliceUpdate, out=True)
+def slice_update(xp, p, x, update, out=None):
+    out = _updated(xp, x, out)
     out[p.index()] = update
     return out
 
@@ -57,9 +63,10 @@ def dynamic_slice(xp, p, x, start):
     return x[_window(xp, x, start, p.axes, p.sizes, p.batched)]
 
 
-@body(sl.DynamicSliceUpdate)
-def dynamic_slice_update(xp, p, x, update, start):
+@body(sl.DynamicSliceUpdate, out=True)
+def dynamic_slice_update(xp, p, x, update, start, out=None):
     sizes = tuple(update.shape[a] for a in p.axes)
-    out = xp.array(x, copy=True)
-    out[_window(xp, x, start, p.axes, sizes, p.batched)] = update
+    window = _window(xp, x, start, p.axes, sizes, p.batched)
+    out = _updated(xp, x, out)
+    out[window] = update
     return out

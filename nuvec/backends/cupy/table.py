@@ -94,12 +94,15 @@ def host_route(cpu_kernel: Callable, to_host: Callable, from_host: Callable) -> 
 
 
 def _bits_kernel(fn: Callable) -> Callable:
-    """`fn` applied to the bits of bfloat16 inputs, its result wrapped back."""
+    """`fn` applied to the bits of bfloat16 inputs, its result wrapped back; `out` (given only
+    to a class whose body takes it: a window update's input buffer) passed on otherwise."""
 
     def compute(p, *inputs, out=None):
         if any(type(x) is Bfloat16Buffer for x in inputs):
             bits = [x.bits if type(x) is Bfloat16Buffer else x for x in inputs]
             return Bfloat16Buffer(fn(p, *bits))
+        if out is not None:
+            return fn(p, *inputs, out=out)
         return fn(p, *inputs)
 
     return compute
