@@ -443,3 +443,22 @@ def test_the_fused_rows_of_an_item_do_not_change_any_bit(monkeypatch):
     half = [mx.array(a.astype(np.float16)) for a in (q, k, v)]
     ref = reference(*(np.asarray(a).astype(np.float64) for a in half), 0.3, "causal", None, 40)
     assert_allclose(sdpa(*half, **args), ref, dtype=mx.float16, rtol=2e-3, atol=2e-3)
+
+
+def test_inputs_read_where_they_are():
+    """Queries reversed along their rows (a negative stride), keys broadcast over the batch (a
+    zero stride) and values as a transposed `[B, T, H, D]` view are read in place: the bits of
+    contiguous copies, and float64's values."""
+    rng = np.random.default_rng(41)
+    q = rng.standard_normal((2, 4, 90, 16)).astype(np.float32)
+    k = rng.standard_normal((1, 2, 90, 16)).astype(np.float32)
+    v = rng.standard_normal((2, 90, 2, 16)).astype(np.float32)
+    views = (mx.array(q)[:, :, ::-1], mx.broadcast_to(mx.array(k), (2, 2, 90, 16)),
+             mx.swapaxes(mx.array(v), 1, 2))
+    copies = [mx.contiguous(a) for a in views]
+    args = dict(scale=0.3, mask="causal")
+    got = np.asarray(sdpa(*views, **args))
+    assert np.array_equal(got, np.asarray(sdpa(*copies, **args)))
+    want = reference(q[:, :, ::-1].astype(np.float64), np.repeat(k, 2, 0).astype(np.float64),
+                     np.swapaxes(v, 1, 2).astype(np.float64), 0.3, "causal")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -75,14 +75,14 @@ static void scores(int64_t d, const float *q, int64_t ldq, const float *kt, floa
     }
 }
 
-/* s[i][c] = q[i] . k[c] for the `rows` rows of q (`d` apart) and `keys` key rows (`d` apart),
- * s's rows BLOCK apart: the scores of a few rows straight from the keys, without packing them
- * (each score a vector sum across its lanes) */
+/* s[i][c] = q[i] . k[c] for the `rows` rows of q (`d` apart) and `keys` key rows (`ldk`
+ * apart), s's rows BLOCK apart: the scores of a few rows straight from the keys, without
+ * packing them (each score a vector sum across its lanes) */
 static void scores_unpacked(int64_t rows, int64_t d, const float *q, const float *k,
-                            int64_t keys, float *s) {
+                            int64_t ldk, int64_t keys, float *s) {
     for (int64_t c = 0; c < keys; c++)
         for (int64_t i = 0; i < rows; i++) {
-            const float *qi = q + i * d, *kc = k + c * d;
+            const float *qi = q + i * d, *kc = k + c * ldk;
             vec acc = vzero();
             int64_t p = 0;
             for (; p + WIDTH <= d; p += WIDTH) acc = vfma(vload(qi + p), vload(kc + p), acc);
@@ -92,18 +92,18 @@ static void scores_unpacked(int64_t rows, int64_t d, const float *q, const float
         }
 }
 
-/* acc[ROWS][dv] (rows `dv` apart) += p[ROWS][keys] times `keys` rows of v (`dv` apart), p[i][k]
- * at p[i * ldi + k * ldk]: a tile's weights times a block's values (ldi BLOCK, ldk 1), or in
- * the backward a block's weights transposed times a chunk's rows (ldi 1, ldk BLOCK) */
+/* acc[ROWS][dv] (rows `dv` apart) += p[ROWS][keys] times `keys` rows of v (`ldv` apart),
+ * p[i][k] at p[i * ldi + k * ldk]: a tile's weights times a block's values (ldi BLOCK, ldk 1),
+ * or in the backward a block's weights transposed times a chunk's rows (ldi 1, ldk BLOCK) */
 static void values(int64_t keys, int64_t dv, const float *p, int64_t ldi, int64_t ldk,
-                   const float *v, float *acc) {
+                   const float *v, int64_t ldv, float *acc) {
     int64_t j = 0;
     for (; j + STRIP <= dv; j += STRIP) {
         vec c[ROWS][4];
         for (int i = 0; i < ROWS; i++)
             for (int u = 0; u < 4; u++) c[i][u] = vload(acc + i * dv + j + u * WIDTH);
         for (int64_t k = 0; k < keys; k++) {
-            const float *vk = v + k * dv + j;
+            const float *vk = v + k * ldv + j;
             vec b0 = vload(vk), b1 = vload(vk + WIDTH), b2 = vload(vk + 2 * WIDTH),
                 b3 = vload(vk + 3 * WIDTH);
             for (int i = 0; i < ROWS; i++) {
@@ -121,7 +121,7 @@ static void values(int64_t keys, int64_t dv, const float *p, int64_t ldi, int64_
         vec c[ROWS];
         for (int i = 0; i < ROWS; i++) c[i] = vload(acc + i * dv + j);
         for (int64_t k = 0; k < keys; k++) {
-            vec b = vload(v + k * dv + j);
+            vec b = vload(v + k * ldv + j);
             for (int i = 0; i < ROWS; i++) c[i] = vfma(vset1(p[i * ldi + k * ldk]), b, c[i]);
         }
         for (int i = 0; i < ROWS; i++) vstore(acc + i * dv + j, c[i]);
@@ -130,7 +130,7 @@ static void values(int64_t keys, int64_t dv, const float *p, int64_t ldi, int64_
         for (int i = 0; i < ROWS; i++) {
             float c = acc[i * dv + j];
             for (int64_t k = 0; k < keys; k++)
-                c = __builtin_fmaf(p[i * ldi + k * ldk], v[k * dv + j], c);
+                c = __builtin_fmaf(p[i * ldi + k * ldk], v[k * ldv + j], c);
             acc[i * dv + j] = c;
         }
 }
@@ -246,19 +246,20 @@ void nuvec_attention_pack_f32(int64_t lk, int64_t d, const float *k, int64_t ld,
     }
 }
 
-/* One item: `heads` query heads of `n` rows each (head h's row i at q + h*q_head + i*d),
+/* One item: `heads` query heads of `n` rows each (head h's row i at q + h*q_head + i*ldq),
  * scaled by `scale`, against keys k0..k1 of a key head (`kt` as `nuvec_attention_pack_f32`
- * packs them, or where `kt` is NULL the key rows `k`, `d` apart: a few rows' scores without
- * the packing; `v` rows `dv` apart); with `causal`, row i sees keys up to position `pos + i`
+ * packs them, or where `kt` is NULL the key rows `k`, `ldk` apart: a few rows' scores without
+ * the packing; `v` rows `ldv` apart); with `causal`, row i sees keys up to position `pos + i`
  * and, with `window > 0`, only those after `pos + i - window`. Each row must see at least one
  * key. Output row i of head h at out + h*out_head + i*dv; with `stats`, the stacked row r's
  * maximum score and its sum of exp(score - maximum) at stats[2r] and stats[2r + 1] (`v` and
  * `out` may then be NULL: no values). Returns 0, or -1 where its scratch could not be
  * allocated. */
 int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const float *q,
-                        int64_t q_head, float scale, const float *kt, const float *k,
-                        const float *v, int64_t k0, int64_t k1, int64_t causal, int64_t pos,
-                        int64_t window, float *out, int64_t out_head, float *stats) {
+                        int64_t q_head, int64_t ldq, float scale, const float *kt,
+                        const float *k, int64_t ldk, const float *v, int64_t ldv, int64_t k0,
+                        int64_t k1, int64_t causal, int64_t pos, int64_t window, float *out,
+                        int64_t out_head, float *stats) {
     int64_t rows = heads * n, padded = (rows + ROWS - 1) / ROWS * ROWS;
     /* scratch, each part on a 64-byte boundary: the rows' sums (a vector each, added across
      * its lanes at the end), scaled query rows, a block's scores, accumulators, maxima */
@@ -273,7 +274,7 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
     vec *total = (vec *)base;
     float *qs = base + at[1], *s = base + at[2], *acc = base + at[3], *top = base + at[4];
     for (int64_t r = 0; r < rows; r++) {
-        const float *src = q + (r / n) * q_head + (r % n) * d;
+        const float *src = q + (r / n) * q_head + (r % n) * ldq;
         for (int64_t p = 0; p < d; p++) qs[r * d + p] = src[p] * scale;
     }
     memset(qs + rows * d, 0, (size_t)((padded - rows) * d) * sizeof(float));
@@ -287,7 +288,7 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
     for (int64_t c0 = k0 / BLOCK * BLOCK; c0 < k1; c0 += BLOCK) {
         int64_t keys = k1 - c0 < BLOCK ? k1 - c0 : BLOCK;
         if (kt == NULL)
-            scores_unpacked(rows, d, qs, k + c0 * d, keys, s);
+            scores_unpacked(rows, d, qs, k + c0 * ldk, ldk, keys, s);
         for (int64_t r = 0; kt != NULL && r < padded; r += ROWS)
             scores(d, qs + r * d, d, kt + c0 * d, s + r * BLOCK);
         for (int64_t r = 0; r < rows; r++) {
@@ -308,7 +309,7 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
             total[r] = vadd(total[r], row_exp(sr, m));
         }
         for (int64_t r = 0; v != NULL && r < padded; r += ROWS)
-            values(keys, dv, s + r * BLOCK, BLOCK, 1, v + c0 * dv, acc + r * dv);
+            values(keys, dv, s + r * BLOCK, BLOCK, 1, v + c0 * ldv, ldv, acc + r * dv);
     }
     for (int64_t r = 0; out != NULL && r < rows; r++) {
         float *dst = out + (r / n) * out_head + (r % n) * dv;
@@ -375,9 +376,9 @@ int nuvec_attention_grad_f32(int64_t heads, int64_t n, int64_t lk, int64_t d, in
                 k1 = offset + r1 < lk ? offset + r1 : lk;
                 if (window > 0 && offset + r0 - window + 1 > 0) k0 = offset + r0 - window + 1;
             }
-            if (nuvec_attention_f32(1, r1 - r0, d, dv, q + (h * n + r0) * d, 0, scale, kt, NULL,
-                                    NULL, k0, k1, causal, offset + r0, window, NULL, 0,
-                                    stats + 2 * (h * n + r0))) {
+            if (nuvec_attention_f32(1, r1 - r0, d, dv, q + (h * n + r0) * d, 0, d, scale, kt,
+                                    NULL, d, NULL, dv, k0, k1, causal, offset + r0, window,
+                                    NULL, 0, stats + 2 * (h * n + r0))) {
                 free(base);
                 return -1;
             }
@@ -431,11 +432,12 @@ int nuvec_attention_grad_f32(int64_t heads, int64_t n, int64_t lk, int64_t d, in
                     }
                 }
                 for (int64_t c = 0; c < tiles; c += ROWS) {
-                    values(count, dv, p + c, 1, BLOCK, dop + rb * dv, dva + c * dv);
-                    values(count, d, ds + c, 1, BLOCK, qs + rb * d, dka + c * d);
+                    values(count, dv, p + c, 1, BLOCK, dop + rb * dv, dv, dva + c * dv);
+                    values(count, d, ds + c, 1, BLOCK, qs + rb * d, d, dka + c * d);
                 }
                 for (int64_t t = 0; t < count; t += ROWS)
-                    values(keys, d, ds + t * BLOCK, BLOCK, 1, k + c0 * d, dqa + (rb + t) * d);
+                    values(keys, d, ds + t * BLOCK, BLOCK, 1, k + c0 * d, d,
+                           dqa + (rb + t) * d);
             }
         memcpy(dk + c0 * d, dka, (size_t)(keys * d) * sizeof(float));
         memcpy(dvo + c0 * dv, dva, (size_t)(keys * dv) * sizeof(float));

@@ -7,7 +7,9 @@ key, on a machine with AVX-512 and a C compiler, compute each work item (batch, 
 to `FUSED_ROWS` stacked query rows) in one call of the fused C kernel (`attention.c`): scores,
 online softmax and the product with the values in blocks of 64 keys held in registers and
 cache, each key head's keys packed once a call (read as they are by items of at most
-`UNPACKED_ROWS` rows), nothing the size of the scores written. On the
+`UNPACKED_ROWS` rows), nothing the size of the scores written; float32 q, k and v with
+contiguous rows are read where they are (`rows_in_place`: a transposed `[B, T, H, D]` view is
+not copied). On the
 causal `[1, 8, 1024, 64]` call it took 0.79 of the BLAS tiles' time on two threads (one
 process, best of 30). Other calls take the BLAS tiles below. The backward node
 (`AttentionRowsVjp`) in float32 is one call of the fused kernel's gradients a key head
@@ -104,11 +106,20 @@ def _bind(lib: ctypes.CDLL) -> _Fused | None:
     pack, item = lib.nuvec_attention_pack_f32, lib.nuvec_attention_f32
     grad = lib.nuvec_attention_grad_f32
     pack.argtypes, pack.restype = [i64, i64, ptr, i64, ptr], None
-    item.argtypes = ([i64] * 4 + [ptr, i64, ctypes.c_float, ptr, ptr, ptr] + [i64] * 5
-                     + [ptr, i64, ptr])
+    item.argtypes = ([i64] * 4 + [ptr, i64, i64, ctypes.c_float, ptr, ptr, i64, ptr, i64]
+                     + [i64] * 5 + [ptr, i64, ptr])
     grad.argtypes = [i64] * 5 + [ctypes.c_float] + [ptr] * 5 + [i64] * 3 + [ptr] * 3
     item.restype = grad.restype = ctypes.c_int
     return _Fused(pack, item, grad, int(block))
+
+
+def rows_in_place(a: np.ndarray) -> np.ndarray:
+    """`a` itself where it is float32 with contiguous rows and strides of whole floats (a
+    transposed `[B, T, H, D]` view, say: the fused kernel reads it where it is), else a
+    contiguous float32 copy."""
+    if a.dtype == np.float32 and a.strides[-1] == 4 and not any(st % 4 for st in a.strides):
+        return a
+    return np.ascontiguousarray(a, np.float32)
 
 
 def fused_kernel() -> _Fused | None:
@@ -217,6 +228,8 @@ class Tiles:
         self.units = self.groups() if self.groupable() else [(i,) for i in range(len(items))]
         self.calls: list[tuple] = []  # the fused kernel's arguments per item (`fused_calls`)
         self.kt, self.packed = None, [False] * (b * hkv)  # (`fused_item`)
+        self.key_rows: list[tuple[int, int]] = []  # each key head's address and row stride
+        self.inputs: list[np.ndarray] = []  # q, k, v as the fused kernel reads them
 
     def buffers(self) -> Scratch:
         """This thread's scratch for the call (made on its first item)."""
@@ -352,8 +365,7 @@ class Tiles:
         with self.lock:
             if self.qkv is None:
                 (b, hkv, lk), r = self.k.shape[:3], self.q.shape[2]
-                q = np.ascontiguousarray(self.q, self.f)
-                self.qkv = (q.reshape(b * hkv, self.rep, r, -1),
+                self.qkv = (np.ascontiguousarray(self.q).reshape(b * hkv, self.rep, r, -1),
                             np.ascontiguousarray(self.k).reshape(b * hkv, lk, -1),
                             np.ascontiguousarray(self.v).reshape(b * hkv, lk, -1))
             return self.qkv
@@ -367,36 +379,39 @@ class Tiles:
         return mine
 
     def fused_calls(self) -> list[tuple]:
-        """The fused kernel's arguments for every item (`attention.c`'s `nuvec_attention_f32`),
-        from the addresses of the stacked inputs, the packed keys (`kt`, made here, packed by
-        the first item of each key head) and the output."""
-        q4, k3, v3 = self.stacked()
-        units, lk, d = k3.shape
-        r, dv, p, rep = q4.shape[2], v3.shape[2], self.p, self.rep
+        """The fused kernel's arguments for every item (`attention.c`'s `nuvec_attention_f32`):
+        addresses and row strides in the inputs as they are (`rows_in_place`), the packed keys
+        (`kt`, made here, packed by the first item of each key head) and the output."""
+        # (kept for the call: the items read them by address)
+        self.inputs = q4, k4, v4 = [rows_in_place(a) for a in (self.q, self.k, self.v)]
+        (b, hkv, lk, d), r, dv = k4.shape, q4.shape[2], v4.shape[3]
+        p, rep = self.p, self.rep
+        (qb, qh, qr), (kb, kh, kr), (vb, vh, vr) = (
+            [step // 4 for step in a.strides[:3]] for a in (q4, k4, v4))
+        q, k, v, out = (native.address(a) for a in (q4, k4, v4, self.out))
         span = -(-lk // self.fused.block) * self.fused.block * d
+        self.key_rows = [(k + 4 * (bi * kb + h * kh), kr) for bi in range(b) for h in range(hkv)]
         if rep * self.rows <= UNPACKED_ROWS:  # (scores from the key rows: nothing packed)
-            self.packed = [True] * units
+            self.packed = [True] * (b * hkv)
         else:
-            self.kt = np.empty((units, span), np.float32)
-        q, k, v, out = (native.address(a) for a in (q4, k3, v3, self.out))
+            self.kt = np.empty((b * hkv, span), np.float32)
         kt = None if self.kt is None else native.address(self.kt)
-        return [(rep, r1 - r0, d, dv, q + 4 * ((u * rep * r + r0) * d), r * d, self.scale,
-                 None if kt is None else kt + 4 * u * span, k + 4 * u * lk * d,
-                 v + 4 * u * lk * dv, k0, k1, int(p.causal), p.offset + r0, p.window or 0,
-                 out + 4 * ((u * rep * r + r0) * dv), r * dv, None)
-                for u, r0, r1, k0, k1 in ((bi * self.k.shape[1] + h, r0, r1, k0, k1)
-                                          for _, bi, h, _, r0, r1, k0, k1 in self.items)]
+        return [(rep, r1 - r0, d, dv, q + 4 * (bi * qb + h * rep * qh + r0 * qr), qh, qr,
+                 self.scale, None if kt is None else kt + 4 * (bi * hkv + h) * span,
+                 *self.key_rows[bi * hkv + h], v + 4 * (bi * vb + h * vh), vr, k0, k1,
+                 int(p.causal), p.offset + r0, p.window or 0,
+                 out + 4 * (((bi * hkv + h) * rep * r + r0) * dv), r * dv, None)
+                for _, bi, h, _, r0, r1, k0, k1 in self.items]
 
     def fused_item(self, i: int) -> None:
         """Item `i` through the fused kernel: its key head's keys packed if no item has yet,
         then one C call."""
         u = self.items[i][1] * self.k.shape[1] + self.items[i][2]
         if not self.packed[u]:
-            k3 = self.stacked()[1]
             with self.lock:
                 if not self.packed[u]:
-                    self.fused.pack(k3.shape[1], k3.shape[2], native.address(k3[u]),
-                                    k3.shape[2], native.address(self.kt[u]))
+                    self.fused.pack(self.k.shape[2], self.k.shape[3], *self.key_rows[u],
+                                    native.address(self.kt[u]))
                     self.packed[u] = True
         if self.fused.item(*self.calls[i]):
             raise MemoryError(f"scaled_dot_product_attention: no memory for a tile of "
