@@ -27,11 +27,11 @@ def test_the_kernel_is_built_where_the_machine_hashas_avx512():
     assert (native.bound(qz._SOURCE, qz._bind) is not None) == built
 
 
-@pytest.mark.parametrize("rows", [1, 7, 8, 9, 16, 17, 40])
+@pytest.mark.parametrize("rows", [1, 7, 8, 9, 16, 17, 32, 40])
 @pytest.mark.parametrize("bits,group_size", [(4, 32), (4, 64), (4, 128), (8, 32), (8, 128)])
 def test_few_rows_match_the_dequantized_product(rows, bits, group_size):
-    """Rows of x in passes of 8 (1, 7, 8, 9, 16), and beyond `FEW_ROWS` the dequantizing path;
-    weight rows split over the thread pool."""
+    """Rows of x in passes of 8 (1 to 32), and beyond `FEW_ROWS` the dequantizing path; weight
+    rows split over the thread pool."""
     rng = np.random.default_rng(rows * bits + group_size)
     w_q, s, b, dense = _case(rng, 300, 256, group_size, bits)
     x = rng.standard_normal((rows, 256)).astype(np.float32)

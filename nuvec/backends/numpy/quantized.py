@@ -26,7 +26,9 @@ from nuvec.ops import quantized as q
 _BLOCK_ELEMENTS = 1 << 23
 # Rows of x up to which `quantized.c` computes the product from the packed weights: it reads
 # each weight once per 8 rows of x, where BLAS on dequantized weights gains with more rows.
-FEW_ROWS = 16
+# Against [1536, 576] 4-bit weights: 8 rows 314 us against 1631 dequantizing, 32 rows 1101
+# against 2013, 48 rows 2057 against 2026.
+FEW_ROWS = 32
 _SOURCE = Path(__file__).with_name("quantized.c")
 
 
