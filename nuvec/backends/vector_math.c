@@ -33,6 +33,10 @@ static inline int32_t to_bits(float f) {
     return b;
 }
 
+/* exp(x) = 2^n exp(r): 1 / ln 2, and ln 2 in two parts (the first exact times any n) */
+#define EXP_LOG2E 1.44269502f
+#define EXP_LN2_HIGH 0.693145752f
+#define EXP_LN2_LOW 1.42860677e-6f
 /* exp(r) = 1 + r + r^2 q(r) on |r| <= ln(2)/2: q's coefficients, q(r) = Q0 + Q1 r + ... */
 #define EXP_Q0 0.499999881f
 #define EXP_Q1 0.166665182f
@@ -46,11 +50,11 @@ static inline float exp_one(float x) {
     int zero = x < -104.0f;            /* (NaN compares false and stays) */
     x = zero ? 0.0f : x;               /* (no subnormal steps for the lanes that give 0) */
     x = x > 89.0f ? 89.0f : x;
-    float t = __builtin_fmaf(x, 1.44269502f, shifter);
+    float t = __builtin_fmaf(x, EXP_LOG2E, shifter);
     float n = t - shifter;
     int32_t k = to_bits(t) - to_bits(shifter); /* n as an integer (any value for NaN) */
-    float r = __builtin_fmaf(n, -0.693145752f, x);  /* ln 2 = 0.693145752 + 1.42860677e-6 */
-    r = __builtin_fmaf(n, -1.42860677e-6f, r);
+    float r = __builtin_fmaf(n, -EXP_LN2_HIGH, x);
+    r = __builtin_fmaf(n, -EXP_LN2_LOW, r);
     float q = __builtin_fmaf(EXP_Q4, r, EXP_Q3);
     q = __builtin_fmaf(q, r, EXP_Q2);
     q = __builtin_fmaf(q, r, EXP_Q1);

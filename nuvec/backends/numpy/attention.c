@@ -52,24 +52,28 @@ int64_t nuvec_attention_block(void) { return WIDTH ? BLOCK : 0; }
 
 #if WIDTH
 
+/* One step of a product in a register tile: c[i][u] += a[i * lda] * b[u * WIDTH ...], the
+ * ROWS x 4 vectors (inlined, so the tile stays in registers) */
+static inline __attribute__((always_inline)) void tile_step(vec c[ROWS][4], const float *a,
+                                                            int64_t lda, const float *b) {
+    vec b0 = vload(b), b1 = vload(b + WIDTH), b2 = vload(b + 2 * WIDTH),
+        b3 = vload(b + 3 * WIDTH);
+    for (int i = 0; i < ROWS; i++) {
+        vec x = vset1(a[i * lda]);
+        c[i][0] = vfma(x, b0, c[i][0]);
+        c[i][1] = vfma(x, b1, c[i][1]);
+        c[i][2] = vfma(x, b2, c[i][2]);
+        c[i][3] = vfma(x, b3, c[i][3]);
+    }
+}
+
 /* s[ROWS][BLOCK] = q[ROWS][d] (rows `ldq` apart) times kt (d x BLOCK) */
 static void scores(int64_t d, const float *q, int64_t ldq, const float *kt, float *s) {
     for (int64_t j = 0; j < BLOCK; j += STRIP) {
         vec c[ROWS][4];
         for (int i = 0; i < ROWS; i++)
             for (int v = 0; v < 4; v++) c[i][v] = vzero();
-        for (int64_t p = 0; p < d; p++) {
-            const float *kp = kt + p * BLOCK + j;
-            vec b0 = vload(kp), b1 = vload(kp + WIDTH), b2 = vload(kp + 2 * WIDTH),
-                b3 = vload(kp + 3 * WIDTH);
-            for (int i = 0; i < ROWS; i++) {
-                vec a = vset1(q[i * ldq + p]);
-                c[i][0] = vfma(a, b0, c[i][0]);
-                c[i][1] = vfma(a, b1, c[i][1]);
-                c[i][2] = vfma(a, b2, c[i][2]);
-                c[i][3] = vfma(a, b3, c[i][3]);
-            }
-        }
+        for (int64_t p = 0; p < d; p++) tile_step(c, q + p, ldq, kt + p * BLOCK + j);
         for (int i = 0; i < ROWS; i++)
             for (int v = 0; v < 4; v++) vstore(s + i * BLOCK + j + v * WIDTH, c[i][v]);
     }
@@ -102,18 +106,7 @@ static void values(int64_t keys, int64_t dv, const float *p, int64_t ldi, int64_
         vec c[ROWS][4];
         for (int i = 0; i < ROWS; i++)
             for (int u = 0; u < 4; u++) c[i][u] = vload(acc + i * dv + j + u * WIDTH);
-        for (int64_t k = 0; k < keys; k++) {
-            const float *vk = v + k * ldv + j;
-            vec b0 = vload(vk), b1 = vload(vk + WIDTH), b2 = vload(vk + 2 * WIDTH),
-                b3 = vload(vk + 3 * WIDTH);
-            for (int i = 0; i < ROWS; i++) {
-                vec a = vset1(p[i * ldi + k * ldk]);
-                c[i][0] = vfma(a, b0, c[i][0]);
-                c[i][1] = vfma(a, b1, c[i][1]);
-                c[i][2] = vfma(a, b2, c[i][2]);
-                c[i][3] = vfma(a, b3, c[i][3]);
-            }
-        }
+        for (int64_t k = 0; k < keys; k++) tile_step(c, p + k * ldk, ldi, v + k * ldv + j);
         for (int i = 0; i < ROWS; i++)
             for (int u = 0; u < 4; u++) vstore(acc + i * dv + j + u * WIDTH, c[i][u]);
     }
@@ -152,10 +145,10 @@ static inline float row_max(const float *x, float m) {
 static inline vec vexp(vec x) {
     __mmask16 kept = _mm512_cmp_ps_mask(x, vset1(-87.0f), _CMP_NLE_UQ);
     x = vmax(vset1(-87.0f), x);  /* (the second operand where one is NaN: x) */
-    vec n = _mm512_roundscale_ps(vmul(x, vset1(1.44269502f)),
+    vec n = _mm512_roundscale_ps(vmul(x, vset1(EXP_LOG2E)),
                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    vec r = vfma(n, vset1(-0.693145752f), x);
-    r = vfma(n, vset1(-1.42860677e-6f), r);
+    vec r = vfma(n, vset1(-EXP_LN2_HIGH), x);
+    r = vfma(n, vset1(-EXP_LN2_LOW), r);
     vec q = vfma(vset1(EXP_Q4), r, vset1(EXP_Q3));
     q = vfma(q, r, vset1(EXP_Q2));
     q = vfma(q, r, vset1(EXP_Q1));
