@@ -281,9 +281,10 @@ def _run_nodes(tape: list[Node | None], backend: Any, planning: bool = False) ->
         if not node.keep:  # `node.detach()`, inline
             node.primitive = None
             node.sources = node.indices = ()
-        # hold no reference to the node or its data once stored: a consumer may take over its
-        # buffer only if nothing else refers to them (`_donor` counts the references)
-        tape[k] = result = None
+        # hold no reference to the node or its data once stored (nor to an input a view's
+        # `base` found): a consumer may take over a buffer only if nothing else refers to it
+        # (`_donor` counts the references)
+        tape[k] = result = base = first = None
     return None
 
 

@@ -11,11 +11,12 @@ import builtins
 from typing import Any, Sequence
 
 from nuvec.graph.dtypes import DtypeError
-from nuvec.graph.array import Array, record1
+from nuvec.graph.array import Array, handle, record1
+from nuvec.graph.convert import scalar_array, stored_scalar
 from nuvec.graph.device import to_stream
 from nuvec.graph.primitive import Primitive
 from nuvec.ops import shape as shape_ops
-from nuvec.ops import creation, unary
+from nuvec.ops import binary, creation, unary
 from nuvec.ops.arguments import (as_array, check_shape, fresh, int_tuple, normalize_axes,
                                   normalize_axis)
 from nuvec.ops.families import Linear, apply, batch_size, move_batch_to_front
@@ -59,11 +60,44 @@ class Slice(Linear, Primitive):
         return ((self.out_shape(), inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [apply(SliceUpdate(*self.params()), creation.zeros_like(primals[0]), cotangents[0])]
+        x = primals[0]
+        zeros = record1(shape_ops.BroadcastTo(x.shape), (scalar_array(0, x.dtype),),
+                        to_stream(None))  # (the cached leaf `add_cotangents` recognizes)
+        return [apply(SliceUpdate(*self.params()), zeros, cotangents[0])]
 
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])
         return [apply(_batched_slice(self, x.shape[0]), x)], [0]
+
+
+def _window_cotangent(x: Array) -> tuple[SliceUpdate, Array] | None:
+    """`(update, window)` where `x` is a `Slice`'s cotangent as its rule records it (zeros
+    with the window `update` writes set to `window`), else None."""
+    node = x._node
+    if type(node.primitive) is not SliceUpdate:
+        return None
+    base = node.sources[0]
+    if (type(base.primitive) is not shape_ops.BroadcastTo
+            or base.sources[0] is not stored_scalar(0, x.dtype, ())):
+        return None
+    return node.primitive, handle(node.sources[1], node.indices[1])
+
+
+def add_cotangents(a: Array, b: Array) -> Array:
+    """`a + b`, two cotangents of one array (reverse mode's sum). Where one is a `Slice`'s
+    (zeros but for its window) and both have one shape and dtype, the other with the window
+    added in: only the window's elements are summed, and the evaluator writes them into the
+    other's buffer where nothing else holds it, where `a + b` passes over the whole array (a
+    gradient through row blocks or `x[..., :half]`). Elements outside the window are the
+    other's as they are, as `x + 0` is (but for -0.0, which stays -0.0)."""
+    if a.shape == b.shape and a.dtype is b.dtype:
+        for whole, part in ((a, b), (b, a)):
+            found = _window_cotangent(part)
+            if found is not None:
+                update, window = found
+                summed = binary.add(apply(Slice(*update.params()), whole), window)
+                return apply(update, whole, summed)
+    return binary.add(a, b)
 
 
 def _batched_slice(p: Slice | SliceUpdate, size: int) -> Any:

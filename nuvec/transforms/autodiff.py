@@ -19,10 +19,10 @@ from nuvec.graph.dtypes import DtypeError, complex64
 from nuvec.graph.primitive import TransformError
 from nuvec.graph.tree import flatten, is_node, unflatten
 from nuvec.ops.arguments import check_callable, int_tuple
-from nuvec.ops.binary import add
 from nuvec.ops.complex_parts import conj
 from nuvec.ops.creation import zeros_like
 from nuvec.ops.families import ones
+from nuvec.ops.slicing import add_cotangents
 from nuvec.ops.unary import astype
 from nuvec.transforms.depends import depends
 from nuvec.transforms.trace import (
@@ -44,7 +44,7 @@ __all__ = ["vjp", "jvp", "grad", "value_and_grad"]
 
 def _accumulate(table: dict[Key, Array], key: Key, value: Array) -> None:
     found = table.get(key)
-    table[key] = value if found is None else add(found, value)
+    table[key] = value if found is None else add_cotangents(found, value)
 
 
 def backward(

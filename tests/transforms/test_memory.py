@@ -137,3 +137,29 @@ def test_backward_frees_each_activation_with_its_weight_gradient() -> None:
     # gradient with the layer's input cotangent keeps about one activation per layer alive,
     # not an activation and a cotangent.
     assert peak < 1.5 * depth * activation, peak / activation
+
+
+def test_cotangents_of_windows_sum_into_one_buffer() -> None:
+    # Sixteen row blocks of x each get a cotangent that is zeros but for its window; summed as
+    # whole arrays they would hold sixteen of x's size. Each block's window is added into one
+    # buffer in place instead (which also needs the evaluator to keep no stray reference to
+    # that buffer after running a view of it).
+    rows, width, blocks = 2048, 256, 16
+    rng = np.random.default_rng(4)
+    x = mx.array(rng.standard_normal((rows, width)).astype(np.float32))
+    ws = [mx.array(rng.standard_normal((rows // blocks, width)).astype(np.float32))
+          for _ in range(blocks)]
+    mx.eval(x, ws)
+    step = rows // blocks
+
+    def loss(a):
+        return sum(mx.sum(a[i * step:(i + 1) * step] * w) for i, w in enumerate(ws))
+
+    gc.collect()
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    g = mx.grad(loss)(x)
+    mx.eval(g)
+    peak = mx.get_peak_memory() - base
+    np.testing.assert_array_equal(np.asarray(g), np.concatenate([np.asarray(w) for w in ws]))
+    assert peak < 1.5 * x.nbytes, peak / x.nbytes

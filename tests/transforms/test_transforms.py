@@ -690,3 +690,27 @@ def test_vmap_releases_the_traced_graph() -> None:
     out = mx.vmap(lambda a: a * mx.exp(w * 3.0))(a64(np.ones((4, 2))))
     mx.eval(out)
     assert kept() - before == set()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_overlapping_and_strided_windows_sum_their_cotangents(dtype) -> None:
+    # Cotangents of slices are summed window by window (`add_cotangents`); the windows
+    # overlap, step backwards and skip rows, and one use of the whole array mixes in.
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((24, 18)).astype(dtype)
+    a = rng.standard_normal((24, 10)).astype(dtype)
+    c = rng.standard_normal((24, 18)).astype(dtype)
+    kind = mx.float32 if dtype == np.float32 else mx.float64
+
+    def loss(x):
+        return (mx.sum(mx.sin(x[:, :10]) * mx.array(a, kind)) + mx.sum(x[3:20:3, ::-2] ** 2)
+                + mx.sum(x * mx.array(c, kind)) + mx.sum(x[:, 5:15]))
+
+    g = np.asarray(mx.grad(loss)(mx.array(xv, kind)))
+    x64 = xv.astype(np.float64)
+    want = c.astype(np.float64).copy()
+    want[:, :10] += np.cos(x64[:, :10]) * a
+    want[3:20:3, ::-2] += 2 * x64[3:20:3, ::-2]
+    want[:, 5:15] += 1
+    assert g.dtype == dtype
+    np.testing.assert_allclose(g, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
