@@ -45,15 +45,18 @@ def test_a_kept_value_does_not_keep_the_traced_graph() -> None:
     assert loss.item() > 0
 
 
-def _peak_of_gradient(loss_fn, x, ws) -> int:
+def _gradient_and_peak(loss_fn, *args, argnums=0):
+    """The evaluated gradient and the peak memory above what was live before it."""
     gc.collect()
     mx.reset_peak_memory()
     base = mx.get_active_memory()
-    g = mx.grad(loss_fn, argnums=1)(x, ws)
+    g = mx.grad(loss_fn, argnums=argnums)(*args)
     mx.eval(g)
-    peak = mx.get_peak_memory() - base
-    del g
-    return peak
+    return g, mx.get_peak_memory() - base
+
+
+def _peak_of_gradient(loss_fn, x, ws) -> int:
+    return _gradient_and_peak(loss_fn, x, ws, argnums=1)[1]
 
 
 def test_checkpoint_lowers_the_peak_of_a_gradient() -> None:
@@ -126,12 +129,7 @@ def test_backward_frees_each_activation_with_its_weight_gradient() -> None:
             h = mx.tanh(mx.matmul(h, w))
         return mx.sum(h)
 
-    gc.collect()
-    mx.reset_peak_memory()
-    base = mx.get_active_memory()
-    grads = mx.grad(loss)(ws)
-    mx.eval(grads)
-    peak = mx.get_peak_memory() - base
+    _, peak = _gradient_and_peak(loss, ws)
     activation = batch * width * 8
     # Each layer's activation is needed until its weight gradient is computed; computing that
     # gradient with the layer's input cotangent keeps about one activation per layer alive,
@@ -155,11 +153,6 @@ def test_cotangents_of_windows_sum_into_one_buffer() -> None:
     def loss(a):
         return sum(mx.sum(a[i * step:(i + 1) * step] * w) for i, w in enumerate(ws))
 
-    gc.collect()
-    mx.reset_peak_memory()
-    base = mx.get_active_memory()
-    g = mx.grad(loss)(x)
-    mx.eval(g)
-    peak = mx.get_peak_memory() - base
+    g, peak = _gradient_and_peak(loss, x)
     np.testing.assert_array_equal(np.asarray(g), np.concatenate([np.asarray(w) for w in ws]))
     assert peak < 1.5 * x.nbytes, peak / x.nbytes
