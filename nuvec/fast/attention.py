@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Sequence
 
-from nuvec.fast.attention_grad import lse_graph, rows_vjp, tiled_vjp
+from nuvec.fast.attention_grad import blocks_of, lse_graph, rows_vjp, tiled_vjp
 from nuvec.fast.base import FastOp, as_f32_bits, floating, mx, one, wide
 from nuvec.fast.planner import (
     CPU_TILE_ROWS,
@@ -259,27 +259,33 @@ class Attention(FastOp):
 class AttentionRows(FastOp):
     """`(q, k, v[, mask][, sinks])`: attention over the CPU kernel's tiles as one node.
 
-    The same computation as `attention_graph` with the causal `offset` and `window` (its
-    fallback), computed by a NumPy kernel in tiles of `tile_rows` query rows (of every query
-    head of a key head) over chunks of at most `tile_keys` keys, at most `live` tiles at once.
+    The same computation as `attention_graph` with the causal `offset` and `window`, computed
+    by a NumPy kernel in tiles of `tile_rows` query rows (of every query head of a key head)
+    over chunks of at most `tile_keys` keys, at most `live` tiles at once. With `block_rows`
+    (a node recorded under a transform) its fallback, which the rules that need a graph
+    differentiate or batch (`jvp`, `vmap`, a backward other than `AttentionRowsVjp`), is one
+    node a block of `block_rows` query rows (`node_blocks`), each with the block's graph as
+    its own fallback: no rule holds more than a block's scores.
     """
 
     __slots__ = ("scale", "causal", "mask", "sinks", "offset", "window", "tile_rows",
-                 "tile_keys", "live")
+                 "tile_keys", "live", "block_rows")
     op = OP
     cpu_fused = True
 
     def __init__(self, scale: float, causal: bool, mask: bool, sinks: bool, offset: int,
-                 window: int | None, tiles: CpuTiles | None = None):
+                 window: int | None, tiles: CpuTiles | None = None,
+                 block_rows: int | None = None):
         self.scale = as_f32_bits(scale)
         self.causal, self.mask, self.sinks = bool(causal), bool(mask), bool(sinks)
         self.offset, self.window = int(offset), window
         tiles = tiles or CpuTiles(CPU_TILE_ROWS, 1 << 62, 1)
         self.tile_rows, self.tile_keys, self.live = tiles.rows, tiles.keys, tiles.live
+        self.block_rows = None if block_rows is None else int(block_rows)
 
     def params(self):
         return (self.scale, self.causal, self.mask, self.sinks, self.offset, self.window,
-                self.tile_rows, self.tile_keys, self.live)
+                self.tile_rows, self.tile_keys, self.live, self.block_rows)
 
     def arity(self, inputs):
         return 3 + int(self.mask) + int(self.sinks)
@@ -291,8 +297,27 @@ class AttentionRows(FastOp):
     specs = Attention.specs
 
     def fallback(self, inputs):
-        return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks,
-                                self.offset, self.window)]
+        q, k = inputs[0], inputs[1]
+        blocks = blocks_of(self.block_rows, q.shape[2], k.shape[2], self.causal, self.offset,
+                           self.window)
+        if blocks is None:
+            return [attention_graph(inputs, self.scale, self.causal, self.mask, self.sinks,
+                                    self.offset, self.window)]
+        v = inputs[2]
+        mask = inputs[3] if self.mask else None
+        tiles = CpuTiles(self.tile_rows, self.tile_keys, self.live)
+        outs: list[Array] = []
+        for s, e, lo, hi in blocks:  # each evaluated after the last: one block's scores live
+            qb = q[:, :, s:e] if not outs else depends([q[:, :, s:e]], [outs[-1]])[0]
+            part = [qb, k[:, :, lo:hi], v[:, :, lo:hi]]
+            if mask is not None:
+                part.append(mask[:, :, s:e, lo:hi])
+            if self.sinks:
+                part.append(inputs[-1])
+            block = AttentionRows(self.scale, self.causal, self.mask, self.sinks,
+                                  s + self.offset - lo, self.window, tiles)
+            outs.append(one(block, part))
+        return [mx().concatenate(outs, axis=2)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         if to_stream(None).device.type is DeviceType.cpu:
@@ -354,10 +379,10 @@ class Call:
                                g.start + key.lk - key.lq)
 
     def composed(self, start: int, end: int, after: Array | None,
-                 tiles: CpuTiles | None) -> Array:
+                 tiles: CpuTiles | None, block_rows: int | None = None) -> Array:
         """The composition over query rows `start..end` with the keys those rows see,
         evaluated after `after` when given (so one block's scores are live at a time); on
-        the CPU one node of the tiled kernel."""
+        the CPU one node of the tiled kernel (whose rules take blocks of `block_rows`)."""
         key = self.key
         lo, hi = key_range(key, start, end)
         q, k, v, mask = self.slices((start, end), (lo, hi))
@@ -367,8 +392,18 @@ class Call:
                 start + key.lk - key.lq - lo, key.window)
         inputs = self._inputs(q, k, v, mask)
         if key.target.kind == "cpu" and q.size and k.size:
-            return one(AttentionRows(*args, tiles), inputs)
+            return one(AttentionRows(*args, tiles, block_rows), inputs)
         return attention_graph(inputs, *args)
+
+    def one_backward_node(self) -> bool:
+        """Whether a CPU call traced for a transform is one node: where its backward is one
+        `AttentionRowsVjp` node (`rows_vjp`: float32 or float64, no mask array, no sinks,
+        values of the queries' head size, every row seeing a key), whose kernel bounds its
+        scores itself; its other rules take the node's row blocks (`AttentionRows`)."""
+        key = self.key
+        return (key.dtype in (dt.float32, dt.float64) and self.mask is None
+                and self.sinks is None and key.dv == key.d and key.lq > 0 and key.lk > 0
+                and (key.mask != "causal" or key.lk >= key.lq))
 
     def run(self, force_fused: bool = False) -> Array:
         key = self.key
@@ -383,6 +418,8 @@ class Call:
             outs = [self.group(g) for g in route.groups]
         elif route.tiles is not None and not tracing.depth:
             outs = [self.composed(0, key.lq, None, route.tiles)]
+        elif route.tiles is not None and self.one_backward_node():
+            outs = [self.composed(0, key.lq, None, route.tiles, traced_rows(key))]
         else:  # row blocks (under a transform on the CPU: each block's backward holds its scores)
             outs = []
             rows = route.rows if route.tiles is None else traced_rows(key)

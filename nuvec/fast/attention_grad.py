@@ -9,13 +9,26 @@ from __future__ import annotations
 from typing import Sequence
 
 from nuvec.fast.base import FastOp, as_f32_bits, mx, record_or_fallback, wide
+from nuvec.fast.planner import node_blocks
 from nuvec.fast.softmax import logsumexp_graph
 from nuvec.graph import dtypes as dt
 from nuvec.graph.array import Array
+from nuvec.ops.slicing import add_cotangents, in_zeros
+from nuvec.transforms.depends import depends
 
-__all__ = ["AttentionRowsVjp", "AttentionVjp", "lse_graph", "rows_vjp", "tiled_vjp"]
+__all__ = ["AttentionRowsVjp", "AttentionVjp", "blocks_of", "lse_graph", "rows_vjp",
+           "tiled_vjp"]
 
 OP = "scaled_dot_product_attention"
+
+
+def blocks_of(block_rows: int | None, lq: int, lk: int, causal: bool, offset: int,
+              window: int | None) -> list[tuple[int, int, int, int]] | None:
+    """The row blocks `(start, end, lo, hi)` of a CPU attention node recorded with
+    `block_rows` (`node_blocks`); None where it is one block."""
+    if block_rows is None or block_rows >= lq:
+        return None
+    return node_blocks(lq, lk, causal, offset, window, block_rows)
 
 
 def masked_scores(q: Array, k: Array, mask: Array | None, scale: float, causal: bool,
@@ -157,19 +170,28 @@ class AttentionRowsVjp(FastOp):
     """`(q, k, v, out, dout)`: the cotangents `(dq, dk, dv)` of a CPU attention node
     (`AttentionRows`) without a mask array or sinks whose causal offset is `Lk − Lq`, in one
     node: its CPU kernel recomputes each key head's scores and their softmax, then takes
-    `AttentionVjp`'s steps (its fallback, with the lse from `lse_graph`, off the CPU)."""
+    `AttentionVjp`'s steps (its fallback, with the lse from `lse_graph`, off the CPU). With
+    `block_rows`, as the node it differentiates: the kernel's BLAS path and the fallback (the
+    graph higher derivatives differentiate) take blocks of that many query rows, the fallback
+    as one node a block, their key cotangents summed window by window."""
 
-    __slots__ = ("scale", "causal", "window")
+    __slots__ = ("scale", "causal", "window", "block_rows")
     op = OP
     cpu_fused = True
 
-    def __init__(self, scale: float, causal: bool, window: int | None = None):
+    def __init__(self, scale: float, causal: bool, window: int | None = None,
+                 block_rows: int | None = None):
         self.scale = as_f32_bits(scale)
         self.causal = bool(causal)
         self.window = None if window is None else int(window)
+        self.block_rows = None if block_rows is None else int(block_rows)
 
     def params(self):
-        return (self.scale, self.causal, self.window)
+        return (self.scale, self.causal, self.window, self.block_rows)
+
+    def blocks(self, lq: int, lk: int) -> list[tuple[int, int, int, int]] | None:
+        """The node's row blocks (`blocks_of`), None for one."""
+        return blocks_of(self.block_rows, lq, lk, self.causal, lk - lq, self.window)
 
     def arity(self, inputs):
         return 5
@@ -190,9 +212,24 @@ class AttentionRowsVjp(FastOp):
 
     def fallback(self, inputs):
         q, k, v, out, dout = inputs
-        lse = lse_graph([q, k, v], self.scale, self.causal, False, False, self.window)
-        back = AttentionVjp(self.scale, self.causal, False, self.window)
-        return back.fallback([q, k, v, out, lse, dout])
+        blocks = self.blocks(q.shape[2], k.shape[2])
+        if blocks is None:
+            lse = lse_graph([q, k, v], self.scale, self.causal, False, False, self.window)
+            back = AttentionVjp(self.scale, self.causal, False, self.window)
+            return back.fallback([q, k, v, out, lse, dout])
+        block = AttentionRowsVjp(self.scale, self.causal, self.window)
+        dq: list[Array] = []
+        dk = dv = None
+        for s, e, lo, hi in blocks:  # each evaluated after the last: one block's scores live
+            qb = q[:, :, s:e] if not dq else depends([q[:, :, s:e]], [dq[-1]])[0]
+            g = record_or_fallback(block, [qb, k[:, :, lo:hi], v[:, :, lo:hi], out[:, :, s:e],
+                                           dout[:, :, s:e]])
+            dq.append(g[0])
+            window = ((0, 0, lo, 0), (*k.shape[:2], hi, k.shape[3]), (1, 1, 1, 1))
+            gk, gv = in_zeros(k, g[1], *window), in_zeros(v, g[2], *window)
+            dk = gk if dk is None else add_cotangents(dk, gk)
+            dv = gv if dv is None else add_cotangents(dv, gv)
+        return [mx().concatenate(dq, axis=2), dk, dv]
 
 
 def rows_vjp(op, primals, cotangents, argnums, outputs) -> list[Array | None] | None:
@@ -205,7 +242,7 @@ def rows_vjp(op, primals, cotangents, argnums, outputs) -> list[Array | None] | 
             or (op.causal and op.offset != k.shape[2] - q.shape[2])
             or not set(argnums) <= {0, 1, 2}):
         return None
-    back = AttentionRowsVjp(op.scale, op.causal, op.window)
+    back = AttentionRowsVjp(op.scale, op.causal, op.window, op.block_rows)
     inputs = [*primals[:3], outputs[0], mx().astype(dout, q.dtype)]
     if not back.valid(inputs):
         return None

@@ -23,7 +23,7 @@ from nuvec import ops
 from nuvec.ops.families import batch_size, move_batch_to_front
 from nuvec.transforms.autodiff import backward, forward
 from nuvec.transforms.batching import vmap as batched
-from nuvec.transforms.trace import mark, trace
+from nuvec.transforms.trace import mark, release, trace
 
 KERNEL_FLOATS = (dt.float16, dt.bfloat16, dt.float32)
 # The dtypes a recorded node takes: the GPU kernels' and float64 (computed with NumPy).
@@ -181,6 +181,7 @@ class FastOp(Primitive):
             return [None] * len(argnums)
         starts, outs = self._traced(primals, active)
         grads = backward(outs, list(cotangents), starts)
+        release(outs, starts)
         found = dict(zip(active, grads))
         return [found.get(i) for i in argnums]
 
@@ -191,7 +192,9 @@ class FastOp(Primitive):
         if not active:
             return [None] * len(outputs)
         starts, outs = self._traced(primals, active)
-        return forward(outs, starts, [tangents[i] for i in active])
+        tangents_out = forward(outs, starts, [tangents[i] for i in active])
+        release(outs, starts)
+        return tangents_out
 
     def batch_first(self, inputs: Sequence[Array], axes: Sequence[int | None]) -> list[int]:
         """The inputs that go batch-first into one node, or [] to batch the fallback."""

@@ -259,6 +259,16 @@ def split_rows(n: int, blind: int, rows: int) -> Iterator[tuple[int, int]]:
             yield s, min(s + rows, hi)
 
 
+def node_blocks(lq: int, lk: int, causal: bool, offset: int, window: int | None, rows: int
+                ) -> list[tuple[int, int, int, int]]:
+    """Blocks `(start, end, lo, hi)` of at most `rows` of a node's `lq` query rows, with the
+    keys `lo..hi` of `lk` each sees (`causal_keys`; every key without the causal mask); rows
+    that see no key (row `i` at key position `offset + i`) never share a block with others."""
+    blind = min(max(-offset, 0), lq) if causal else 0
+    return [(s, e, *(causal_keys(offset, lk, window, s, e) if causal else (0, lk)))
+            for s, e in split_rows(lq, blind, rows)]
+
+
 def row_blocks(key: RouteKey, rows: int) -> Iterator[tuple[int, int]]:
     """Blocks of at most `rows` query rows; under the causal mask the rows that see no key
     (when Lq > Lk) never share a block with rows that see some."""

@@ -60,19 +60,24 @@ class Slice(Linear, Primitive):
         return ((self.out_shape(), inputs[0].dtype),)
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        x = primals[0]
-        zeros = record1(shape_ops.BroadcastTo(x.shape), (scalar_array(0, x.dtype),),
-                        to_stream(None))  # (the cached leaf `add_cotangents` recognizes)
-        return [apply(SliceUpdate(*self.params()), zeros, cotangents[0])]
+        return [in_zeros(primals[0], cotangents[0], *self.params())]
 
     def vmap(self, inputs, axes):
         x = move_batch_to_front(inputs[0], axes[0])
         return [apply(_batched_slice(self, x.shape[0]), x)], [0]
 
 
+def in_zeros(like: Array, update: Array, start: Shape, stop: Shape, strides: Shape) -> Array:
+    """Zeros of `like`'s shape and dtype but for the window `Slice(start, stop, strides)`,
+    which holds `update`: a slice's cotangent, as `add_cotangents` recognizes it."""
+    zeros = record1(shape_ops.BroadcastTo(like.shape), (scalar_array(0, like.dtype),),
+                    to_stream(None))  # (the cached leaf `_window_cotangent` looks for)
+    return apply(SliceUpdate(start, stop, strides), zeros, update)
+
+
 def _window_cotangent(x: Array) -> tuple[SliceUpdate, Array] | None:
-    """`(update, window)` where `x` is a `Slice`'s cotangent as its rule records it (zeros
-    with the window `update` writes set to `window`), else None."""
+    """`(update, window)` where `x` is an `in_zeros` array (zeros with the window `update`
+    writes set to `window`), else None."""
     node = x._node
     if type(node.primitive) is not SliceUpdate:
         return None

@@ -5,6 +5,9 @@ for float32 (the fused C kernel of `attention.c` where it is built, the BLAS til
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -156,26 +159,97 @@ def test_live_scores_stay_under_the_cap(num_threads, cap, blas_path):
 
 
 def test_one_node_and_row_blocks_under_a_transform():
-    """Outside a transform the call is one node; traced for a gradient it is split into row
-    blocks of at most the cap of scores, since the backward differentiates each block's
-    fallback graph (which holds the block's scores)."""
+    """Outside a transform the call is one node; traced for a gradient too, differentiated by
+    one `AttentionRowsVjp` node. Where the backward is the fallback graph's (a boolean mask),
+    the call is split into row blocks of at most the cap of scores, since that graph holds
+    each block's scores."""
     rng = np.random.default_rng(1)
     q, qr = sample(rng, (1, 2, 64, 8), mx.float64)
     assert nodes(sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=1024), AttentionRows) == 1
     counts = []
 
-    def loss(q):
-        out = sdpa(q, q, q, scale=0.5, mask="causal", max_score_bytes=1024)
+    def loss(q, mask="causal"):
+        out = sdpa(q, q, q, scale=0.5, mask=mask, max_score_bytes=1024)
         counts.append(nodes(out, AttentionRows))
         return mx.sum(out * out)
 
     g = mx.grad(loss)(q)
-    assert counts == [64]  # blocks of one row: 2 heads x 64 keys x 8 bytes = 1024
+    assert counts == [1] and nodes(g, AttentionRowsVjp) == 1
 
     eps = 1e-6  # a central difference of the float64 formula along one direction
     d = rng.standard_normal(qr.shape)
     f = [np.sum(reference(x, x, x, 0.5, "causal") ** 2) for x in (qr + eps * d, qr - eps * d)]
     np.testing.assert_allclose(np.sum(np.asarray(g) * d), (f[0] - f[1]) / (2 * eps), rtol=1e-6)
+
+    mx.grad(loss)(q, mx.array(np.tril(np.ones((64, 64), bool))))
+    assert counts[-1] == 64  # blocks of one row: 2 heads x 64 keys x 8 bytes = 1024
+
+
+def _peak(fn):
+    """`fn()` evaluated and the peak memory above what was live before it."""
+    gc.collect()
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    out = fn()
+    mx.eval(out)
+    return out, mx.get_peak_memory() - base
+
+
+@pytest.mark.parametrize("window", [None, 40], ids=["causal", "window"])
+def test_rules_of_the_traced_node_hold_blocks_of_scores(window):
+    """The rules of a traced CPU node that need a graph (`jvp`, `vmap`, the backward node's
+    own backward for a second derivative) take its row blocks, one after another, as row
+    blocks recorded for the call would: each holds a block's scores, never all of them. So
+    does the backward kernel's BLAS path (float64 here; its buffers are no node's, so
+    `tracemalloc` counts them), where the fused kernel needs none. Each result against the
+    float64 formula (central differences for the derivatives)."""
+    rng = np.random.default_rng(7)
+    shape, scale, cap = (1, 2, 384, 8), 0.4, 1 << 16
+    (q, k, v), (qr, kr, vr) = zip(*(sample(rng, shape, mx.float64) for _ in range(3)))
+    w, d = rng.standard_normal(shape), rng.standard_normal(shape)
+    wa, da = mx.array(w, mx.float64), mx.array(d, mx.float64)
+    scores = 2 * 384 * 384 * 8  # one float64 score of every head, row and key
+
+    def attend(q, k, v):
+        return sdpa(q, k, v, scale=scale, mask="causal", window=window, max_score_bytes=cap)
+
+    def loss(q, k, v):
+        return mx.sum(attend(q, k, v) * wa)
+
+    def formula(x):
+        return reference(x, kr, vr, scale, "causal", window=window)
+
+    def grad_formula(x):
+        return _grads_reference(x, kr, vr, w, float(np.float32(scale)), True, window)[0]
+
+    eps = 1e-6
+    (_, (tangent,)), peak = _peak(lambda: mx.jvp(lambda x: attend(x, k, v), [q], [da]))
+    np.testing.assert_allclose(np.asarray(tangent),
+                               (formula(qr + eps * d) - formula(qr - eps * d)) / (2 * eps),
+                               rtol=1e-6, atol=1e-7)
+    assert peak < scores / 4, peak / scores
+
+    tracemalloc.start()  # the backward kernel's own buffers too, which no node owns
+    try:
+        grads, peak = _peak(lambda: mx.grad(loss, argnums=(0, 1, 2))(q, k, v))
+        allocated = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    for got, want in zip(grads, _grads_reference(qr, kr, vr, w, float(np.float32(scale)),
+                                                 True, window)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    assert peak < scores / 4 and allocated < scores / 2, (peak / scores, allocated / scores)
+
+    hvp, peak = _peak(lambda: mx.grad(
+        lambda x: mx.sum(mx.grad(loss)(x, k, v) * da))(q))  # the Hessian (symmetric) times d
+    np.testing.assert_allclose(np.asarray(hvp), (grad_formula(qr + eps * d)
+                                                 - grad_formula(qr - eps * d)) / (2 * eps),
+                               rtol=1e-5, atol=1e-6)
+    assert peak < scores / 4, peak / scores
+
+    batched, peak = _peak(lambda: mx.vmap(lambda x: attend(x[None], k, v)[0])(q[0][None]))
+    np.testing.assert_allclose(np.asarray(batched), formula(qr), rtol=1e-12, atol=1e-12)
+    assert peak < scores / 4, peak / scores
 
 
 def test_tiles_choose_their_path_by_their_own_bound(blas_path):

@@ -697,9 +697,26 @@ def attention_rows_vjp(p, q, k, v, out, dout):
     (and every row sees a key), one C call a key head (`attention.c`: blocks of keys against
     chunks of rows, nothing the size of the scores written); otherwise with the softmax's sums
     folded into `dO`, without the row maximum where bounded (as the forward kernel's tiles), key
-    heads in groups of at most `GROUP_SCORES` scores, one batched product per step. Key heads
-    or groups run on the thread pool (BLAS on one thread meanwhile); a result does not depend
-    on the thread count."""
+    heads in groups of at most `GROUP_SCORES` scores, one batched product per step, a block of
+    query rows after another where the node has blocks. Key heads or groups run on the thread
+    pool (BLAS on one thread meanwhile); a result does not depend on the thread count."""
+    blocks = p.blocks(q.shape[2], k.shape[2])
+    if blocks is None or (q.dtype == np.float32 and fused_kernel()):
+        return _rows_vjp(p, q, k, v, out, dout)
+    # the BLAS path holds a key head's scores: a node recorded with blocks takes them in turn
+    dq = np.empty(q.shape, q.dtype)
+    dk, dv = np.zeros(k.shape, k.dtype), np.zeros(v.shape, v.dtype)
+    for s, e, lo, hi in blocks:
+        g = _rows_vjp(p, q[:, :, s:e], k[:, :, lo:hi], v[:, :, lo:hi], out[:, :, s:e],
+                      dout[:, :, s:e])
+        dq[:, :, s:e] = g[0]
+        dk[:, :, lo:hi] += g[1]
+        dv[:, :, lo:hi] += g[2]
+    return dq, dk, dv
+
+
+def _rows_vjp(p, q, k, v, out, dout):
+    """`attention_rows_vjp` over the whole of its inputs (one block)."""
     call = _Backward(p, q, k, v, out, dout)
     work = call.units * call.rows * call.lk * (q.shape[3] + v.shape[3]) * 2
     if call.fused and work < MIN_THREADED_WORK:
