@@ -335,11 +335,13 @@ def test_groups_give_the_numbers_of_one_thread_and_hold_the_live_tiles(num_threa
 
 
 def _grads_reference(q, k, v, w, scale, causal, window=None):
-    """float64 `d/d(q, k, v) sum(attention(q, k, v) * w)` from the formula."""
+    """float64 `d/d(q, k, v) sum(attention(q, k, v) * w)` from the formula (the scores'
+    cotangent 0 where masked, as `AttentionVjp`'s fallback graph)."""
     rep = q.shape[1] // k.shape[1]
     k2, v2 = np.repeat(k, rep, 1), np.repeat(v, rep, 1)
     s = scale * q @ k2.swapaxes(-1, -2)
     lq, lk = q.shape[2], k.shape[2]
+    keep = True
     if causal:
         qi, ki = np.arange(lk - lq, lk)[:, None], np.arange(lk)[None]
         keep = (ki <= qi) & ((ki > qi - window) if window else True)
@@ -347,6 +349,7 @@ def _grads_reference(q, k, v, w, scale, causal, window=None):
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     ds = p * (w @ v2.swapaxes(-1, -2) - (w * (p @ v2)).sum(-1, keepdims=True))
+    ds = np.where(keep, ds, 0.0)  # (the fallback graph's: no NaN of a hidden key passes)
     dq = scale * ds @ k2
     dk = (scale * ds.swapaxes(-1, -2) @ q).reshape(*k.shape[:2], rep, *k.shape[2:]).sum(2)
     dv = (p.swapaxes(-1, -2) @ w).reshape(*v.shape[:2], rep, *v.shape[2:]).sum(2)
@@ -438,20 +441,19 @@ def test_the_diagonal_pieces_are_kept_read_only_and_equal_to_new_ones(monkeypatc
     from nuvec.backends.numpy import fast_attention as fa
 
     monkeypatch.setattr(fa, "_diagonals", {})
-    fill = float(np.finfo(np.float32).min)
     for window in (None, 3, 40):
-        bias, keep = fa._diagonal(16, window, fill, np.float32)
-        assert fa._diagonal(16, window, fill, np.float32) == (bias, keep)  # the same objects
-        fresh = fa.diagonal_bias(16, window, fill, np.float32)
-        assert [s for s, _ in bias] == [s for s, _ in fresh] == [s for s, _ in keep]
-        for (_, b), (_, want), (_, k) in zip(bias, fresh, keep):
-            np.testing.assert_array_equal(b, want)
-            np.testing.assert_array_equal(k, (want == 0).astype(np.float32))
-            assert not b.flags.writeable and not k.flags.writeable
+        hidden, keep = fa._diagonal(16, window, np.float32)
+        assert fa._diagonal(16, window, np.float32) == (hidden, keep)  # the same objects
+        fresh = fa.diagonal_hidden(16, window)
+        assert [s for s, _ in hidden] == [s for s, _ in fresh] == [s for s, _ in keep]
+        for (_, h), (_, want), (_, k) in zip(hidden, fresh, keep):
+            np.testing.assert_array_equal(h, want)
+            np.testing.assert_array_equal(k, (~want).astype(np.float32))
+            assert not h.flags.writeable and not k.flags.writeable
     assert len(fa._diagonals) == 3
     monkeypatch.setattr(fa, "DIAGONAL_BYTES", 0)
-    first = fa._diagonal(8, None, fill, np.float32)
-    assert fa._diagonal(8, None, fill, np.float32)[0] is not first[0]
+    first = fa._diagonal(8, None, np.float32)
+    assert fa._diagonal(8, None, np.float32)[0] is not first[0]
     assert len(fa._diagonals) == 3
 
 
@@ -536,3 +538,67 @@ def test_inputs_read_where_they_are():
     want = reference(q[:, :, ::-1].astype(np.float64), np.repeat(k, 2, 0).astype(np.float64),
                      np.swapaxes(v, 1, 2).astype(np.float64), 0.3, "causal")
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _with_specials(rng, shape, dtype, hidden_key: int):
+    """q, k and v with a NaN, +inf and -inf each (in rows and keys from 8 on: a row whose few
+    visible scores are all -inf is a corner where the fallback graph, whose masked scores
+    are the lowest float, averages the keys it does not see, and the formula gives NaN), one
+    NaN in a key and a value only the last query rows see (`hidden_key`), and their float64
+    values."""
+    arrays = [rng.standard_normal(shape) for _ in range(3)]
+    for a in arrays:
+        for value in (np.nan, np.inf, -np.inf):
+            where = [int(rng.integers(0, n)) for n in shape]
+            where[2] = int(rng.integers(8, shape[2]))
+            a[tuple(where)] = value
+    arrays[1][0, 0, hidden_key, 1] = arrays[2][0, 1, hidden_key, 2] = np.nan
+    out = [mx.array(a, dtype) for a in arrays]
+    return out, [np.asarray(a).astype(np.float64) for a in out]
+
+
+def _same_specials(got, want):
+    """NaN where `want` has NaN, the same infinities, the rest close."""
+    got = np.asarray(got).astype(np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isposinf(got), np.isposinf(want))
+    assert np.array_equal(np.isneginf(got), np.isneginf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=str)
+@pytest.mark.parametrize("seed", range(6))
+def test_nan_and_infinities_spread_as_the_formula(seed, dtype, path):
+    """NaN and infinities in q, k and v give NaN and infinities where the float64 formula
+    has them, on each path: a NaN in a key a row does not see (a cache slot past the causal
+    mask) stays out of that row's scores, as the formula's `where` keeps it."""
+    rng = np.random.default_rng(seed)
+    (q, k, v), (qr, kr, vr) = _with_specials(rng, (1, 2, 80, 8), dtype, hidden_key=70)
+    with np.errstate(all="ignore"):
+        want = reference(qr, kr, vr, 0.4, "causal")
+    _same_specials(sdpa(q, k, v, scale=0.4, mask="causal"), want)
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64], ids=str)
+@pytest.mark.parametrize("trial", range(12))
+def test_gradients_spread_nan_and_infinities_as_the_formula(trial, dtype, path):
+    """Two NaN or infinite entries in one of q, k and v: the gradients' NaN and infinities
+    are the float64 formula's, whose scores' cotangent is 0 where masked (a NaN `dP - D`
+    times a masked probability's 0 would be NaN), on each path."""
+    rng = np.random.default_rng(100 + trial)
+    shape, scale = (1, 2, 48, 8), float(np.float32(0.4))
+    arrays = [rng.standard_normal(shape) for _ in range(4)]
+    for _ in range(2):
+        where = tuple(int(rng.integers(0, n)) for n in shape)
+        arrays[trial % 3][where] = (np.nan, np.inf, -np.inf)[int(rng.integers(0, 3))]
+    q, k, v = (mx.array(a, dtype) for a in arrays[:3])
+    w = arrays[3]
+    grads = mx.grad(lambda q, k, v: mx.sum(sdpa(q, k, v, scale=0.4, mask="causal")
+                                           * mx.array(w, dtype)), argnums=(0, 1, 2))(q, k, v)
+    assert nodes(grads[0], AttentionRowsVjp) == 1
+    with np.errstate(all="ignore"):
+        want = _grads_reference(*(np.asarray(a).astype(np.float64) for a in (q, k, v)), w,
+                                scale, True)
+    for got, ref in zip(grads, want):
+        _same_specials(got, ref)

@@ -168,21 +168,27 @@ static inline vec row_exp(float *x, float m) {
     return sum;
 }
 
-/* Sets to -inf the scores of a block's row (keys c0 on, `keys` of them) that the row does not
- * see: those before `lo`, and under the causal mask those after `last` (the last key it sees,
- * counted from c0) or, with `window > 0`, `window` or more before it. Returns 0 where the row
- * sees none of the block (its scores left as they are). */
-static int hide(float *sr, int64_t lo, int64_t keys, int64_t causal, int64_t window,
-                int64_t last) {
+/* Sets to `fill` the entries of a block's row (keys c0 on, `keys` of them) whose keys the row
+ * does not see: those before `lo`, and under the causal mask those after `last` (the last key
+ * it sees, counted from c0) or, with `window > 0`, `window` or more before it. Returns 0 where
+ * the row sees none of the block (its entries left as they are). */
+static int fill_hidden(float *sr, float fill, int64_t lo, int64_t keys, int64_t causal,
+                       int64_t window, int64_t last) {
     int64_t hi = keys;
     if (causal) {
         hi = last + 1 < hi ? last + 1 : hi;
         if (window > 0 && last - window + 1 > lo) lo = last - window + 1;
     }
     if (hi <= lo) return 0;
-    for (int64_t c = 0; c < lo; c++) sr[c] = -__builtin_inff();
-    for (int64_t c = hi; c < BLOCK; c++) sr[c] = -__builtin_inff();
+    for (int64_t c = 0; c < lo; c++) sr[c] = fill;
+    for (int64_t c = hi; c < BLOCK; c++) sr[c] = fill;
     return 1;
+}
+
+/* `fill_hidden` with -inf: the scores a row does not see. */
+static int hide(float *sr, int64_t lo, int64_t keys, int64_t causal, int64_t window,
+                int64_t last) {
+    return fill_hidden(sr, -__builtin_inff(), lo, keys, causal, window, last);
 }
 
 /* r[j] becomes the j-th entries of r[0..16] (a 16 x 16 transpose in registers): rows
@@ -423,6 +429,9 @@ int nuvec_attention_grad_f32(int64_t heads, int64_t n, int64_t lk, int64_t d, in
                         vstore(pr + c, e);
                         vstore(dr + c, vmul(e, vsub(vload(dr + c), dr_)));
                     }
+                    /* dS is 0 where the row does not see the key, as the formula's `where`:
+                     * P's 0 there times a NaN or infinite dP - D would not be */
+                    fill_hidden(dr, 0.0f, 0, keys, causal, window, offset + i0 + t - c0);
                 }
                 for (int64_t c = 0; c < tiles; c += ROWS) {
                     values(count, dv, p + c, 1, BLOCK, dop + rb * dv, dv, dva + c * dv);

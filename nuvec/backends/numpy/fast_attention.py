@@ -128,40 +128,40 @@ def fused_kernel() -> _Fused | None:
     return native.bound(_SOURCES, _bind)
 
 
-def diagonal_bias(rows: int, window: int | None, fill: float, f) -> list[tuple[int, np.ndarray]]:
-    """`(first key relative to a tile's first row position, bias)` pieces adding `fill` to
-    the scores a tile of `rows` rows does not see near its diagonal: keys after each row's
-    position, and with a window those before its window; each bias is keys x rows, as the
-    kernel's scores."""
+def diagonal_hidden(rows: int, window: int | None) -> list[tuple[int, np.ndarray]]:
+    """`(first key relative to a tile's first row position, hidden)` pieces marking the scores
+    a tile of `rows` rows does not see near its diagonal: keys after each row's position, and
+    with a window those before its window; each keys x rows, as the kernel's scores."""
     i = np.arange(rows)[None, :]
     if window is not None and window < rows:
         c = np.arange(rows + window - 1)[:, None]  # from the first row's window start
-        return [(1 - window, np.where((c < i) | (c > i + window - 1), fill, 0).astype(f))]
+        return [(1 - window, (c < i) | (c > i + window - 1))]
     c = np.arange(rows)[:, None]
-    pieces = [(0, np.where(c > i, fill, 0).astype(f))]
+    pieces = [(0, c > i)]
     if window is not None:
-        pieces.append((1 - window, np.where(c < i, fill, 0).astype(f)))
+        pieces.append((1 - window, c < i))
     return pieces
 
 
-# (rows, window, fill, dtype) -> `_diagonal`'s pieces, for those of at most `DIAGONAL_BYTES`
+# (rows, window, dtype) -> `_diagonal`'s pieces, for those of at most `DIAGONAL_BYTES`
 _diagonals: dict[tuple, tuple[tuple, tuple]] = {}
 DIAGONAL_BYTES = 1 << 22
 
 
-def _diagonal(rows: int, window: int | None, fill: float, f) -> tuple[tuple, tuple]:
-    """`diagonal_bias`'s pieces and their 0/1 counterparts (`hide` after `exp`), read-only and
-    kept (up to `DIAGONAL_BYTES` of them, so a long window's are made each call): making them
-    took about 0.19 ms of a causal `[1, 8, 1024, 64]` call, before its items started."""
-    key = (rows, window, fill, np.dtype(f))
+def _diagonal(rows: int, window: int | None, f) -> tuple[tuple, tuple]:
+    """`diagonal_hidden`'s pieces and their 0/1 counterparts in `f` (`hide` after `exp`),
+    read-only and kept (up to `DIAGONAL_BYTES` of them, so a long window's are made each
+    call): making them took about 0.19 ms of a causal `[1, 8, 1024, 64]` call, before its
+    items started."""
+    key = (rows, window, np.dtype(f))
     found = _diagonals.get(key)
     if found is None:
-        bias = tuple(diagonal_bias(rows, window, fill, f))
-        keep = tuple((start, (b == 0).astype(f)) for start, b in bias)
-        for _, b in bias + keep:
+        hidden = tuple(diagonal_hidden(rows, window))
+        keep = tuple((start, (~h).astype(f)) for start, h in hidden)
+        for _, b in hidden + keep:
             b.setflags(write=False)
-        found = (bias, keep)
-        if sum(b.nbytes for _, b in bias + keep) <= DIAGONAL_BYTES:
+        found = (hidden, keep)
+        if sum(b.nbytes for _, b in hidden + keep) <= DIAGONAL_BYTES:
             if len(_diagonals) >= 16:
                 _diagonals.clear()
             _diagonals[key] = found
@@ -205,7 +205,7 @@ class Tiles:
         self.rows = max(1, min(p.tile_rows, r))
         if self.fused:
             self.rows = min(self.rows, max(1, FUSED_ROWS // self.rep))
-        self.bias, self.keep = _diagonal(self.rows, p.window, self.fill, f) \
+        self.hidden, self.keep = _diagonal(self.rows, p.window, f) \
             if p.causal and not self.fused else ((), ())
         self.additive = self.mask is not None and self.mask.dtype != np.bool_
         self.scale = f(p.scale)
@@ -533,23 +533,25 @@ class Tiles:
 
     def hide(self, st, bi, heads, r0, r1, c0, c1, after_exp: bool = False) -> None:
         """Masks a chunk of scores (`st`: keys `c0..c1` x the tile's stacked rows): a blind
-        tile entirely, the causal diagonal by its bias, a mask array's part. `after_exp` (a
-        bounded tile: no blind rows, no mask array) masks their `exp` instead, by a product
-        with the bias's 0/1 counterpart (`exp` of a masked score is exactly 0 either way)."""
+        tile entirely, the causal diagonal's hidden scores set to the dtype's lowest value (as
+        the formula's `where`: a NaN or infinite score there is hidden too), a mask array's
+        part. `after_exp` (a bounded tile: finite scores, no blind rows, no mask array) masks
+        their `exp` instead, by a product with the 0/1 counterpart (`exp` of a masked score is
+        exactly 0 either way)."""
         p = self.p
         if p.causal and r0 < self.blind:
             st[...] = self.fill
             return
         n, pos = r1 - r0, p.offset + r0
         s3 = st.reshape(c1 - c0, self.rep, n)
-        for start, bias in (self.keep if after_exp else self.bias):
-            lo, hi = max(c0, pos + start), min(c1, pos + start + bias.shape[0])
+        for start, piece in (self.keep if after_exp else self.hidden):
+            lo, hi = max(c0, pos + start), min(c1, pos + start + piece.shape[0])
             if lo < hi:
-                part = bias[lo - pos - start:hi - pos - start, None, :n]
+                part = piece[lo - pos - start:hi - pos - start, None, :n]
                 if after_exp:
                     s3[lo - c0:hi - c0] *= part
                 else:
-                    s3[lo - c0:hi - c0] += part
+                    np.copyto(s3[lo - c0:hi - c0], self.fill, where=part)
         if self.mask is not None:
             m = self.mask[bi, heads, r0:r1, c0:c1].transpose(2, 0, 1)
             if m.dtype == np.bool_:
@@ -564,17 +566,17 @@ def attention_rows(p, q, k, v, *rest):
     return Tiles(p, q, k, v, rest).run()
 
 
-def _keep_bias(p, lq: int, lk: int, rep: int, f) -> np.ndarray | None:
-    """0 where a stacked query row (`rep` heads of `lq` rows) sees a key, -inf elsewhere
-    (causal, offset `lk - lq`, and the window); None without a causal mask."""
+def _hidden_keys(p, lq: int, lk: int, rep: int) -> np.ndarray | None:
+    """True where a stacked query row (`rep` heads of `lq` rows) does not see a key (causal,
+    offset `lk - lq`, and the window); None without a causal mask."""
     if not p.causal:
         return None
     qi = np.arange(lk - lq, lk)[:, None]
     ki = np.arange(lk)[None, :]
-    keep = ki <= qi
+    hidden = ki > qi
     if p.window is not None:
-        keep &= ki > qi - p.window
-    return np.tile(np.where(keep, 0, -np.inf).astype(f), (rep, 1))
+        hidden |= ki <= qi - p.window
+    return np.tile(hidden, (rep, 1))
 
 
 class _Backward:
@@ -606,7 +608,7 @@ class _Backward:
         fused = fused_kernel() if f is np.float32 and self.lk else None
         self.fused = fused if fused and not (p.causal and self.lq > self.lk) else None
         self.bounded = None if self.fused else self.bounds()
-        self.bias: np.ndarray | None = None  # the mask's bias, made by the first exact group
+        self.hidden: np.ndarray | None = None  # the masked scores, made by the first exact group
 
     def bounds(self) -> np.ndarray:
         """Whether each key head's scores are bounded and `exp_visible` takes them (`exp`
@@ -641,7 +643,8 @@ class _Backward:
     def visible_group(self, u0: int, u1: int) -> bool:
         """Key heads `u0..u1` with bounded scores, as keys x rows: `E = exp(S)` with the mask's
         entries 0 and the row sums `l` in one `exp_visible` pass a head, then with
-        `dO' = dO / l`: `dV = E dO'`, `dS = E ⊙ (V dO'ᵀ − rowsum(dO' ⊙ O))` (keys x rows),
+        `dO' = dO / l`: `dV = E dO'`, `dS = E ⊙ (V dO'ᵀ − rowsum(dO' ⊙ O))` (keys x rows, 0
+        where masked),
         `dK = dS (scale·Q)`, `dQ = scale · dSᵀ K`. False, with nothing written, where
         `exp_visible` does not run."""
         g = u1 - u0
@@ -656,6 +659,9 @@ class _Backward:
         ds = np.matmul(self.v[u0:u1], do.transpose(0, 2, 1))  # [g, keys, rows]
         ds -= np.einsum("gri,gri->gr", do, self.o[u0:u1])[:, None, :]
         ds *= st
+        hidden = self.hidden_keys()
+        if hidden is not None:  # (as `exact_group`)
+            np.copyto(ds, 0, where=hidden.T)
         np.matmul(ds, qs, out=self.dk[u0:u1])
         np.matmul(ds.transpose(0, 2, 1), self.k[u0:u1], out=self.dq[u0:u1])
         self.dq[u0:u1] *= self.scale
@@ -668,15 +674,23 @@ class _Backward:
             return vector_math.exp_visible(st, self.lq, st.shape[0], None, sums)
         return vector_math.exp_visible(st, self.lq, self.lk - self.lq, p.window, sums)
 
+    def hidden_keys(self) -> np.ndarray | None:
+        """`_hidden_keys` of the call (stacked rows x keys), made by the first group that
+        needs it (two threads may both make it: the same)."""
+        if self.hidden is None and self.p.causal:
+            self.hidden = _hidden_keys(self.p, self.lq, self.lk, self.rep)
+        return self.hidden
+
     def exact_group(self, u0: int, u1: int) -> None:
-        """Key heads `u0..u1` as rows x keys, the mask's bias added and each row's maximum
-        subtracted before `exp`; the same steps with `dO' = dO / l`."""
+        """Key heads `u0..u1` as rows x keys, the masked scores set to -inf and each row's
+        maximum subtracted before `exp`; the same steps with `dO' = dO / l`, `dS` 0 where
+        masked (as the formula's `where`: a NaN or infinity in a masked key or value stays
+        out of the scores' gradient)."""
         qs = np.multiply(self.q[u0:u1], self.scale)
         s = np.matmul(qs, self.k[u0:u1].transpose(0, 2, 1))  # [g, rows, keys]
-        if self.bias is None and self.p.causal:  # (two threads may both make it: the same)
-            self.bias = _keep_bias(self.p, self.lq, self.lk, self.rep, self.f)
-        if self.bias is not None:
-            s += self.bias
+        hidden = self.hidden_keys()
+        if hidden is not None:
+            np.copyto(s, -np.inf, where=hidden)
         s -= s.max(axis=-1, keepdims=True)
         vector_math.exp(s, s)
         do = self.do[u0:u1] / s.sum(axis=-1, keepdims=True)
@@ -684,6 +698,8 @@ class _Backward:
         ds = np.matmul(do, self.v[u0:u1].transpose(0, 2, 1))
         ds -= np.einsum("gri,gri->gr", do, self.o[u0:u1])[..., None]
         ds *= s
+        if hidden is not None:
+            np.copyto(ds, 0, where=hidden)
         np.matmul(ds, self.k[u0:u1], out=self.dq[u0:u1])
         self.dq[u0:u1] *= self.scale
         np.matmul(ds.transpose(0, 2, 1), qs, out=self.dk[u0:u1])
