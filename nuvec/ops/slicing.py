@@ -75,17 +75,39 @@ def in_zeros(like: Array, update: Array, start: Shape, stop: Shape, strides: Sha
     return apply(SliceUpdate(start, stop, strides), zeros, update)
 
 
+def _is_zeros(node: Any, dtype: Any) -> bool:
+    """Whether `node` is `in_zeros`' zeros (a broadcast of the cached 0 leaf)."""
+    return (type(node.primitive) is shape_ops.BroadcastTo
+            and node.sources[0] is stored_scalar(0, dtype, ()))
+
+
 def _window_cotangent(x: Array) -> tuple[SliceUpdate, Array] | None:
     """`(update, window)` where `x` is an `in_zeros` array (zeros with the window `update`
     writes set to `window`), else None."""
     node = x._node
-    if type(node.primitive) is not SliceUpdate:
-        return None
-    base = node.sources[0]
-    if (type(base.primitive) is not shape_ops.BroadcastTo
-            or base.sources[0] is not stored_scalar(0, x.dtype, ())):
+    if type(node.primitive) is not SliceUpdate or not _is_zeros(node.sources[0], x.dtype):
         return None
     return node.primitive, handle(node.sources[1], node.indices[1])
+
+
+_MOST_WINDOWS = 64  # windows `_written_windows` looks through
+
+
+def _written_windows(x: Array) -> list[SliceUpdate] | None:
+    """The windows written into `in_zeros`' zeros to make `x` (none evaluated yet), outside
+    which `x` is 0; None where `x` is not made so (or through more than `_MOST_WINDOWS`)."""
+    node, windows = x._node, []
+    while type(node.primitive) is SliceUpdate and len(windows) < _MOST_WINDOWS:
+        windows.append(node.primitive)
+        node = node.sources[0]
+    return windows if windows and _is_zeros(node, x.dtype) else None
+
+
+def _disjoint(a: SliceUpdate, b: SliceUpdate) -> bool:
+    """Whether two windows of unit steps share no element."""
+    if any(s != 1 for s in a.strides + b.strides):
+        return False
+    return any(e1 <= s2 or e2 <= s1 for s1, e1, s2, e2 in zip(a.start, a.stop, b.start, b.stop))
 
 
 def add_cotangents(a: Array, b: Array) -> Array:
@@ -93,13 +115,18 @@ def add_cotangents(a: Array, b: Array) -> Array:
     (zeros but for its window) and both have one shape and dtype, the other with the window
     added in: only the window's elements are summed, and the evaluator writes them into the
     other's buffer where nothing else holds it, where `a + b` passes over the whole array (a
-    gradient through row blocks or `x[..., :half]`). Elements outside the window are the
-    other's as they are, as `x + 0` is (but for -0.0, which stays -0.0)."""
+    gradient through row blocks or `x[..., :half]`); where the other is zeros but for windows
+    the window does not meet (the cotangents of `split`'s parts), the window is written
+    there without a sum. Elements outside the window are the other's as they are, as `x + 0`
+    is (but for -0.0, which stays -0.0)."""
     if a.shape == b.shape and a.dtype is b.dtype:
         for whole, part in ((a, b), (b, a)):
             found = _window_cotangent(part)
             if found is not None:
                 update, window = found
+                written = _written_windows(whole)
+                if written is not None and all(_disjoint(update, w) for w in written):
+                    return apply(update, whole, window)  # `whole` is 0 there
                 summed = binary.add(apply(Slice(*update.params()), whole), window)
                 return apply(update, whole, summed)
     return binary.add(a, b)

@@ -714,3 +714,37 @@ def test_overlapping_and_strided_windows_sum_their_cotangents(dtype) -> None:
     want[:, 5:15] += 1
     assert g.dtype == dtype
     np.testing.assert_allclose(g, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+def test_cotangents_of_disjoint_windows_are_written_without_a_sum() -> None:
+    # The parts of a split meet nowhere: their cotangents are written into one array of
+    # zeros, window after window, with no addition recorded (an overlapping pair is summed).
+    from nuvec.ops.binary import Add
+    from nuvec.ops.slicing import SliceUpdate
+
+    rng = np.random.default_rng(6)
+    xv = rng.standard_normal((6, 12))
+    a, b = (rng.standard_normal((6, 4)) for _ in range(2))
+
+    def loss(x):
+        p, q, r = mx.split(x, 3, axis=1)
+        return mx.sum(mx.sin(p) * mx.array(a)) + mx.sum(q * mx.array(b)) + mx.sum(r ** 2)
+
+    g = mx.grad(loss)(mx.array(xv))
+    kinds, stack, seen = [], [g._node], set()
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            kinds.append(type(node.primitive))
+            stack.extend(node.sources)
+    assert kinds.count(SliceUpdate) == 3 and Add not in kinds
+    want = np.concatenate([np.cos(xv[:, :4]) * a, b, 2 * xv[:, 8:]], axis=1)
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, atol=1e-6)
+
+    g = mx.grad(lambda x: mx.sum(x[:, :8] * mx.array(xv[:, :8])) + mx.sum(x[:, 6:] ** 2))(
+        mx.array(xv))
+    want = np.zeros_like(xv)
+    want[:, :8] += xv[:, :8]
+    want[:, 6:] += 2 * xv[:, 6:]
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, atol=1e-6)
