@@ -397,11 +397,11 @@ class Call:
 
     def one_backward_node(self) -> bool:
         """Whether a CPU call traced for a transform is one node: where its backward is one
-        `AttentionRowsVjp` node (`rows_vjp`: float32 or float64, no mask array, no sinks,
+        `AttentionRowsVjp` node (`rows_vjp`: a real floating dtype, no mask array, no sinks,
         values of the queries' head size, every row seeing a key), whose kernel bounds its
         scores itself; its other rules take the node's row blocks (`AttentionRows`)."""
         key = self.key
-        return (key.dtype in (dt.float32, dt.float64) and self.mask is None
+        return (key.dtype.is_floating and self.mask is None
                 and self.sinks is None and key.dv == key.d and key.lq > 0 and key.lk > 0
                 and (key.mask != "causal" or key.lk >= key.lq))
 

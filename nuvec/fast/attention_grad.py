@@ -200,7 +200,7 @@ class AttentionRowsVjp(FastOp):
         q, k, v, out, dout = inputs
         qs, ks = q.shape, k.shape
         return (all(a.ndim == 4 and a.dtype is q.dtype for a in inputs)
-                and q.dtype in (dt.float32, dt.float64) and ks[0] == qs[0] and ks[1] > 0
+                and q.dtype.is_floating and ks[0] == qs[0] and ks[1] > 0
                 and qs[2] > 0 and ks[2] > 0
                 and qs[1] % ks[1] == 0 and ks[3] == qs[3] and v.shape == ks
                 and out.shape == qs and dout.shape == qs
@@ -234,11 +234,12 @@ class AttentionRowsVjp(FastOp):
 
 def rows_vjp(op, primals, cotangents, argnums, outputs) -> list[Array | None] | None:
     """The cotangents of q, k and v of a CPU attention node (`AttentionRows` as `op`) by one
-    `AttentionRowsVjp` node, where that node takes them (float32 or float64, no mask array,
-    no sinks, the causal offset `Lk − Lq`); None elsewhere (the fallback graph's rule)."""
+    `AttentionRowsVjp` node, where that node takes them (a real floating dtype, no mask
+    array, no sinks, the causal offset `Lk − Lq`); None elsewhere (the fallback graph's
+    rule)."""
     q, k = primals[0], primals[1]
     dout = cotangents[0]
-    if (op.mask or op.sinks or dout is None or q.dtype not in (dt.float32, dt.float64)
+    if (op.mask or op.sinks or dout is None or not q.dtype.is_floating
             or (op.causal and op.offset != k.shape[2] - q.shape[2])
             or not set(argnums) <= {0, 1, 2}):
         return None

@@ -395,6 +395,30 @@ def test_the_cpu_backward_node_matches_float64(case, dtype, path):
         np.testing.assert_allclose(np.asarray(got), ref, rtol=tol, atol=tol * np.abs(ref).max())
 
 
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16], ids=str)
+@pytest.mark.parametrize("case", ["causal", "grouped_query_longer_keys", "window", "plain",
+                                  "many_groups"], ids=str)
+def test_the_cpu_backward_node_takes_half_types(case, dtype, path):
+    """Half types differentiate through the same one node, computed in float32 and rounded
+    once: against the float64 formula of their rounded inputs, to their own precision."""
+    options = BACKWARD[case]
+    rng = np.random.default_rng(len(case))
+    q, k, v = (mx.array(rng.standard_normal(s), dtype)
+               for s in (options["qs"], options["ks"], options["ks"]))
+    w = mx.array(rng.standard_normal(options["qs"]), dtype)
+    mask = "causal" if options["causal"] else None
+    grads = mx.grad(lambda q, k, v: mx.sum(sdpa(q, k, v, scale=0.3, mask=mask,
+                                                window=options.get("window")) * w),
+                    argnums=(0, 1, 2))(q, k, v)
+    assert nodes(grads[0], AttentionRowsVjp) == 1 and grads[0].dtype is dtype
+    want = _grads_reference(*(np.asarray(a).astype(np.float64) for a in (q, k, v, w)),
+                            float(np.float32(0.3)), options["causal"], options.get("window"))
+    tol = 4e-3 if dtype is mx.float16 else 3e-2
+    for got, ref in zip(grads, want):
+        np.testing.assert_allclose(np.asarray(got).astype(np.float64), ref, rtol=tol,
+                                   atol=tol * np.abs(ref).max())
+
+
 def test_the_cpu_backward_node_gives_the_numbers_of_one_thread(num_threads):
     rng = np.random.default_rng(21)
     q, k, v, w = (mx.array(rng.standard_normal((8, 8, 128, 16)).astype(np.float32))

@@ -709,7 +709,8 @@ class _Backward:
 def attention_rows_vjp(p, q, k, v, out, dout):
     """`AttentionRowsVjp` on the CPU: per key head, its query heads' rows stacked, the scores
     recomputed and their softmax taken, then `dV = Pᵀ dO`, `dS = P ⊙ (dO Vᵀ − rowsum(dO ⊙ O))`,
-    `dQ = scale · dS K`, `dK = dSᵀ (scale · Q)`. In float32 where the fused kernel is built
+    `dQ = scale · dS K`, `dK = dSᵀ (scale · Q)`, half types in float32 (and their results
+    rounded once). In float32 where the fused kernel is built
     (and every row sees a key), one C call a key head (`attention.c`: blocks of keys against
     chunks of rows, nothing the size of the scores written); otherwise with the softmax's sums
     folded into `dO`, without the row maximum where bounded (as the forward kernel's tiles), key
@@ -717,22 +718,23 @@ def attention_rows_vjp(p, q, k, v, out, dout):
     query rows after another where the node has blocks. Key heads or groups run on the thread
     pool (BLAS on one thread meanwhile); a result does not depend on the thread count."""
     blocks = p.blocks(q.shape[2], k.shape[2])
-    if blocks is None or (q.dtype == np.float32 and fused_kernel()):
-        return _rows_vjp(p, q, k, v, out, dout)
-    # the BLAS path holds a key head's scores: a node recorded with blocks takes them in turn
-    dq = np.empty(q.shape, q.dtype)
-    dk, dv = np.zeros(k.shape, k.dtype), np.zeros(v.shape, v.dtype)
-    for s, e, lo, hi in blocks:
-        g = _rows_vjp(p, q[:, :, s:e], k[:, :, lo:hi], v[:, :, lo:hi], out[:, :, s:e],
-                      dout[:, :, s:e])
-        dq[:, :, s:e] = g[0]
-        dk[:, :, lo:hi] += g[1]
-        dv[:, :, lo:hi] += g[2]
-    return dq, dk, dv
+    f = np.float64 if q.dtype == np.float64 else np.float32
+    if blocks is None or (f is np.float32 and fused_kernel()):
+        grads = _rows_vjp(p, q, k, v, out, dout)
+    else:  # the BLAS path holds a key head's scores: a node with blocks takes them in turn
+        grads = (np.empty(q.shape, f), np.zeros(k.shape, f), np.zeros(v.shape, f))
+        for s, e, lo, hi in blocks:
+            dq, dk, dv = _rows_vjp(p, q[:, :, s:e], k[:, :, lo:hi], v[:, :, lo:hi],
+                                   out[:, :, s:e], dout[:, :, s:e])
+            grads[0][:, :, s:e] = dq
+            grads[1][:, :, lo:hi] += dk
+            grads[2][:, :, lo:hi] += dv
+    return tuple(g.astype(a.dtype, copy=False) for g, a in zip(grads, (q, k, v)))
 
 
 def _rows_vjp(p, q, k, v, out, dout):
-    """`attention_rows_vjp` over the whole of its inputs (one block)."""
+    """`attention_rows_vjp` over the whole of its inputs (one block), in the compute dtype
+    (float32, or float64 for float64 inputs)."""
     call = _Backward(p, q, k, v, out, dout)
     work = call.units * call.rows * call.lk * (q.shape[3] + v.shape[3]) * 2
     if call.fused and work < MIN_THREADED_WORK:
@@ -746,6 +748,4 @@ def _rows_vjp(p, q, k, v, out, dout):
     else:
         with one_blas_thread():
             parallel_items(len(call.starts), call.group)
-    return (call.dq.reshape(q.shape).astype(q.dtype, copy=False),
-            call.dk.reshape(k.shape).astype(k.dtype, copy=False),
-            call.dv.reshape(v.shape).astype(v.dtype, copy=False))
+    return call.dq.reshape(q.shape), call.dk.reshape(k.shape), call.dv.reshape(v.shape)
