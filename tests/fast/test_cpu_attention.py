@@ -545,6 +545,31 @@ def test_the_fused_rows_of_an_item_do_not_change_any_bit(monkeypatch):
     assert_allclose(sdpa(*half, **args), ref, dtype=mx.float16, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.skipif(not has_avx512(), reason="the fused kernel needs AVX-512")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_short_sequences_batch_their_items_in_one_call(threads, num_threads, monkeypatch):
+    """Where every key head is one item (a short sequence), runs of items go to the fused
+    kernel in one call each (`nuvec_attention_items_f32`), each packing its head's keys or,
+    for a few rows, reading them unpacked: the bits of one call an item, float64's values."""
+    num_threads(threads)
+    rng = np.random.default_rng(43)
+    runs = []
+    monkeypatch.setattr(fast_attention.Tiles, "fused_run",
+                        lambda self, unit, run=fast_attention.Tiles.fused_run:
+                        runs.append(len(unit)) or run(self, unit))
+    for qs, ks in (((8, 8, 60, 24), (8, 4, 60, 24)), ((16, 4, 4, 32), (16, 4, 300, 32))):
+        (q, k, v, _, _), (qr, kr, vr, _, _) = inputs(rng, mx.float32, qs, ks)
+        runs.clear()
+        got = np.asarray(sdpa(q, k, v, scale=0.3, mask="causal"))
+        assert sum(runs) == qs[0] * ks[1] and max(runs) > 1
+        with monkeypatch.context() as one_each:
+            one_each.setattr(fast_attention.Tiles, "fused_units",
+                             lambda self: [(i,) for i in range(len(self.items))])
+            assert np.array_equal(np.asarray(sdpa(q, k, v, scale=0.3, mask="causal")), got)
+        np.testing.assert_allclose(got, reference(qr, kr, vr, 0.3, "causal"), rtol=1e-5,
+                                   atol=1e-5)
+
+
 def test_inputs_read_where_they_are():
     """Queries reversed along their rows (a negative stride), keys broadcast over the batch (a
     zero stride) and values as a transposed `[B, T, H, D]` view are read in place: the bits of

@@ -324,6 +324,29 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
     return 0;
 }
 
+/* `count` items one after another, row i of `table` (ITEM_FIELDS 64-bit integers) holding
+ * item i: the arguments of `nuvec_attention_pack_f32` (lk, d, k, ld, kt: the item's key head
+ * packed first, where kt is not 0), then those of `nuvec_attention_f32` in order, pointers as
+ * addresses and `scale` as its float's bits. One call for many small items (a short
+ * sequence's key heads) instead of one each. Returns 0, or the first item's nonzero return. */
+#define ITEM_FIELDS 26
+int nuvec_attention_items_f32(int64_t count, const int64_t *table) {
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t *t = table + i * ITEM_FIELDS;
+        if (t[4])
+            nuvec_attention_pack_f32(t[0], t[1], (const float *)t[2], t[3], (float *)t[4]);
+        int32_t bits = (int32_t)t[12];
+        float scale;
+        memcpy(&scale, &bits, sizeof scale);
+        int status = nuvec_attention_f32(
+            t[5], t[6], t[7], t[8], (const float *)t[9], t[10], t[11], scale,
+            (const float *)t[13], (const float *)t[14], t[15], (const float *)t[16], t[17],
+            t[18], t[19], t[20], t[21], t[22], (float *)t[23], t[24], (float *)t[25]);
+        if (status) return status;
+    }
+    return 0;
+}
+
 /* Query rows an item of the backward computes at once against a block (a multiple of ROWS) */
 #define CHUNK 48
 
@@ -449,6 +472,26 @@ int nuvec_attention_grad_f32(int64_t heads, int64_t n, int64_t lk, int64_t d, in
             for (int64_t j = 0; j < d; j++)
                 dq[(h * n + i) * d + j] = dqa[(h * np + i) * d + j] * scale;
     free(base);
+    return 0;
+}
+
+/* `count` key heads' gradients one after another, row i of `table` (GRAD_FIELDS 64-bit
+ * integers) holding the arguments of `nuvec_attention_grad_f32` in order, pointers as
+ * addresses and `scale` as its float's bits: one call for many small heads. Returns 0, or the
+ * first head's nonzero return. */
+#define GRAD_FIELDS 17
+int nuvec_attention_grads_f32(int64_t count, const int64_t *table) {
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t *t = table + i * GRAD_FIELDS;
+        int32_t bits = (int32_t)t[5];
+        float scale;
+        memcpy(&scale, &bits, sizeof scale);
+        int status = nuvec_attention_grad_f32(
+            t[0], t[1], t[2], t[3], t[4], scale, (const float *)t[6], (const float *)t[7],
+            (const float *)t[8], (const float *)t[9], (const float *)t[10], t[11], t[12], t[13],
+            (float *)t[14], (float *)t[15], (float *)t[16]);
+        if (status) return status;
+    }
     return 0;
 }
 

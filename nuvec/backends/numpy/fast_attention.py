@@ -11,9 +11,11 @@ cache, each key head's keys packed once a call (read as they are by items of at 
 contiguous rows are read where they are (`rows_in_place`: a transposed `[B, T, H, D]` view is
 not copied). On the
 causal `[1, 8, 1024, 64]` call it took 0.79 of the BLAS tiles' time on two threads (one
-process, best of 30). Other calls take the BLAS tiles below. The backward node
-(`AttentionRowsVjp`) in float32 is one call of the fused kernel's gradients a key head
-(`attention_rows_vjp`).
+process, best of 30). Where every key head is one item (a short sequence), runs of items
+go to the kernel in one call each (`nuvec_attention_items_f32`, a table of their arguments),
+each item packing its head's keys first. Other calls take the BLAS tiles below. The backward
+node (`AttentionRowsVjp`) in float32 computes a key head's gradients in one pass of the fused
+kernel, runs of heads in one call each (`attention_rows_vjp`).
 
 The BLAS tiles' work items are (batch, key head, query tile): the tile's rows of every query head
 of that key head, scaled and stacked as one matrix in per-thread scratch, against only the keys
@@ -89,13 +91,19 @@ _SOURCES = (Path(vector_math.__file__).with_name("vector_math.c"),
 
 
 class _Fused(NamedTuple):
-    """`attention.c`'s functions: `pack` a key head's keys, compute an `item`, a key head's
-    gradients (`grad`); `block`: the keys a block."""
+    """`attention.c`'s functions: `pack` a key head's keys, compute an `item` (or several
+    from a table: `items`), key heads' gradients from a table (`grads`); `block`: the keys
+    a block."""
 
     pack: Any
     item: Any
-    grad: Any
+    items: Any
+    grads: Any
     block: int
+
+
+ITEM_FIELDS = 26  # a row of `nuvec_attention_items_f32`'s table (attention.c)
+GRAD_FIELDS = 17  # a row of `nuvec_attention_grads_f32`'s
 
 
 def _bind(lib: ctypes.CDLL) -> _Fused | None:
@@ -105,13 +113,34 @@ def _bind(lib: ctypes.CDLL) -> _Fused | None:
         return None
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     pack, item = lib.nuvec_attention_pack_f32, lib.nuvec_attention_f32
-    grad = lib.nuvec_attention_grad_f32
+    items, grads = lib.nuvec_attention_items_f32, lib.nuvec_attention_grads_f32
     pack.argtypes, pack.restype = [i64, i64, ptr, i64, ptr], None
     item.argtypes = ([i64] * 4 + [ptr, i64, i64, ctypes.c_float, ptr, ptr, i64, ptr, i64]
                      + [i64] * 5 + [ptr, i64, ptr])
-    grad.argtypes = [i64] * 5 + [ctypes.c_float] + [ptr] * 5 + [i64] * 3 + [ptr] * 3
-    item.restype = grad.restype = ctypes.c_int
-    return _Fused(pack, item, grad, int(block))
+    items.argtypes = grads.argtypes = [i64, ptr]
+    item.restype = items.restype = grads.restype = ctypes.c_int
+    return _Fused(pack, item, items, grads, int(block))
+
+
+def _runs(n: int, work: int) -> list[tuple[int, int]]:
+    """`n` items as runs `(start, stop)` of one C call each: one run below
+    `MIN_THREADED_WORK` of work, else four a thread (at most `n`)."""
+    count = 1 if work < MIN_THREADED_WORK else min(n, 4 * get_num_threads())
+    bounds = [n * i // count for i in range(count + 1)]
+    return list(zip(bounds, bounds[1:]))
+
+
+def _as_bits(scale: float) -> int:
+    """`scale`'s float32 bits, as the C tables carry it."""
+    return int(np.float32(scale).view(np.int32))
+
+
+def _table(columns: tuple, rows: int, fields: int) -> np.ndarray:
+    """An int64 table of `rows` rows from `columns` (numbers or arrays of `rows`)."""
+    table = np.empty((rows, fields), np.int64)
+    for j, column in enumerate(columns):
+        table[:, j] = column
+    return table
 
 
 def rows_in_place(a: np.ndarray) -> np.ndarray:
@@ -227,9 +256,8 @@ class Tiles:
         self.items = items
         self.work = sum(t[0] for t in items) * self.rep * (d + dv)
         self.units = self.groups() if self.groupable() else [(i,) for i in range(len(items))]
-        self.calls: list[tuple] = []  # the fused kernel's arguments per item (`fused_calls`)
+        self.table = np.empty((0, ITEM_FIELDS), np.int64)  # (`fused_table`)
         self.kt, self.packed = None, [False] * (b * hkv)  # (`fused_item`)
-        self.key_rows: list[tuple[int, int]] = []  # each key head's address and row stride
         self.inputs: list[np.ndarray] = []  # q, k, v as the fused kernel reads them
 
     def buffers(self) -> Scratch:
@@ -248,7 +276,9 @@ class Tiles:
         bounds = [] if self.exact or self.fused or not self.tiles \
             else [self.query_norms, self.key_bounds]
         if self.fused:
-            self.calls = self.fused_calls()
+            self.table = self.fused_table()
+            if len(self.tiles) == 1:  # a key head an item: items batched, each packing its head
+                self.units = self.fused_units()
         if self.work < MIN_THREADED_WORK:
             if bounds:
                 self.settle(*(pass_() for pass_ in bounds))
@@ -319,7 +349,10 @@ class Tiles:
         return units
 
     def unit(self, unit: tuple[int, ...]) -> None:
-        """Computes a unit of `groups`: one item, or a group of small ones."""
+        """Computes a unit of `groups` or `fused_units`: one item, or a group of small ones."""
+        if self.fused and len(unit) > 1:
+            self.fused_run(unit)
+            return
         if len(unit) == 1:
             self.item(unit[0])
             return
@@ -379,10 +412,12 @@ class Tiles:
                 rows, keys, self.q.shape[3], self.v.shape[3], self.f)
         return mine
 
-    def fused_calls(self) -> list[tuple]:
-        """The fused kernel's arguments for every item (`attention.c`'s `nuvec_attention_f32`):
-        addresses and row strides in the inputs as they are (`rows_in_place`), the packed keys
-        (`kt`, made here, packed by the first item of each key head) and the output."""
+    def fused_table(self) -> np.ndarray:
+        """The fused kernel's arguments for every item, a row an item as `attention.c`'s
+        `nuvec_attention_items_f32` reads them: its key head's packing (`kt`, made here;
+        zeros where the items read the key rows unpacked), then `nuvec_attention_f32`'s
+        arguments: addresses and row strides in the inputs as they are (`rows_in_place`) and
+        in the output, `scale` as its float32's bits."""
         # (kept for the call: the items read them by address)
         self.inputs = q4, k4, v4 = [rows_in_place(a) for a in (self.q, self.k, self.v)]
         (b, hkv, lk, d), r, dv = k4.shape, q4.shape[2], v4.shape[3]
@@ -390,33 +425,51 @@ class Tiles:
         (qb, qh, qr), (kb, kh, kr), (vb, vh, vr) = (
             [step // 4 for step in a.strides[:3]] for a in (q4, k4, v4))
         q, k, v, out = (native.address(a) for a in (q4, k4, v4, self.out))
+        bi, h, _, r0, r1, k0, k1 = np.array([t[1:] for t in self.items], np.int64).T
+        u = bi * hkv + h
         span = -(-lk // self.fused.block) * self.fused.block * d
-        self.key_rows = [(k + 4 * (bi * kb + h * kh), kr) for bi in range(b) for h in range(hkv)]
         if rep * self.rows <= UNPACKED_ROWS:  # (scores from the key rows: nothing packed)
             self.packed = [True] * (b * hkv)
+            kt = np.zeros_like(u)
         else:
             self.kt = np.empty((b * hkv, span), np.float32)
-        kt = None if self.kt is None else native.address(self.kt)
-        return [(rep, r1 - r0, d, dv, q + 4 * (bi * qb + h * rep * qh + r0 * qr), qh, qr,
-                 self.scale, None if kt is None else kt + 4 * (bi * hkv + h) * span,
-                 *self.key_rows[bi * hkv + h], v + 4 * (bi * vb + h * vh), vr, k0, k1,
-                 int(p.causal), p.offset + r0, p.window or 0,
-                 out + 4 * (((bi * hkv + h) * rep * r + r0) * dv), r * dv, None)
-                for _, bi, h, _, r0, r1, k0, k1 in self.items]
+            kt = native.address(self.kt) + 4 * u * span
+        key_rows = k + 4 * (bi * kb + h * kh)
+        columns = (lk, d, key_rows, kr, kt,
+                   rep, r1 - r0, d, dv, q + 4 * (bi * qb + h * rep * qh + r0 * qr), qh, qr,
+                   _as_bits(self.scale), kt, key_rows, kr, v + 4 * (bi * vb + h * vh), vr, k0,
+                   k1, int(p.causal), p.offset + r0, p.window or 0,
+                   out + 4 * ((u * rep * r + r0) * dv), r * dv, 0)
+        return _table(columns, len(u), ITEM_FIELDS)
+
+    def fused_units(self) -> list[tuple[int, ...]]:
+        """Runs of consecutive items for `nuvec_attention_items_f32` (every key head one
+        item), as `_runs` cuts them."""
+        return [tuple(range(a, z)) for a, z in _runs(len(self.items), self.work)]
+
+    def fused_run(self, unit: tuple[int, ...]) -> None:
+        """A run of items (`fused_units`) through one call of the fused kernel, each packing
+        its key head's keys first."""
+        rows = self.table[unit[0]:unit[-1] + 1]
+        if self.fused.items(len(rows), native.address(rows)):
+            raise MemoryError("scaled_dot_product_attention: no memory for a tile of "
+                              f"{self.rep * self.rows} rows")
 
     def fused_item(self, i: int) -> None:
         """Item `i` through the fused kernel: its key head's keys packed if no item has yet,
         then one C call."""
         u = self.items[i][1] * self.k.shape[1] + self.items[i][2]
+        row = self.table[i].tolist()
         if not self.packed[u]:
             with self.lock:
                 if not self.packed[u]:
-                    self.fused.pack(self.k.shape[2], self.k.shape[3], *self.key_rows[u],
-                                    native.address(self.kt[u]))
+                    self.fused.pack(*row[:5])
                     self.packed[u] = True
-        if self.fused.item(*self.calls[i]):
+        args = row[5:]
+        args[7] = float(self.scale)
+        if self.fused.item(*args):
             raise MemoryError(f"scaled_dot_product_attention: no memory for a tile of "
-                              f"{self.calls[i][0] * self.calls[i][1]} rows")
+                              f"{args[0] * args[1]} rows")
 
     def item(self, i: int) -> None:
         if self.fused:
@@ -623,13 +676,20 @@ class _Backward:
             score = abs(float(self.scale)) * qn * kn
             return (score <= limit) & (score + np.log(self.lk) <= total_limit)
 
-    def fused_unit(self, u: int) -> None:
-        """Key head `u`'s gradients through the fused kernel (`attention.c`): one C call."""
-        d, dv, p = self.q.shape[2], self.v.shape[2], self.p
+    def fused_table(self) -> np.ndarray:
+        """Every key head's arguments for the fused kernel's gradients, a row a head as
+        `attention.c`'s `nuvec_attention_grads_f32` reads them."""
+        u, p = np.arange(self.units, dtype=np.int64), self.p
         arrays = (self.q, self.k, self.v, self.o, self.do, self.dq, self.dk, self.dv)
-        q, k, v, o, do, dq, dk, dvo = (native.address(a[u]) for a in arrays)
-        if self.fused.grad(self.rep, self.lq, self.lk, d, dv, self.scale, q, k, v, o, do,
-                           int(p.causal), self.lk - self.lq, p.window or 0, dq, dk, dvo):
+        q, k, v, o, do, dq, dk, dvo = (native.address(a) + u * a.strides[0] for a in arrays)
+        columns = (self.rep, self.lq, self.lk, self.q.shape[2], self.v.shape[2],
+                   _as_bits(self.scale), q, k, v, o, do, int(p.causal), self.lk - self.lq,
+                   p.window or 0, dq, dk, dvo)
+        return _table(columns, self.units, GRAD_FIELDS)
+
+    def fused_run(self, rows: np.ndarray) -> None:
+        """The gradients of the key heads `rows` (of `fused_table`) hold: one C call."""
+        if self.fused.grads(len(rows), native.address(rows)):
             raise MemoryError(f"scaled_dot_product_attention: no memory for the gradients of "
                               f"a key head of {self.rows} rows and {self.lk} keys")
 
@@ -711,7 +771,8 @@ def attention_rows_vjp(p, q, k, v, out, dout):
     recomputed and their softmax taken, then `dV = Pᵀ dO`, `dS = P ⊙ (dO Vᵀ − rowsum(dO ⊙ O))`,
     `dQ = scale · dS K`, `dK = dSᵀ (scale · Q)`, half types in float32 (and their results
     rounded once). In float32 where the fused kernel is built
-    (and every row sees a key), one C call a key head (`attention.c`: blocks of keys against
+    (and every row sees a key), one pass a key head, runs of heads one C call each
+    (`attention.c`: blocks of keys against
     chunks of rows, nothing the size of the scores written); otherwise with the softmax's sums
     folded into `dO`, without the row maximum where bounded (as the forward kernel's tiles), key
     heads in groups of at most `GROUP_SCORES` scores, one batched product per step, a block of
@@ -737,11 +798,9 @@ def _rows_vjp(p, q, k, v, out, dout):
     (float32, or float64 for float64 inputs)."""
     call = _Backward(p, q, k, v, out, dout)
     work = call.units * call.rows * call.lk * (q.shape[3] + v.shape[3]) * 2
-    if call.fused and work < MIN_THREADED_WORK:
-        for u in range(call.units):
-            call.fused_unit(u)
-    elif call.fused:
-        parallel_items(call.units, call.fused_unit)
+    if call.fused:  # runs of key heads, one C call each
+        table, runs = call.fused_table(), _runs(call.units, work)
+        parallel_items(len(runs), lambda i: call.fused_run(table[runs[i][0]:runs[i][1]]))
     elif work < MIN_THREADED_WORK or len(call.starts) == 1:
         for i in range(len(call.starts)):
             call.group(i)
