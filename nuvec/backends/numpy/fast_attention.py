@@ -425,7 +425,7 @@ class Tiles:
         (qb, qh, qr), (kb, kh, kr), (vb, vh, vr) = (
             [step // 4 for step in a.strides[:3]] for a in (q4, k4, v4))
         q, k, v, out = (native.address(a) for a in (q4, k4, v4, self.out))
-        bi, h, _, r0, r1, k0, k1 = np.array([t[1:] for t in self.items], np.int64).T
+        bi, h, _, r0, r1, k0, k1 = np.array([t[1:] for t in self.items], np.int64).reshape(-1, 7).T
         u = bi * hkv + h
         span = -(-lk // self.fused.block) * self.fused.block * d
         if rep * self.rows <= UNPACKED_ROWS:  # (scores from the key rows: nothing packed)
