@@ -324,27 +324,42 @@ int nuvec_attention_f32(int64_t heads, int64_t n, int64_t d, int64_t dv, const f
     return 0;
 }
 
-/* `count` items one after another, row i of `table` (ITEM_FIELDS 64-bit integers) holding
- * item i: the arguments of `nuvec_attention_pack_f32` (lk, d, k, ld, kt: the item's key head
- * packed first, where kt is not 0), then those of `nuvec_attention_f32` in order, pointers as
- * addresses and `scale` as its float's bits. One call for many small items (a short
- * sequence's key heads) instead of one each. Returns 0, or the first item's nonzero return. */
-#define ITEM_FIELDS 26
-int nuvec_attention_items_f32(int64_t count, const int64_t *table) {
+/* The float a table row carries as its bits (the low 32 of the field). */
+static float float_of_bits(int64_t field) {
+    int32_t bits = (int32_t)field;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* `one` on each of `count` rows of `table` (`fields` 64-bit integers a row), in order:
+ * returns 0, or the first nonzero return. */
+static int each_row(int64_t count, const int64_t *table, int64_t fields,
+                    int (*one)(const int64_t *)) {
     for (int64_t i = 0; i < count; i++) {
-        const int64_t *t = table + i * ITEM_FIELDS;
-        if (t[4])
-            nuvec_attention_pack_f32(t[0], t[1], (const float *)t[2], t[3], (float *)t[4]);
-        int32_t bits = (int32_t)t[12];
-        float scale;
-        memcpy(&scale, &bits, sizeof scale);
-        int status = nuvec_attention_f32(
-            t[5], t[6], t[7], t[8], (const float *)t[9], t[10], t[11], scale,
-            (const float *)t[13], (const float *)t[14], t[15], (const float *)t[16], t[17],
-            t[18], t[19], t[20], t[21], t[22], (float *)t[23], t[24], (float *)t[25]);
+        int status = one(table + i * fields);
         if (status) return status;
     }
     return 0;
+}
+
+/* One row of `nuvec_attention_items_f32`'s table: the item's key head packed first where
+ * kt (t[4]) is not 0, then the item. */
+static int item_row(const int64_t *t) {
+    if (t[4]) nuvec_attention_pack_f32(t[0], t[1], (const float *)t[2], t[3], (float *)t[4]);
+    return nuvec_attention_f32(
+        t[5], t[6], t[7], t[8], (const float *)t[9], t[10], t[11], float_of_bits(t[12]),
+        (const float *)t[13], (const float *)t[14], t[15], (const float *)t[16], t[17], t[18],
+        t[19], t[20], t[21], t[22], (float *)t[23], t[24], (float *)t[25]);
+}
+
+/* `count` items one after another, row i of `table` (26 64-bit integers) holding item i: the
+ * arguments of `nuvec_attention_pack_f32` (lk, d, k, ld, kt: the item's key head packed
+ * first, where kt is not 0), then those of `nuvec_attention_f32` in order, pointers as
+ * addresses and `scale` as its float's bits. One call for many small items (a short
+ * sequence's key heads) instead of one each. Returns 0, or the first item's nonzero return. */
+int nuvec_attention_items_f32(int64_t count, const int64_t *table) {
+    return each_row(count, table, 26, item_row);
 }
 
 /* Query rows an item of the backward computes at once against a block (a multiple of ROWS) */
@@ -475,24 +490,20 @@ int nuvec_attention_grad_f32(int64_t heads, int64_t n, int64_t lk, int64_t d, in
     return 0;
 }
 
-/* `count` key heads' gradients one after another, row i of `table` (GRAD_FIELDS 64-bit
- * integers) holding the arguments of `nuvec_attention_grad_f32` in order, pointers as
- * addresses and `scale` as its float's bits: one call for many small heads. Returns 0, or the
- * first head's nonzero return. */
-#define GRAD_FIELDS 17
+/* One row of `nuvec_attention_grads_f32`'s table: a key head's gradients. */
+static int grad_row(const int64_t *t) {
+    return nuvec_attention_grad_f32(
+        t[0], t[1], t[2], t[3], t[4], float_of_bits(t[5]), (const float *)t[6],
+        (const float *)t[7], (const float *)t[8], (const float *)t[9], (const float *)t[10],
+        t[11], t[12], t[13], (float *)t[14], (float *)t[15], (float *)t[16]);
+}
+
+/* `count` key heads' gradients one after another, row i of `table` (17 64-bit integers)
+ * holding the arguments of `nuvec_attention_grad_f32` in order, pointers as addresses and
+ * `scale` as its float's bits: one call for many small heads. Returns 0, or the first
+ * head's nonzero return. */
 int nuvec_attention_grads_f32(int64_t count, const int64_t *table) {
-    for (int64_t i = 0; i < count; i++) {
-        const int64_t *t = table + i * GRAD_FIELDS;
-        int32_t bits = (int32_t)t[5];
-        float scale;
-        memcpy(&scale, &bits, sizeof scale);
-        int status = nuvec_attention_grad_f32(
-            t[0], t[1], t[2], t[3], t[4], scale, (const float *)t[6], (const float *)t[7],
-            (const float *)t[8], (const float *)t[9], (const float *)t[10], t[11], t[12], t[13],
-            (float *)t[14], (float *)t[15], (float *)t[16]);
-        if (status) return status;
-    }
-    return 0;
+    return each_row(count, table, 17, grad_row);
 }
 
 #endif

@@ -122,6 +122,12 @@ def _bind(lib: ctypes.CDLL) -> _Fused | None:
     return _Fused(pack, item, items, grads, int(block))
 
 
+def _compute_dtype(dtype: np.dtype) -> type:
+    """The dtype the CPU attention kernels compute `dtype` inputs in: float64 for float64,
+    float32 for the rest (half types too)."""
+    return np.float64 if dtype == np.float64 else np.float32
+
+
 def _runs(n: int, work: int) -> list[tuple[int, int]]:
     """`n` items as runs `(start, stop)` of one C call each: one run below
     `MIN_THREADED_WORK` of work, else four a thread (at most `n`)."""
@@ -214,7 +220,7 @@ class Tiles:
     """One call of the kernel: its inputs in the compute dtype, its items and output."""
 
     def __init__(self, p, q, k, v, rest):
-        self.p, f = p, (np.float64 if q.dtype == np.float64 else np.float32)
+        self.p, f = p, _compute_dtype(q.dtype)
         self.f, self.q = f, q
         self.k, self.v = k.astype(f, copy=False), v.astype(f, copy=False)
         b, hq, r, d = q.shape
@@ -637,7 +643,7 @@ class _Backward:
     key head (its query heads' rows one after another) in the compute dtype, the outputs."""
 
     def __init__(self, p, q, k, v, out, dout):
-        f = self.f = np.float64 if q.dtype == np.float64 else np.float32
+        f = self.f = _compute_dtype(q.dtype)
         b, hq, self.lq, d = q.shape
         hkv, self.lk, dv = k.shape[1], k.shape[2], v.shape[3]
         self.p, self.rep, self.units = p, hq // hkv, b * hkv
@@ -779,7 +785,7 @@ def attention_rows_vjp(p, q, k, v, out, dout):
     query rows after another where the node has blocks. Key heads or groups run on the thread
     pool (BLAS on one thread meanwhile); a result does not depend on the thread count."""
     blocks = p.blocks(q.shape[2], k.shape[2])
-    f = np.float64 if q.dtype == np.float64 else np.float32
+    f = _compute_dtype(q.dtype)
     if blocks is None or (f is np.float32 and fused_kernel()):
         grads = _rows_vjp(p, q, k, v, out, dout)
     else:  # the BLAS path holds a key head's scores: a node with blocks takes them in turn
